@@ -1,0 +1,44 @@
+# Thin front for CMake. `make run` is the main job, `make test` runs every test;
+# both install what is missing first (scripts/setup.sh, idempotent).
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc)
+PY = .venv/bin/python
+FUZZ_SECONDS ?= 60
+
+.PHONY: all setup build asan-build fuzz-build run test test-release test-asan fuzz conformance clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+asan-build: setup
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+fuzz-build: setup
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer
+
+run: build
+	@scripts/run.sh $(BUILD)/kiln
+
+test: test-release test-asan fuzz
+
+test-release: build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan: asan-build
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
+
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_importer $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

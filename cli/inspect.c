@@ -1,0 +1,142 @@
+/* inspect.c — `kiln inspect`: imports a model and reports what a user needs to
+ * know before compiling it: inputs and outputs, IR version and opsets, the ONNX op
+ * histogram, parameters (values computable from constants alone, counted where
+ * they feed the network), estimated FLOPs, and every unsupported op with the node
+ * it sits at. Exit 0 only when the model imported completely. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "flops.h"
+
+static void print_values(const char *title, gir_value *const *vs, int n) {
+  printf("%s:\n", title);
+  for (int i = 0; i < n; i++) {
+    char b[160];
+    printf("  %-32s %-8s %s\n", vs[i]->name, gir_dtype_name(vs[i]->dtype), gir_shape_str(&vs[i]->shape, b, sizeof b));
+  }
+}
+
+static void human_count(double v, char *buf, size_t n) {
+  const char *unit[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    u++;
+  }
+  snprintf(buf, n, u ? "%.2f %s" : "%.0f%s", v, unit[u]);
+}
+
+static int cmp_count(const void *a, const void *b, void *ctx) {
+  const int64_t *counts = ctx;
+  int64_t x = counts[*(const int *)a], y = counts[*(const int *)b];
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_histogram(const imp_report *r) {
+  int *idx = malloc(sizeof *idx * (size_t)(r->n_op_types + 1));
+  for (int i = 0; i < r->n_op_types; i++) idx[i] = i;
+  qsort_r(idx, (size_t)r->n_op_types, sizeof *idx, cmp_count, r->op_counts);
+  printf("op histogram (%lld ONNX nodes):\n", (long long)r->onnx_nodes);
+  for (int i = 0; i < r->n_op_types; i++) printf("  %-28s %lld\n", r->op_types[idx[i]], (long long)r->op_counts[idx[i]]);
+  free(idx);
+}
+
+/* Parameters: constant-derived values consumed by nodes that are not
+ * themselves constant-derived (i.e. the weights the network reads). */
+static void weights_and_flops(const gir_graph *g, int64_t *params, int64_t *bytes, int64_t *flops) {
+  uint8_t *cd = calloc((size_t)g->n_values + 1, 1), *counted = calloc((size_t)g->n_values + 1, 1);
+  gir_const_derived(g, cd);
+  *params = *bytes = *flops = 0;
+  for (int k = 0; k < g->n_nodes; k++) {
+    const gir_node *n = g->nodes[k];
+    if (n->n_out && cd[n->out[0]->id]) continue;
+    *flops += gir_node_flops(n);
+    for (int j = 0; j < n->n_in; j++) {
+      const gir_value *v = n->in[j];
+      if (!v || !cd[v->id] || counted[v->id]) continue;
+      counted[v->id] = 1;
+      if (gir_value_numel(v) <= 1) continue; /* scalars are not weights */
+      *params += gir_value_numel(v);
+      *bytes += gir_value_nbytes(v);
+    }
+  }
+  free(cd);
+  free(counted);
+}
+
+int kiln_cmd_inspect(int argc, char **argv) {
+  cli_import ci = {0};
+  const char *model = NULL, *dot = NULL;
+  int print_ir = 0;
+  for (int i = 0; i < argc; i++) {
+    int t = cli_take_input_shape(&ci, argc, argv, &i);
+    if (t < 0) return 2;
+    if (t) continue;
+    if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
+    else if (!strcmp(argv[i], "--print")) print_ir = 1;
+    else if (argv[i][0] == '-') {
+      fprintf(stderr, "kiln inspect: unknown option '%s'\n", argv[i]);
+      return 2;
+    } else if (!model) model = argv[i];
+    else {
+      fprintf(stderr, "kiln inspect: more than one model given\n");
+      return 2;
+    }
+  }
+  if (!model) {
+    fprintf(stderr, "usage: kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n");
+    return 2;
+  }
+  cli_import_finish(&ci);
+  imp_report rep;
+  imp_report_init(&rep);
+  gir_err err = {{0}};
+  gir_graph *g = imp_load_file(model, &ci.opt, &rep, &err);
+
+  printf("model: %s\n", model);
+  printf("ir_version: %lld\n", (long long)rep.ir_version);
+  if (rep.onnx_nodes) print_histogram(&rep);
+  if (g) {
+    printf("opsets:");
+    for (int i = 0; i < g->n_opsets; i++)
+      printf(" %s=%lld", g->opsets[i].domain[0] ? g->opsets[i].domain : "ai.onnx", (long long)g->opsets[i].version);
+    printf("\n");
+    print_values("inputs", g->inputs, g->n_inputs);
+    print_values("outputs", g->outputs, g->n_outputs);
+    int64_t params, bytes, flops;
+    weights_and_flops(g, &params, &bytes, &flops);
+    char a[32], b[32];
+    human_count((double)params, a, sizeof a);
+    human_count((double)flops, b, sizeof b);
+    printf("parameters: %lld (%s, %.2f MiB)\n", (long long)params, a, (double)bytes / (1 << 20));
+    printf("estimated FLOPs: %lld (%sFLOPs)\n", (long long)flops, b);
+    printf("canonical nodes: %d\n", g->n_nodes);
+  }
+  printf("unsupported ops: %d\n", rep.n_unsupported);
+  for (int i = 0; i < rep.n_unsupported; i++) {
+    const imp_unsupported *u = &rep.unsupported[i];
+    printf("  unsupported op %s%s%s (opset %lld) at node '%s': %s\n", u->domain, u->domain[0] ? "." : "",
+           u->op_type, (long long)u->opset, u->node_name, u->reason);
+  }
+  int rc = 0;
+  if (!g) {
+    fprintf(stderr, "kiln inspect: %s\n", err.msg);
+    rc = 1;
+  } else {
+    if (print_ir) gir_print(g, stdout);
+    if (dot) {
+      FILE *f = fopen(dot, "w");
+      if (!f) {
+        fprintf(stderr, "kiln inspect: cannot write '%s'\n", dot);
+        rc = 1;
+      } else {
+        gir_write_dot(g, f, NULL, NULL);
+        fclose(f);
+      }
+    }
+  }
+  gir_graph_free(g);
+  imp_report_free(&rep);
+  return rc;
+}

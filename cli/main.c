@@ -1,0 +1,34 @@
+/* main.c — the `kiln` command: dispatches to a subcommand. Each subcommand lives
+ * in its own file and returns the process exit status (0 ok, 1 bad input or
+ * failure, 2 usage). */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "kiln %s — an optimizing compiler for ONNX models\n"
+          "usage:\n"
+          "  kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n"
+          "  kiln --version\n",
+          KILN_VERSION);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "inspect")) return kiln_cmd_inspect(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "--version")) {
+    printf("kiln %s\n", KILN_VERSION);
+    return 0;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    usage(stdout);
+    return 0;
+  }
+  fprintf(stderr, "kiln: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,195 @@
+/* dtype.c — element-type properties from dtypes.def and scalar conversions.
+ * float16/bfloat16 conversions are written out here (round to nearest even, NaN
+ * preserved) because C11 has no portable half type. */
+#include "dtype.h"
+#include <math.h>
+#include <string.h>
+
+enum { KIND_F, KIND_I, KIND_U, KIND_B, KIND_O };
+#define F KIND_F
+#define I KIND_I
+#define U KIND_U
+#define B KIND_B
+#define O KIND_O
+static const struct {
+  const char *name;
+  int code, bits, first_class, kind;
+} info[GIR_DTYPE_COUNT] = {
+#define GIR_DTYPE(id, code, bits, name, fc, kind) [GIR_##id] = {name, code, bits, fc, kind},
+#include "dtypes.def"
+#undef GIR_DTYPE
+};
+#undef F
+#undef I
+#undef U
+#undef B
+#undef O
+
+static int valid(gir_dtype t) { return t >= 0 && t < GIR_DTYPE_COUNT; }
+
+const char *gir_dtype_name(gir_dtype t) { return valid(t) ? info[t].name : "none"; }
+int gir_dtype_bits(gir_dtype t) { return valid(t) ? info[t].bits : 0; }
+size_t gir_dtype_size(gir_dtype t) {
+  return valid(t) && info[t].first_class ? (size_t)info[t].bits / 8 : 0;
+}
+int gir_dtype_first_class(gir_dtype t) { return valid(t) && info[t].first_class; }
+int gir_dtype_is_float(gir_dtype t) { return valid(t) && info[t].kind == KIND_F; }
+int gir_dtype_is_int(gir_dtype t) {
+  return valid(t) && (info[t].kind == KIND_I || info[t].kind == KIND_U);
+}
+int gir_dtype_is_signed(gir_dtype t) {
+  return valid(t) && (info[t].kind == KIND_I || info[t].kind == KIND_F);
+}
+int gir_dtype_onnx_code(gir_dtype t) { return valid(t) ? info[t].code : 0; }
+
+gir_dtype gir_dtype_from_onnx(int32_t code) {
+  for (int t = 0; t < GIR_DTYPE_COUNT; t++)
+    if (info[t].code == code) return (gir_dtype)t;
+  return GIR_DTYPE_NONE;
+}
+
+gir_dtype gir_dtype_from_name(const char *name) {
+  for (int t = 0; t < GIR_DTYPE_COUNT; t++)
+    if (!strcmp(info[t].name, name)) return (gir_dtype)t;
+  return GIR_DTYPE_NONE;
+}
+
+uint16_t gir_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag >= 0x7f800000u) /* inf or NaN */
+    return (uint16_t)(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u | ((mag >> 13) & 0x3ffu) : 0));
+  if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
+  if (mag < 0x38800000u) {                                  /* subnormal or zero */
+    if (mag < 0x33000000u) return (uint16_t)sign;
+    uint32_t e = mag >> 23, m = (mag & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126 - e; /* f16 subnormal unit is 2^-24 */
+    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+  }
+  uint32_t r = ((mag - 0x38000000u) >> 13);
+  uint32_t rem = mag & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;
+  return (uint16_t)(sign | r);
+}
+
+float gir_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+  if (e == 0x1f)
+    x = sign | 0x7f800000u | (m << 13);
+  else if (e)
+    x = sign | ((e + 112) << 23) | (m << 13);
+  else if (m) {
+    float v = ldexpf((float)m, -24);
+    return sign ? -v : v;
+  } else
+    x = sign;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t gir_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+float gir_bf16_to_f32(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+#define LOAD(T) \
+  do { T v; memcpy(&v, (const char *)base + i * (int64_t)sizeof(T), sizeof(T)); return v; } while (0)
+
+double gir_load_f64(gir_dtype t, const void *base, int64_t i) {
+  switch (t) {
+  case GIR_F32: LOAD(float);
+  case GIR_F64: LOAD(double);
+  case GIR_F16: { uint16_t h; memcpy(&h, (const char *)base + 2 * i, 2); return gir_f16_to_f32(h); }
+  case GIR_BF16: { uint16_t h; memcpy(&h, (const char *)base + 2 * i, 2); return gir_bf16_to_f32(h); }
+  case GIR_I8: LOAD(int8_t);
+  case GIR_I16: LOAD(int16_t);
+  case GIR_I32: LOAD(int32_t);
+  case GIR_I64: LOAD(int64_t);
+  case GIR_U8: LOAD(uint8_t);
+  case GIR_U16: LOAD(uint16_t);
+  case GIR_U32: LOAD(uint32_t);
+  case GIR_U64: LOAD(uint64_t);
+  case GIR_BOOL: { uint8_t b; memcpy(&b, (const char *)base + i, 1); return b != 0; }
+  default: return 0;
+  }
+}
+
+int64_t gir_load_i64(gir_dtype t, const void *base, int64_t i) {
+  switch (t) {
+  case GIR_I8: LOAD(int8_t);
+  case GIR_I16: LOAD(int16_t);
+  case GIR_I32: LOAD(int32_t);
+  case GIR_I64: LOAD(int64_t);
+  case GIR_U8: LOAD(uint8_t);
+  case GIR_U16: LOAD(uint16_t);
+  case GIR_U32: LOAD(uint32_t);
+  case GIR_U64: LOAD(int64_t); /* bit pattern */
+  case GIR_BOOL: { uint8_t b; memcpy(&b, (const char *)base + i, 1); return b != 0; }
+  default: {
+    double d = gir_load_f64(t, base, i);
+    if (d != d) return 0;
+    if (d >= 9.2233720368547758e18) return INT64_MAX;
+    if (d <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)d;
+  }
+  }
+}
+#undef LOAD
+
+#define STORE(T, val) \
+  do { T v_ = (T)(val); memcpy((char *)base + i * (int64_t)sizeof(T), &v_, sizeof(T)); } while (0)
+
+void gir_store_i64(gir_dtype t, void *base, int64_t i, int64_t v) {
+  switch (t) {
+  case GIR_I8: STORE(int8_t, v); break;
+  case GIR_I16: STORE(int16_t, v); break;
+  case GIR_I32: STORE(int32_t, v); break;
+  case GIR_I64: STORE(int64_t, v); break;
+  case GIR_U8: STORE(uint8_t, (uint64_t)v); break;
+  case GIR_U16: STORE(uint16_t, (uint64_t)v); break;
+  case GIR_U32: STORE(uint32_t, (uint64_t)v); break;
+  case GIR_U64: STORE(uint64_t, (uint64_t)v); break;
+  case GIR_BOOL: STORE(uint8_t, v != 0); break;
+  default: gir_store_f64(t, base, i, (double)v); break;
+  }
+}
+
+/* Float → integer follows C truncation, with NaN and out-of-range values pinned
+ * (C leaves them undefined; ONNX leaves them implementation-defined). */
+static int64_t sat_i64(double d) {
+  if (d != d) return 0;
+  if (d >= 9.2233720368547758e18) return INT64_MAX;
+  if (d <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)d;
+}
+
+void gir_store_f64(gir_dtype t, void *base, int64_t i, double v) {
+  switch (t) {
+  case GIR_F32: STORE(float, v); break;
+  case GIR_F64: STORE(double, v); break;
+  case GIR_F16: STORE(uint16_t, gir_f32_to_f16((float)v)); break;
+  case GIR_BF16: STORE(uint16_t, gir_f32_to_bf16((float)v)); break;
+  case GIR_U64:
+    if (v != v || v <= 0) STORE(uint64_t, 0);
+    else if (v >= 1.8446744073709552e19) STORE(uint64_t, UINT64_MAX);
+    else STORE(uint64_t, v);
+    break;
+  case GIR_BOOL: STORE(uint8_t, v != 0); break;
+  default: gir_store_i64(t, base, i, sat_i64(v)); break;
+  }
+}
+#undef STORE

@@ -1,0 +1,181 @@
+/* infer_nn.c — shape inference for the complex-out-fusable and opaque ops: conv,
+ * conv_transpose, matmul, pool, lrn, topk and the scatters. Padding arrives
+ * resolved (auto_pad is an importer concern): pads = [begin..., end...]. */
+#include "infer.h"
+
+/* Reads an INTS attribute of exactly k values, or fills def when absent. */
+static int spatial_attr(const gir_node *n, const char *name, int k, int64_t def, int64_t *out, gir_err *err) {
+  int32_t cnt;
+  const int64_t *v = gir_attr_ints(n, name, &cnt);
+  if (!v) {
+    for (int i = 0; i < k; i++) out[i] = def;
+    return 0;
+  }
+  if (cnt != k) return gir_errf(err, "attribute %s needs %d values, has %d", name, k, cnt);
+  for (int i = 0; i < cnt; i++) out[i] = v[i];
+  return 0;
+}
+
+typedef struct window {
+  int k;
+  int64_t kernel[GIR_MAX_RANK], strides[GIR_MAX_RANK], dil[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK];
+} window;
+
+static int read_window(const gir_node *n, int k, const int64_t *kernel, window *w, gir_err *err) {
+  w->k = k;
+  for (int i = 0; i < k; i++) w->kernel[i] = kernel[i];
+  if (spatial_attr(n, "strides", k, 1, w->strides, err) < 0 || spatial_attr(n, "dilations", k, 1, w->dil, err) < 0 ||
+      spatial_attr(n, "pads", 2 * k, 0, w->pads, err) < 0)
+    return -1;
+  for (int i = 0; i < k; i++) {
+    if (w->strides[i] < 1 || w->dil[i] < 1 || w->kernel[i] < 1 || w->kernel[i] > (1 << 20) ||
+        w->strides[i] > (1 << 20) || w->dil[i] > (1 << 20))
+      return gir_errf(err, "bad kernel, stride or dilation on spatial axis %d", i);
+    if (w->pads[i] < 0 || w->pads[i + k] < 0 || w->pads[i] > (1 << 20) || w->pads[i + k] > (1 << 20))
+      return gir_errf(err, "bad padding on spatial axis %d", i);
+  }
+  return 0;
+}
+
+/* Output extent of a sliding window; ceil mode drops a last window that would
+ * start in the right padding (the rule ONNX Runtime and PyTorch use). */
+static int64_t window_out(int64_t in, const window *w, int i, int ceil_mode) {
+  int64_t span = w->dil[i] * (w->kernel[i] - 1) + 1;
+  int64_t num = in + w->pads[i] + w->pads[i + w->k] - span;
+  if (num < 0) return -1;
+  int64_t o = (ceil_mode ? (num + w->strides[i] - 1) / w->strides[i] : num / w->strides[i]) + 1;
+  if (ceil_mode && (o - 1) * w->strides[i] >= in + w->pads[i]) o--;
+  return o;
+}
+
+int gir_infer_conv(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
+  int k = x->rank - 2;
+  int64_t group = gir_attr_int(n, "group", 1);
+  if (k < 1 || wt->rank != x->rank) return gir_errf(err, "conv needs input and weight of the same rank >= 3");
+  if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "input and weight element types differ");
+  if (group < 1 || x->dims[1] % group || wt->dims[0] % group || x->dims[1] / group != wt->dims[1])
+    return gir_errf(err, "channels %lld, weight %lldx%lld and group %lld disagree", (long long)x->dims[1],
+                    (long long)wt->dims[0], (long long)wt->dims[1], (long long)group);
+  if (n->n_in > 2 && n->in[2] && (n->in[2]->shape.rank != 1 || n->in[2]->shape.dims[0] != wt->dims[0]))
+    return gir_errf(err, "bias must have one value per output channel");
+  window w;
+  if (read_window(n, k, wt->dims + 2, &w, err) < 0) return -1;
+  gir_shape s = {.rank = x->rank, .dims = {x->dims[0], wt->dims[0]}};
+  for (int i = 0; i < k; i++) {
+    s.dims[2 + i] = window_out(x->dims[2 + i], &w, i, 0);
+    if (s.dims[2 + i] < 1) return gir_errf(err, "kernel larger than padded input on spatial axis %d", i);
+  }
+  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+}
+
+int gir_infer_conv_transpose(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
+  int k = x->rank - 2;
+  int64_t group = gir_attr_int(n, "group", 1), opad[GIR_MAX_RANK];
+  if (k < 1 || wt->rank != x->rank) return gir_errf(err, "conv_transpose needs input and weight of the same rank >= 3");
+  if (group < 1 || x->dims[1] != wt->dims[0] || wt->dims[0] % group)
+    return gir_errf(err, "channels and weight disagree");
+  window w;
+  if (read_window(n, k, wt->dims + 2, &w, err) < 0 || spatial_attr(n, "output_padding", k, 0, opad, err) < 0)
+    return -1;
+  gir_shape s = {.rank = x->rank, .dims = {x->dims[0], wt->dims[1] * group}};
+  if (n->n_in > 2 && n->in[2] && (n->in[2]->shape.rank != 1 || n->in[2]->shape.dims[0] != s.dims[1]))
+    return gir_errf(err, "bias must have one value per output channel");
+  for (int i = 0; i < k; i++) {
+    if (opad[i] < 0 || opad[i] >= (w.strides[i] > w.dil[i] ? w.strides[i] : w.dil[i]))
+      return gir_errf(err, "output_padding out of range on axis %d", i);
+    s.dims[2 + i] = w.strides[i] * (x->dims[2 + i] - 1) + opad[i] + (w.kernel[i] - 1) * w.dil[i] + 1 - w.pads[i] -
+                    w.pads[i + k];
+    if (s.dims[2 + i] < 1) return gir_errf(err, "empty output on spatial axis %d", i);
+  }
+  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+}
+
+int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *a = &n->in[0]->shape, *b = &n->in[1]->shape;
+  if (a->rank < 2 || b->rank < 2) return gir_errf(err, "matmul operands need rank >= 2");
+  if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "operand element types differ");
+  int64_t m = a->dims[a->rank - 2], ka = a->dims[a->rank - 1], kb = b->dims[b->rank - 2], nn = b->dims[b->rank - 1];
+  if (ka != kb) return gir_errf(err, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
+  gir_shape ba = {.rank = a->rank - 2}, bb = {.rank = b->rank - 2}, s;
+  for (int i = 0; i < ba.rank; i++) ba.dims[i] = a->dims[i];
+  for (int i = 0; i < bb.rank; i++) bb.dims[i] = b->dims[i];
+  if (gir_broadcast(&ba, &bb, &s, err) < 0) return -1;
+  s.dims[s.rank++] = m;
+  s.dims[s.rank++] = nn;
+  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+}
+
+int gir_infer_pool(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape;
+  int k = x->rank - 2;
+  int64_t fn = gir_attr_int(n, "fn", -1);
+  if (fn < 0 || fn >= GIR_POOL_COUNT) return gir_errf(err, "bad pool function");
+  if (k < 1) return gir_errf(err, "pool needs rank >= 3");
+  const int64_t *kernel;
+  int32_t nk;
+  kernel = gir_attr_ints(n, "kernel", &nk);
+  if (nk != k) return gir_errf(err, "kernel needs %d values, has %d", k, nk);
+  window w;
+  if (read_window(n, k, kernel, &w, err) < 0) return -1;
+  gir_shape s = {.rank = x->rank, .dims = {x->dims[0], x->dims[1]}};
+  for (int i = 0; i < k; i++) {
+    s.dims[2 + i] = window_out(x->dims[2 + i], &w, i, (int)gir_attr_int(n, "ceil", 0));
+    if (s.dims[2 + i] < 1) return gir_errf(err, "window larger than padded input on spatial axis %d", i);
+  }
+  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+}
+
+int gir_infer_lrn(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  if (n->in[0]->shape.rank < 3 || gir_attr_int(n, "size", 0) < 1) return gir_errf(err, "lrn needs rank >= 3 and size >= 1");
+  return gir_set_out(n, 0, n->in[0]->dtype, &n->in[0]->shape, err);
+}
+
+int gir_infer_topk(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape;
+  int64_t axis, k = gir_attr_int(n, "k", -1);
+  if (gir_norm_axis(gir_attr_int(n, "axis", -1), x->rank, &axis, err) < 0) return -1;
+  if (k < 0 || k > x->dims[axis]) return gir_errf(err, "k=%lld out of range", (long long)k);
+  gir_shape s = *x;
+  s.dims[axis] = k;
+  if (gir_set_out(n, 0, n->in[0]->dtype, &s, err) < 0) return -1;
+  return gir_set_out(n, 1, GIR_I64, &s, err);
+}
+
+static int infer_scatter(gir_node *n, gir_err *err) {
+  if (n->in[1]->dtype != GIR_I64 && n->in[1]->dtype != GIR_I32) return gir_errf(err, "indices must be integers");
+  if (n->in[2]->dtype != n->in[0]->dtype) return gir_errf(err, "updates differ in element type");
+  int64_t r = gir_attr_int(n, "reduction", 0);
+  if (r < 0 || r >= GIR_SCATTER_COUNT) return gir_errf(err, "bad reduction");
+  return gir_set_out(n, 0, n->in[0]->dtype, &n->in[0]->shape, err);
+}
+
+int gir_infer_scatter_elements(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  int64_t axis;
+  if (gir_norm_axis(gir_attr_int(n, "axis", 0), n->in[0]->shape.rank, &axis, err) < 0) return -1;
+  if (!gir_shape_equal(&n->in[1]->shape, &n->in[2]->shape) || n->in[1]->shape.rank != n->in[0]->shape.rank)
+    return gir_errf(err, "indices and updates must share a shape of the data's rank");
+  return infer_scatter(n, err);
+}
+
+int gir_infer_scatter_nd(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *d = &n->in[0]->shape, *ix = &n->in[1]->shape, *u = &n->in[2]->shape;
+  if (ix->rank < 1) return gir_errf(err, "indices need rank >= 1");
+  int64_t q = ix->dims[ix->rank - 1];
+  if (q < 1 || q > d->rank) return gir_errf(err, "index tuple length out of range");
+  if (u->rank != ix->rank - 1 + d->rank - q) return gir_errf(err, "updates have the wrong rank");
+  for (int i = 0; i < ix->rank - 1; i++)
+    if (u->dims[i] != ix->dims[i]) return gir_errf(err, "updates shape mismatch");
+  for (int i = 0; i < d->rank - q; i++)
+    if (u->dims[ix->rank - 1 + i] != d->dims[q + i]) return gir_errf(err, "updates shape mismatch");
+  return infer_scatter(n, err);
+}

@@ -1,0 +1,218 @@
+/* build.c — builder helpers for converters: create canonical nodes, infer their
+ * shapes, fold them when every input is constant (through the evaluator the
+ * caller supplied), read constant payloads, and report errors with the ONNX
+ * node they came from. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "ctx.h"
+
+#define DEFAULT_FOLD_MAX (1 << 20)
+
+int imp_fail(imp_ctx *c, const char *fmt, ...) {
+  if (c->err->msg[0]) return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err->msg, sizeof c->err->msg, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+gir_node *imp_new_node(imp_ctx *c, gir_op op, gir_value *const *ins, int32_t n_in, int32_t n_out) {
+  gir_node *n = gir_node_new(c->g, op, NULL, ins, n_in, n_out);
+  n->origin = c->origin;
+  return n;
+}
+
+static int all_inputs_const(const gir_node *n) {
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] && !n->in[i]->data) return 0;
+  return 1;
+}
+
+gir_value *imp_finish(imp_ctx *c, gir_node *n) {
+  if (gir_node_infer(c->g, n, c->err) < 0) return NULL;
+  gir_value *first = n->n_out ? n->out[0] : NULL;
+  if (!c->opt || !c->opt->eval || !all_inputs_const(n)) return first;
+  int64_t limit = c->opt->fold_max_elements > 0 ? c->opt->fold_max_elements : DEFAULT_FOLD_MAX;
+  for (int i = 0; i < n->n_out; i++)
+    if (gir_value_numel(n->out[i]) > limit) return first;
+  gir_err e = {{0}};
+  /* An evaluator that cannot fold this node leaves it to run at run time. */
+  if (gir_fold_node(c->opt->eval, c->g, n, &e) == 0 && c->g->nodes[c->g->n_nodes - 1] == n) c->g->n_nodes--;
+  return first;
+}
+
+static gir_node *node1(imp_ctx *c, gir_op op, gir_value *x) { return imp_new_node(c, op, &x, 1, 1); }
+
+gir_value *imp_unary_p(imp_ctx *c, gir_unary_fn fn, gir_value *x, double alpha, double beta, double gamma) {
+  if (!x) return NULL;
+  gir_node *n = node1(c, GIR_OP_unary, x);
+  gir_attr_set_int(c->g, n, "fn", fn);
+  gir_attr_set_float(c->g, n, "alpha", alpha);
+  gir_attr_set_float(c->g, n, "beta", beta);
+  gir_attr_set_float(c->g, n, "gamma", gamma);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_unary(imp_ctx *c, gir_unary_fn fn, gir_value *x) {
+  if (!x) return NULL;
+  gir_node *n = node1(c, GIR_OP_unary, x);
+  gir_attr_set_int(c->g, n, "fn", fn);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_binary(imp_ctx *c, gir_binary_fn fn, gir_value *a, gir_value *b) {
+  if (!a || !b) return NULL;
+  gir_value *ins[2] = {a, b};
+  gir_node *n = imp_new_node(c, GIR_OP_binary, ins, 2, 1);
+  gir_attr_set_int(c->g, n, "fn", fn);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_where(imp_ctx *c, gir_value *cond, gir_value *a, gir_value *b) {
+  if (!cond || !a || !b) return NULL;
+  gir_value *ins[3] = {cond, a, b};
+  return imp_finish(c, imp_new_node(c, GIR_OP_where, ins, 3, 1));
+}
+
+gir_value *imp_cast(imp_ctx *c, gir_value *x, gir_dtype to) {
+  if (!x) return NULL;
+  if (x->dtype == to) return x;
+  gir_node *n = node1(c, GIR_OP_cast, x);
+  gir_attr_set_int(c->g, n, "to", to);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_reshape(imp_ctx *c, gir_value *x, int32_t rank, const int64_t *dims) {
+  if (!x) return NULL;
+  gir_shape s = {.rank = rank};
+  if (rank <= GIR_MAX_RANK) {
+    for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
+    if (gir_shape_equal(&s, &x->shape)) return x;
+  }
+  gir_node *n = node1(c, GIR_OP_reshape, x);
+  gir_attr_set_ints(c->g, n, "shape", dims, rank);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_transpose(imp_ctx *c, gir_value *x, const int64_t *perm) {
+  if (!x) return NULL;
+  int identity = 1;
+  for (int i = 0; i < x->shape.rank; i++) identity &= perm[i] == i;
+  if (identity) return x;
+  gir_node *n = node1(c, GIR_OP_transpose, x);
+  gir_attr_set_ints(c->g, n, "perm", perm, x->shape.rank);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_concat(imp_ctx *c, gir_value *const *xs, int32_t cnt, int64_t axis) {
+  for (int i = 0; i < cnt; i++)
+    if (!xs[i]) return NULL;
+  if (cnt == 1) return xs[0];
+  gir_node *n = imp_new_node(c, GIR_OP_concat, xs, cnt, 1);
+  gir_attr_set_int(c->g, n, "axis", axis);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_slice_axis(imp_ctx *c, gir_value *x, int axis, int64_t start, int64_t step, int64_t size) {
+  if (!x) return NULL;
+  int r = x->shape.rank;
+  int64_t st[GIR_MAX_RANK], sp[GIR_MAX_RANK], sz[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    st[i] = 0;
+    sp[i] = 1;
+    sz[i] = x->shape.dims[i];
+  }
+  st[axis] = start;
+  sp[axis] = step;
+  sz[axis] = size;
+  if (start == 0 && step == 1 && size == x->shape.dims[axis]) return x;
+  gir_node *n = node1(c, GIR_OP_slice, x);
+  gir_attr_set_ints(c->g, n, "starts", st, r);
+  gir_attr_set_ints(c->g, n, "steps", sp, r);
+  gir_attr_set_ints(c->g, n, "sizes", sz, r);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_broadcast_to(imp_ctx *c, gir_value *x, const gir_shape *s) {
+  if (!x) return NULL;
+  if (gir_shape_equal(&x->shape, s)) return x;
+  gir_node *n = node1(c, GIR_OP_broadcast_to, x);
+  gir_attr_set_ints(c->g, n, "shape", s->dims, s->rank);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_reduce(imp_ctx *c, gir_reduce_fn fn, gir_value *x, const int64_t *axes, int32_t n_axes, int keepdims) {
+  if (!x) return NULL;
+  gir_node *n = node1(c, GIR_OP_reduce, x);
+  gir_attr_set_int(c->g, n, "fn", fn);
+  gir_attr_set_ints(c->g, n, "axes", axes, n_axes);
+  gir_attr_set_int(c->g, n, "keepdims", keepdims);
+  return imp_finish(c, n);
+}
+
+gir_value *imp_matmul(imp_ctx *c, gir_value *a, gir_value *b) {
+  if (!a || !b) return NULL;
+  gir_value *ins[2] = {a, b};
+  return imp_finish(c, imp_new_node(c, GIR_OP_matmul, ins, 2, 1));
+}
+
+gir_value *imp_scalar(imp_ctx *c, gir_dtype t, double v) { return gir_const_scalar(c->g, t, v); }
+gir_value *imp_scalar_like(imp_ctx *c, const gir_value *x, double v) { return gir_const_scalar(c->g, x->dtype, v); }
+
+const void *imp_const_data(imp_ctx *c, const gir_value *v, const char *what) {
+  if (!v) {
+    imp_fail(c, "%s is missing", what);
+    return NULL;
+  }
+  if (v->data) return v->data;
+  if (v->is_input && c->opt)
+    for (int i = 0; i < c->opt->n_known; i++) {
+      const imp_known_input *k = &c->opt->known[i];
+      if (!strcmp(k->name, v->name) && k->dtype == v->dtype && gir_shape_equal(&k->shape, &v->shape)) return k->data;
+    }
+  imp_fail(c, "%s must be a constant, but '%s' is computed at run time", what, v->name);
+  return NULL;
+}
+
+int64_t *imp_const_ints(imp_ctx *c, const gir_value *v, const char *what, int32_t *n) {
+  const void *d = imp_const_data(c, v, what);
+  if (!d) return NULL;
+  if (!gir_dtype_is_int(v->dtype)) {
+    imp_fail(c, "%s must hold integers, not %s", what, gir_dtype_name(v->dtype));
+    return NULL;
+  }
+  int64_t cnt = gir_value_numel(v);
+  if (cnt > (1 << 24)) {
+    imp_fail(c, "%s has too many elements", what);
+    return NULL;
+  }
+  int64_t *out = gir_arena_calloc(c->g->arena, (size_t)cnt + 1, sizeof *out);
+  for (int64_t i = 0; i < cnt; i++) out[i] = gir_load_i64(v->dtype, d, i);
+  *n = (int32_t)cnt;
+  return out;
+}
+
+double *imp_const_floats(imp_ctx *c, const gir_value *v, const char *what, int32_t *n) {
+  const void *d = imp_const_data(c, v, what);
+  if (!d) return NULL;
+  int64_t cnt = gir_value_numel(v);
+  if (cnt > (1 << 24)) {
+    imp_fail(c, "%s has too many elements", what);
+    return NULL;
+  }
+  double *out = gir_arena_calloc(c->g->arena, (size_t)cnt + 1, sizeof *out);
+  for (int64_t i = 0; i < cnt; i++) out[i] = gir_load_f64(v->dtype, d, i);
+  *n = (int32_t)cnt;
+  return out;
+}
+
+int imp_set_output(imp_ctx *c, imp_node *n, int i, gir_value *v) {
+  if (i >= n->n_out || !n->out_names[i] || !n->out_names[i][0]) return 0; /* output not requested */
+  if (!v) return imp_fail(c, "output %d was not produced", i);
+  n->out[i] = v;
+  /* Generated names take the ONNX name, so dumps and errors read like the model. */
+  if (v->name[0] == '%') v->name = gir_arena_strdup(c->g->arena, n->out_names[i]);
+  return imp_scope_bind(c, n->out_names[i], v);
+}

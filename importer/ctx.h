@@ -1,0 +1,109 @@
+/* ctx.h — the importer's internal context and the helpers every converter uses.
+ *
+ * A converter turns one ONNX node into canonical nodes. It reads inputs (gir
+ * values, NULL when an optional input is absent) and attributes from imp_node,
+ * emits canonical ops through the builder helpers (which infer shapes and fold
+ * constants as they go), and binds each ONNX output with imp_set_output. Any
+ * failure returns -1 with c->err set; the driver adds the node, op and opset. */
+#ifndef IMP_CTX_H
+#define IMP_CTX_H
+#include "importer.h"
+#include "onnx.pb-c.h"
+
+typedef struct imp_scope imp_scope;
+
+typedef struct imp_ctx {
+  gir_graph *g;
+  gir_err *err;
+  const imp_options *opt;
+  imp_report *rep;
+  const char *base_dir;        /* for external data; NULL: refused */
+  const Onnx__ModelProto *model;
+  int64_t opset;               /* ai.onnx opset in force */
+  int depth;                   /* subgraph / function nesting */
+  imp_scope *scope;
+  const char *name_prefix;     /* prefix for names made while inlining */
+  const char *origin;          /* "Conv 'conv1' (opset 11)": the node being converted */
+} imp_ctx;
+
+typedef struct imp_node {
+  const Onnx__NodeProto *proto;
+  const char *op_type, *name;
+  int64_t opset;
+  int32_t n_in, n_out;
+  gir_value **in;              /* NULL for absent optional inputs */
+  const char *const *out_names;
+  gir_value **out;             /* filled by imp_set_output */
+} imp_node;
+
+typedef int (*imp_convert_fn)(imp_ctx *c, imp_node *n);
+
+/* --- converter registry (ops.c) --- */
+imp_convert_fn imp_find_converter(const char *op_type, int64_t opset);
+
+/* --- scope: ONNX name → value (scope.c) --- */
+imp_scope *imp_scope_push(imp_ctx *c);
+void imp_scope_pop(imp_ctx *c, imp_scope *s);
+int imp_scope_bind(imp_ctx *c, const char *name, gir_value *v);     /* v NULL: poisoned */
+/* 1 found (*v set, NULL if poisoned), 0 not found */
+int imp_scope_lookup(imp_ctx *c, const char *name, gir_value **v);
+
+/* --- attributes (attrs.c) --- */
+const Onnx__AttributeProto *imp_attr(const imp_node *n, const char *name);
+int64_t imp_attr_int(const imp_node *n, const char *name, int64_t def);
+double imp_attr_float(const imp_node *n, const char *name, double def);
+const char *imp_attr_string(imp_ctx *c, const imp_node *n, const char *name, const char *def);
+/* INTS into *out (arena copy); returns count, or -1 when absent (no error). */
+int32_t imp_attr_ints(imp_ctx *c, const imp_node *n, const char *name, int64_t **out);
+int32_t imp_attr_floats(imp_ctx *c, const imp_node *n, const char *name, double **out);
+/* A TENSOR attribute as a constant value, NULL + error if bad. */
+gir_value *imp_attr_tensor(imp_ctx *c, const imp_node *n, const char *name);
+
+/* --- tensors (tensor.c) --- */
+gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const char *what);
+int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt, gir_shape *s);
+
+/* --- building canonical nodes (build.c) --- */
+gir_node *imp_new_node(imp_ctx *c, gir_op op, gir_value *const *ins, int32_t n_in, int32_t n_out);
+/* Infers n's outputs and folds n when all inputs are constant and the outputs are
+ * small enough. Returns n->out[0] (still valid after folding), NULL on error. */
+gir_value *imp_finish(imp_ctx *c, gir_node *n);
+gir_value *imp_unary(imp_ctx *c, gir_unary_fn fn, gir_value *x);
+gir_value *imp_unary_p(imp_ctx *c, gir_unary_fn fn, gir_value *x, double alpha, double beta, double gamma);
+gir_value *imp_binary(imp_ctx *c, gir_binary_fn fn, gir_value *a, gir_value *b);
+gir_value *imp_where(imp_ctx *c, gir_value *cond, gir_value *a, gir_value *b);
+gir_value *imp_cast(imp_ctx *c, gir_value *x, gir_dtype to);
+gir_value *imp_reshape(imp_ctx *c, gir_value *x, int32_t rank, const int64_t *dims);
+gir_value *imp_transpose(imp_ctx *c, gir_value *x, const int64_t *perm);
+gir_value *imp_concat(imp_ctx *c, gir_value *const *xs, int32_t n, int64_t axis);
+/* Slice one axis: start/step/size already normalized. */
+gir_value *imp_slice_axis(imp_ctx *c, gir_value *x, int axis, int64_t start, int64_t step, int64_t size);
+gir_value *imp_broadcast_to(imp_ctx *c, gir_value *x, const gir_shape *s);
+gir_value *imp_reduce(imp_ctx *c, gir_reduce_fn fn, gir_value *x, const int64_t *axes, int32_t n_axes, int keepdims);
+gir_value *imp_matmul(imp_ctx *c, gir_value *a, gir_value *b);
+/* Scalar constant of x's dtype. */
+gir_value *imp_scalar_like(imp_ctx *c, const gir_value *x, double v);
+gir_value *imp_scalar(imp_ctx *c, gir_dtype t, double v);
+
+/* Constant payload of v (a constant, or a known input), or NULL with an error
+ * naming what: "input 'shape' of Reshape must be a constant". */
+const void *imp_const_data(imp_ctx *c, const gir_value *v, const char *what);
+/* Integer constant as int64 array (arena); count in *n. */
+int64_t *imp_const_ints(imp_ctx *c, const gir_value *v, const char *what, int32_t *n);
+double *imp_const_floats(imp_ctx *c, const gir_value *v, const char *what, int32_t *n);
+
+int imp_set_output(imp_ctx *c, imp_node *n, int i, gir_value *v);
+
+/* --- errors --- */
+int imp_fail(imp_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Marks the node unsupported (recorded in the report) and returns -2. */
+int imp_unsupported_node(imp_ctx *c, const imp_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* --- graph import (graph.c) --- */
+int imp_import_graph(imp_ctx *c, const Onnx__GraphProto *gp, int top_level);
+int imp_convert_nodes(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n_nodes);
+
+/* --- wire-format pre-scan (wire.c) --- */
+int imp_wire_check(const uint8_t *data, size_t n, gir_err *err);
+
+#endif

@@ -1,0 +1,153 @@
+/* load.c — the importer's entry points: read the file (bounded at 2 GiB), pre-scan
+ * the wire format (wire.c), decode with protobuf-c, pick the ai.onnx opset, import
+ * the main graph, then drop folded and dead nodes and verify the result. Also the
+ * --input-shape parser and the report's lifetime. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "ctx.h"
+
+#define IMP_MAX_OPSET 27 /* newest ai.onnx opset of the onnx release we test against */
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "raw_data is little-endian; big-endian hosts need byte swaps");
+
+void imp_report_init(imp_report *r) {
+  memset(r, 0, sizeof *r);
+  r->arena = gir_arena_new();
+}
+
+void imp_report_free(imp_report *r) {
+  if (r) gir_arena_free(r->arena);
+}
+
+static int64_t default_opset(const Onnx__ModelProto *m, gir_err *err) {
+  int64_t v = -1;
+  for (size_t i = 0; i < m->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))) v = o->version;
+  }
+  if (v < 0) {
+    if (m->n_opset_import == 0 && m->has_ir_version && m->ir_version < 3) return 1; /* pre-opset models */
+    return gir_errf(err, "the model imports no ai.onnx opset");
+  }
+  if (v < 1) return gir_errf(err, "invalid ai.onnx opset version %lld", (long long)v);
+  if (v > IMP_MAX_OPSET)
+    return gir_errf(err, "ai.onnx opset %lld is newer than kiln supports (up to %d)", (long long)v, IMP_MAX_OPSET);
+  return v;
+}
+
+gir_graph *imp_load_buffer(const void *data, size_t n, const char *base_dir, const imp_options *opt,
+                           imp_report *rep, gir_err *err) {
+  if ((int64_t)n > IMP_MAX_FILE_BYTES) {
+    gir_errf(err, "model is %zu bytes, above the 2 GiB limit", n);
+    return NULL;
+  }
+  if (imp_wire_check(data, n, err) < 0) return NULL;
+  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, n, data);
+  if (!m) {
+    gir_errf(err, "malformed ONNX file: protobuf decoding failed");
+    return NULL;
+  }
+  gir_graph *g = NULL;
+  int64_t opset = default_opset(m, err);
+  if (opset < 0) goto out;
+  if (!m->graph) {
+    gir_errf(err, "the model has no graph");
+    goto out;
+  }
+  g = gir_graph_new(m->graph->name);
+  if (!g) {
+    gir_errf(err, "out of memory");
+    goto out;
+  }
+  g->ir_version = m->has_ir_version ? m->ir_version : 0;
+  g->producer = gir_arena_strdup(g->arena, m->producer_name ? m->producer_name : "");
+  g->opsets = gir_arena_calloc(g->arena, m->n_opset_import + 1, sizeof *g->opsets);
+  for (size_t i = 0; i < m->n_opset_import; i++)
+    if (m->opset_import[i]) {
+      g->opsets[g->n_opsets].domain = gir_arena_strdup(g->arena, m->opset_import[i]->domain ? m->opset_import[i]->domain : "");
+      g->opsets[g->n_opsets++].version = m->opset_import[i]->version;
+    }
+  if (rep) rep->ir_version = g->ir_version;
+  imp_ctx c = {.g = g, .err = err, .opt = opt, .rep = rep, .base_dir = base_dir, .model = m, .opset = opset};
+  int rc = imp_scope_push(&c) ? imp_import_graph(&c, m->graph, 1) : gir_errf(err, "out of memory");
+  if (rc == 0 && rep && rep->n_unsupported) {
+    const imp_unsupported *u = &rep->unsupported[0];
+    rc = gir_errf(err, "%d unsupported op%s; first: %s%s%s (opset %lld) at node '%s': %s", rep->n_unsupported,
+                  rep->n_unsupported > 1 ? "s" : "", u->domain[0] ? u->domain : "", u->domain[0] ? "." : "",
+                  u->op_type, (long long)u->opset, u->node_name, u->reason);
+  } else if (rc == 0 && !rep && g->n_outputs == 0) {
+    rc = gir_errf(err, "unsupported ops in the model (no output could be computed)");
+  }
+  if (rc == 0) {
+    gir_graph_compact(g);
+    rc = gir_verify(g, err);
+  }
+  if (rc < 0) {
+    gir_graph_free(g);
+    g = NULL;
+  }
+out:
+  onnx__model_proto__free_unpacked(m, NULL);
+  return g;
+}
+
+gir_graph *imp_load_file(const char *path, const imp_options *opt, imp_report *rep, gir_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    gir_errf(err, "cannot open '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    gir_errf(err, "'%s' is not a regular file", path);
+    return NULL;
+  }
+  if (st.st_size > IMP_MAX_FILE_BYTES) {
+    fclose(f);
+    gir_errf(err, "'%s' is %lld bytes, above the 2 GiB limit", path, (long long)st.st_size);
+    return NULL;
+  }
+  size_t n = (size_t)st.st_size;
+  void *buf = malloc(n ? n : 1);
+  if (!buf || fread(buf, 1, n, f) != n) {
+    free(buf);
+    fclose(f);
+    gir_errf(err, "cannot read '%s'", path);
+    return NULL;
+  }
+  fclose(f);
+  char *dir = strdup(path);
+  char *slash = dir ? strrchr(dir, '/') : NULL;
+  const char *base = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+  gir_graph *g = imp_load_buffer(buf, n, base, opt, rep, err);
+  if (!g && err->msg[0]) gir_err_prefix(err, "%s", path);
+  free(dir);
+  free(buf);
+  return g;
+}
+
+int imp_parse_input_shape(const char *spec, imp_input_shape *out, gir_err *err) {
+  const char *colon = strrchr(spec, ':');
+  if (!colon || colon == spec) return gir_errf(err, "--input-shape '%s': expected NAME:DIMS, e.g. data:1x3x224x224", spec);
+  memset(out, 0, sizeof *out);
+  if ((size_t)(colon - spec) >= sizeof out->name) return gir_errf(err, "--input-shape '%s': name too long", spec);
+  memcpy(out->name, spec, (size_t)(colon - spec));
+  const char *p = colon + 1;
+  if (!*p) return gir_errf(err, "--input-shape '%s': no dims", spec);
+  while (*p) {
+    if (out->rank == GIR_MAX_RANK) return gir_errf(err, "--input-shape '%s': more than %d dims", spec, GIR_MAX_RANK);
+    char *end;
+    errno = 0;
+    long long d = strtoll(p, &end, 10);
+    if (end == p || d < 0 || errno) return gir_errf(err, "--input-shape '%s': bad dimension", spec);
+    out->dims[out->rank++] = d;
+    p = end;
+    if (*p == 'x' || *p == ',') p++;
+    else if (*p) return gir_errf(err, "--input-shape '%s': bad separator '%c'", spec, *p);
+  }
+  return 0;
+}

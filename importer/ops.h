@@ -1,0 +1,20 @@
+/* ops.h — declarations of every converter named in onnx_ops.def. */
+#ifndef IMP_OPS_H
+#define IMP_OPS_H
+#include "ctx.h"
+
+#define IMP_OP(op, fn) int fn(imp_ctx *c, imp_node *n);
+#include "onnx_ops.def"
+#undef IMP_OP
+
+/* Helpers shared by converters (ops_common.c). */
+/* Reads ints from attribute `name` (opset < since) or from input idx (opset >= since). */
+int imp_ints_attr_or_input(imp_ctx *c, imp_node *n, const char *name, int idx, int64_t since, int64_t **out,
+                           int32_t *cnt);
+/* The op's element-wise unary/binary function from its ONNX name. */
+int imp_unary_fn_of(const char *op_type);
+int imp_binary_fn_of(const char *op_type);
+/* Normalizes a possibly negative axis against rank, with an error naming the op. */
+int imp_axis(imp_ctx *c, int64_t axis, int32_t rank, int64_t *out);
+
+#endif

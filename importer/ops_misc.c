@@ -1,0 +1,108 @@
+/* ops_misc.c — constants, identities and shape queries. Shapes are static, so
+ * Shape and Size become constants; ConstantOfShape becomes a broadcast of its
+ * scalar (folded when small); Dropout is inference-mode identity. */
+#include <string.h>
+#include "ops.h"
+
+int imp_cv_Constant(imp_ctx *c, imp_node *n) {
+  const Onnx__AttributeProto *a = n->proto->n_attribute ? n->proto->attribute[0] : NULL;
+  if (!a || !a->name) return imp_fail(c, "Constant needs a value attribute");
+  gir_value *v = NULL;
+  if (!strcmp(a->name, "value")) {
+    if (!a->t) return imp_fail(c, "attribute value holds no tensor");
+    v = imp_tensor_to_const(c, a->t, n->name);
+  } else if (!strcmp(a->name, "value_float")) {
+    v = gir_const_scalar(c->g, GIR_F32, a->f);
+  } else if (!strcmp(a->name, "value_int")) {
+    v = gir_const_scalar(c->g, GIR_I64, 0);
+    *(int64_t *)v->data = a->i;
+  } else if (!strcmp(a->name, "value_floats")) {
+    gir_shape s = {.rank = 1, .dims = {(int64_t)a->n_floats}};
+    v = gir_const_new(c->g, NULL, GIR_F32, &s, a->floats);
+  } else if (!strcmp(a->name, "value_ints")) {
+    v = gir_const_i64s(c->g, a->ints, (int32_t)a->n_ints);
+  } else {
+    return imp_unsupported_node(c, n, "Constant with attribute %s", a->name);
+  }
+  if (!v) return -1;
+  if (c->rep && c->depth == 0) {
+    c->rep->param_count += gir_value_numel(v);
+    c->rep->param_bytes += gir_value_nbytes(v);
+  }
+  return imp_set_output(c, n, 0, v);
+}
+
+int imp_cv_Identity(imp_ctx *c, imp_node *n) {
+  if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
+  return imp_set_output(c, n, 0, n->in[0]);
+}
+
+int imp_cv_Dropout(imp_ctx *c, imp_node *n) {
+  if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
+  if (n->n_in > 2 && n->in[2]) {
+    const void *tm = imp_const_data(c, n->in[2], "input 'training_mode'");
+    if (!tm) return -1;
+    if (*(const uint8_t *)tm) return imp_unsupported_node(c, n, "training_mode=true (random dropout)");
+  }
+  gir_value *x = n->in[0];
+  if (imp_set_output(c, n, 0, x) < 0) return -1;
+  if (n->n_out > 1) {
+    gir_value *ones = imp_broadcast_to(c, gir_const_scalar(c->g, GIR_BOOL, 1), &x->shape);
+    if (imp_set_output(c, n, 1, ones) < 0) return -1;
+  }
+  return 0;
+}
+
+int imp_cv_Shape(imp_ctx *c, imp_node *n) {
+  if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
+  const gir_shape *s = &n->in[0]->shape;
+  int64_t start = imp_attr_int(n, "start", 0), end = imp_attr_int(n, "end", s->rank);
+  if (start < 0) start += s->rank;
+  if (end < 0) end += s->rank;
+  if (start < 0) start = 0;
+  if (end > s->rank) end = s->rank;
+  if (end < start) end = start;
+  return imp_set_output(c, n, 0, gir_const_i64s(c->g, s->dims + start, (int32_t)(end - start)));
+}
+
+int imp_cv_Size(imp_ctx *c, imp_node *n) {
+  if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
+  gir_value *v = gir_const_scalar(c->g, GIR_I64, 0);
+  *(int64_t *)v->data = gir_value_numel(n->in[0]);
+  return imp_set_output(c, n, 0, v);
+}
+
+int imp_cv_ConstantOfShape(imp_ctx *c, imp_node *n) {
+  int32_t rank;
+  int64_t *dims = imp_const_ints(c, n->n_in ? n->in[0] : NULL, "input 'input' (the shape)", &rank);
+  if (!dims) return -1;
+  if (rank > GIR_MAX_RANK) return imp_fail(c, "rank %d is above the limit of %d", rank, GIR_MAX_RANK);
+  gir_shape s = gir_shape_make(rank, dims);
+  gir_err e = {{0}};
+  if (gir_shape_numel(&s, &e) < 0) return imp_fail(c, "shape: %s", e.msg);
+  gir_value *scalar;
+  const Onnx__AttributeProto *a = imp_attr(n, "value");
+  if (a && a->t) {
+    gir_value *t = imp_tensor_to_const(c, a->t, "value");
+    if (!t) return -1;
+    if (gir_value_numel(t) != 1) return imp_fail(c, "attribute value must hold one element");
+    gir_shape sc = {0};
+    scalar = gir_const_new(c->g, NULL, t->dtype, &sc, t->data);
+  } else
+    scalar = gir_const_scalar(c->g, GIR_F32, 0.0);
+  return imp_set_output(c, n, 0, imp_broadcast_to(c, scalar, &s));
+}
+
+int imp_cv_Cast(imp_ctx *c, imp_node *n) {
+  if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
+  int64_t code = imp_attr_int(n, "to", -1);
+  gir_dtype to = gir_dtype_from_onnx((int32_t)code);
+  if (to == GIR_DTYPE_NONE) return imp_fail(c, "attribute to: unknown element type code %lld", (long long)code);
+  if (!gir_dtype_first_class(to)) return imp_unsupported_node(c, n, "cast to %s", gir_dtype_name(to));
+  return imp_set_output(c, n, 0, imp_cast(c, n->in[0], to));
+}
+
+int imp_cv_CastLike(imp_ctx *c, imp_node *n) {
+  if (n->n_in < 2 || !n->in[0] || !n->in[1]) return imp_fail(c, "needs two inputs");
+  return imp_set_output(c, n, 0, imp_cast(c, n->in[0], n->in[1]->dtype));
+}

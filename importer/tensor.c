@@ -1,0 +1,162 @@
+/* tensor.c — ONNX TensorProto → constant value, and ValueInfo types → dtype and
+ * shape. Data may come from raw_data (little-endian bytes), the typed repeated
+ * fields (int32_data carries every narrow integer, bool and the 16-bit floats as
+ * bit patterns), or external data (extdata.c). Every count is checked against
+ * dims × element size before anything is copied. */
+#include <string.h>
+#include "ctx.h"
+#include "extdata.h"
+
+static const char *tensor_label(const Onnx__TensorProto *t, const char *what) {
+  return t->name && t->name[0] ? t->name : what;
+}
+
+static int read_dims(imp_ctx *c, size_t n_dims, const int64_t *dims, const char *label, gir_shape *s) {
+  if (n_dims > GIR_MAX_RANK)
+    return imp_fail(c, "tensor '%s' has rank %zu, above the limit of %d", label, n_dims, GIR_MAX_RANK);
+  s->rank = (int32_t)n_dims;
+  for (size_t i = 0; i < n_dims; i++) {
+    if (dims[i] < 0) return imp_fail(c, "tensor '%s' has negative dimension %lld", label, (long long)dims[i]);
+    s->dims[i] = dims[i];
+  }
+  gir_err e = {{0}};
+  if (gir_shape_numel(s, &e) < 0) return imp_fail(c, "tensor '%s': %s", label, e.msg);
+  return 0;
+}
+
+static const char *ext_field(const Onnx__TensorProto *t, const char *key) {
+  for (size_t i = 0; i < t->n_external_data; i++) {
+    const Onnx__StringStringEntryProto *kv = t->external_data[i];
+    if (kv && kv->key && !strcmp(kv->key, key)) return kv->value ? kv->value : "";
+  }
+  return NULL;
+}
+
+static int parse_i64(const char *s, int64_t *out) {
+  if (!s || !*s) return -1;
+  int64_t v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (*s - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const char *what) {
+  const char *label = tensor_label(t, what);
+  gir_shape s = {0};
+  if (read_dims(c, t->n_dims, t->dims, label, &s) < 0) return NULL;
+  gir_dtype dt = gir_dtype_from_onnx(t->data_type);
+  if (dt == GIR_DTYPE_NONE) {
+    imp_fail(c, "tensor '%s' has unknown element type code %d", label, t->data_type);
+    return NULL;
+  }
+  if (!gir_dtype_first_class(dt)) {
+    imp_fail(c, "tensor '%s' has element type %s, which kiln does not support", label, gir_dtype_name(dt));
+    return NULL;
+  }
+  if (t->segment) {
+    imp_fail(c, "tensor '%s' is segmented, which kiln does not support", label);
+    return NULL;
+  }
+  int64_t numel = gir_shape_numel(&s, NULL);
+  size_t es = gir_dtype_size(dt);
+  if (numel > INT64_MAX / (int64_t)es || numel * (int64_t)es > IMP_MAX_FILE_BYTES * 8) {
+    imp_fail(c, "tensor '%s' is too large (%lld elements)", label, (long long)numel);
+    return NULL;
+  }
+  int64_t nbytes = numel * (int64_t)es;
+  gir_value *v = gir_const_new(c->g, t->name && t->name[0] ? t->name : NULL, dt, &s, NULL);
+  unsigned char *dst = v->data;
+
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    int64_t off = 0, len = nbytes;
+    const char *loc = ext_field(t, "location"), *o = ext_field(t, "offset"), *l = ext_field(t, "length");
+    if ((o && parse_i64(o, &off) < 0) || (l && parse_i64(l, &len) < 0)) {
+      imp_fail(c, "tensor '%s': bad external data offset or length", label);
+      return NULL;
+    }
+    if (len != nbytes) {
+      imp_fail(c, "tensor '%s': external data length %lld does not equal %lld elements x %zu bytes", label,
+               (long long)len, (long long)numel, es);
+      return NULL;
+    }
+    gir_err e = {{0}};
+    if (imp_read_external(c->base_dir, loc, off, len, dst, &e) < 0) {
+      imp_fail(c, "tensor '%s': %s", label, e.msg);
+      return NULL;
+    }
+    return v;
+  }
+  if (t->has_raw_data && (t->raw_data.len > 0 || nbytes == 0)) {
+    if ((int64_t)t->raw_data.len != nbytes) {
+      imp_fail(c, "tensor '%s': raw_data holds %zu bytes, dims x %s need %lld", label, t->raw_data.len,
+               gir_dtype_name(dt), (long long)nbytes);
+      return NULL;
+    }
+    if (nbytes) memcpy(dst, t->raw_data.data, (size_t)nbytes); /* little-endian host (checked at build) */
+    if (dt == GIR_BOOL)
+      for (int64_t i = 0; i < numel; i++) dst[i] = dst[i] != 0;
+    return v;
+  }
+  /* typed fields */
+  size_t have;
+  switch (dt) {
+  case GIR_F32: have = t->n_float_data; break;
+  case GIR_F64: have = t->n_double_data; break;
+  case GIR_I64: have = t->n_int64_data; break;
+  case GIR_U32: case GIR_U64: have = t->n_uint64_data; break;
+  default: have = t->n_int32_data; break;
+  }
+  if ((int64_t)have != numel) {
+    imp_fail(c, "tensor '%s' holds %zu values, its dims need %lld", label, have, (long long)numel);
+    return NULL;
+  }
+  for (int64_t i = 0; i < numel; i++) {
+    switch (dt) {
+    case GIR_F32: ((float *)(void *)dst)[i] = t->float_data[i]; break;
+    case GIR_F64: ((double *)(void *)dst)[i] = t->double_data[i]; break;
+    case GIR_I64: ((int64_t *)(void *)dst)[i] = t->int64_data[i]; break;
+    case GIR_U32: ((uint32_t *)(void *)dst)[i] = (uint32_t)t->uint64_data[i]; break;
+    case GIR_U64: ((uint64_t *)(void *)dst)[i] = t->uint64_data[i]; break;
+    case GIR_F16: case GIR_BF16: case GIR_U16: ((uint16_t *)(void *)dst)[i] = (uint16_t)t->int32_data[i]; break;
+    case GIR_BOOL: dst[i] = t->int32_data[i] != 0; break;
+    default: gir_store_i64(dt, dst, i, t->int32_data[i]); break;
+    }
+  }
+  return v;
+}
+
+int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt, gir_shape *s) {
+  const char *name = vi->name ? vi->name : "?";
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+    return imp_fail(c, "input '%s' is not a tensor (sequence, map and optional types are not supported)", name);
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  *dt = gir_dtype_from_onnx(tt->elem_type);
+  if (*dt == GIR_DTYPE_NONE) return imp_fail(c, "input '%s' has unknown element type code %d", name, tt->elem_type);
+  if (!gir_dtype_first_class(*dt))
+    return imp_fail(c, "input '%s' has element type %s, which kiln does not support", name, gir_dtype_name(*dt));
+  /* user-bound shape wins */
+  for (int i = 0; c->opt && i < c->opt->n_shapes; i++)
+    if (!strcmp(c->opt->shapes[i].name, name)) {
+      *s = gir_shape_make(c->opt->shapes[i].rank, c->opt->shapes[i].dims);
+      return 0;
+    }
+  if (!tt->shape) return imp_fail(c, "input '%s' has no shape; give one with --input-shape %s:DIMS", name, name);
+  if (tt->shape->n_dim > GIR_MAX_RANK)
+    return imp_fail(c, "input '%s' has rank %zu, above the limit of %d", name, tt->shape->n_dim, GIR_MAX_RANK);
+  s->rank = (int32_t)tt->shape->n_dim;
+  for (size_t i = 0; i < tt->shape->n_dim; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+      if (d->dim_value < 0) return imp_fail(c, "input '%s' has negative dimension %lld", name, (long long)d->dim_value);
+      s->dims[i] = d->dim_value;
+    } else
+      s->dims[i] = 1; /* symbolic or unknown dims default to 1 */
+  }
+  gir_err e = {{0}};
+  if (gir_shape_numel(s, &e) < 0) return imp_fail(c, "input '%s': %s", name, e.msg);
+  return 0;
+}
