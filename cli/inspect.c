@@ -8,6 +8,7 @@
 #include <string.h>
 #include "cli.h"
 #include "flops.h"
+#include "tensorfile.h"
 
 static void print_values(const char *title, gir_value *const *vs, int n) {
   printf("%s:\n", title);
@@ -65,9 +66,57 @@ static void weights_and_flops(const gir_graph *g, int64_t *params, int64_t *byte
   free(counted);
 }
 
+/* --test-data DIR: every DIR/input_N.pb becomes a known input whose shape binds
+ * the graph input of the same name; output_N.pb give the expected output types. */
+static int load_test_inputs(cli_import *ci, const char *dir, gir_arena *a, imp_known_input *known, int max) {
+  int n = 0;
+  for (; n < max; n++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/input_%d.pb", dir, n);
+    FILE *f = fopen(path, "rb");
+    if (!f) break;
+    fclose(f);
+    imp_tensor t;
+    gir_err err = {{0}};
+    if (imp_read_tensor_file(path, a, &t, &err) < 0) {
+      fprintf(stderr, "kiln inspect: %s\n", err.msg);
+      return -1;
+    }
+    known[n] = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};
+    if (ci->n_shapes < (int32_t)(sizeof ci->shapes / sizeof ci->shapes[0]) && strlen(t.name) < sizeof ci->shapes[0].name) {
+      imp_input_shape *s = &ci->shapes[ci->n_shapes++];
+      strcpy(s->name, t.name);
+      s->rank = t.shape.rank;
+      memcpy(s->dims, t.shape.dims, sizeof s->dims);
+    }
+  }
+  return n;
+}
+
+static int check_test_outputs(const gir_graph *g, const char *dir, gir_arena *a) {
+  int bad = 0;
+  for (int i = 0; i < g->n_outputs; i++) {
+    char path[4096], b1[160], b2[160];
+    snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
+    imp_tensor t;
+    gir_err err = {{0}};
+    if (imp_read_tensor_file(path, a, &t, &err) < 0) {
+      printf("  output %d: no reference (%s)\n", i, err.msg);
+      continue;
+    }
+    const gir_value *v = g->outputs[i];
+    int ok = t.dtype == v->dtype && gir_shape_equal(&t.shape, &v->shape);
+    printf("  output %-24s kiln %s[%s] expected %s[%s] %s\n", v->name, gir_dtype_name(v->dtype),
+           gir_shape_str(&v->shape, b1, sizeof b1), gir_dtype_name(t.dtype), gir_shape_str(&t.shape, b2, sizeof b2),
+           ok ? "OK" : "MISMATCH");
+    bad += !ok;
+  }
+  return bad;
+}
+
 int kiln_cmd_inspect(int argc, char **argv) {
   cli_import ci = {0};
-  const char *model = NULL, *dot = NULL;
+  const char *model = NULL, *dot = NULL, *test_data = NULL;
   int print_ir = 0;
   for (int i = 0; i < argc; i++) {
     int t = cli_take_input_shape(&ci, argc, argv, &i);
@@ -75,6 +124,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
     if (t) continue;
     if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
     else if (!strcmp(argv[i], "--print")) print_ir = 1;
+    else if (!strcmp(argv[i], "--test-data") && i + 1 < argc) test_data = argv[++i];
     else if (argv[i][0] == '-') {
       fprintf(stderr, "kiln inspect: unknown option '%s'\n", argv[i]);
       return 2;
@@ -85,8 +135,19 @@ int kiln_cmd_inspect(int argc, char **argv) {
     }
   }
   if (!model) {
-    fprintf(stderr, "usage: kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n");
+    fprintf(stderr, "usage: kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print] [--test-data DIR]\n");
     return 2;
+  }
+  gir_arena *scratch = gir_arena_new();
+  imp_known_input known[64];
+  if (test_data) {
+    int nk = load_test_inputs(&ci, test_data, scratch, known, 64);
+    if (nk < 0) {
+      gir_arena_free(scratch);
+      return 1;
+    }
+    ci.opt.known = known;
+    ci.opt.n_known = nk;
   }
   cli_import_finish(&ci);
   imp_report rep;
@@ -125,6 +186,10 @@ int kiln_cmd_inspect(int argc, char **argv) {
     rc = 1;
   } else {
     if (print_ir) gir_print(g, stdout);
+    if (test_data) {
+      printf("test data outputs:\n");
+      if (check_test_outputs(g, test_data, scratch)) rc = 1;
+    }
     if (dot) {
       FILE *f = fopen(dot, "w");
       if (!f) {
@@ -138,5 +203,6 @@ int kiln_cmd_inspect(int argc, char **argv) {
   }
   gir_graph_free(g);
   imp_report_free(&rep);
+  gir_arena_free(scratch);
   return rc;
 }

@@ -9,6 +9,10 @@ static const struct {
 } table[] = {
 #define IMP_OP(op, fn) {#op, fn},
 #include "onnx_ops.def"
+#include "onnx_ops_tensor.def"
+#include "onnx_ops_nn.def"
+#include "onnx_ops_reduce.def"
+#include "onnx_ops_rnn.def"
 #undef IMP_OP
 };
 

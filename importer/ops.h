@@ -5,6 +5,10 @@
 
 #define IMP_OP(op, fn) int fn(imp_ctx *c, imp_node *n);
 #include "onnx_ops.def"
+#include "onnx_ops_tensor.def"
+#include "onnx_ops_nn.def"
+#include "onnx_ops_reduce.def"
+#include "onnx_ops_rnn.def"
 #undef IMP_OP
 
 /* Helpers shared by converters (ops_common.c). */
