@@ -6,12 +6,15 @@
 #define KILN_VERSION "0.1.0"
 
 int kiln_cmd_inspect(int argc, char **argv);
+int kiln_cmd_interpret(int argc, char **argv);
 
 /* Shared import options built from --input-shape flags; the evaluator is the
  * compiler's constant folder when one is linked in. */
 typedef struct cli_import {
   imp_input_shape shapes[64];
   int32_t n_shapes;
+  imp_known_input known[64];
+  gir_evaluator eval;
   imp_options opt;
 } cli_import;
 
@@ -19,4 +22,13 @@ typedef struct cli_import {
 int cli_take_input_shape(cli_import *ci, int argc, char **argv, int *i);
 void cli_import_finish(cli_import *ci);
 
+/* --test-data DIR: DIR/input_N.pb become known inputs (their shapes bind the
+ * graph inputs of the same name). Returns the count, -1 on error. Data lives in a. */
+int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a);
+
+/* Compares a computed output with DIR/output_N.pb: floats within rtol/atol (NaN
+ * positions must match), integers and bools exactly. Prints one line; returns 1
+ * if it matches, 0 if not, -1 if the reference cannot be read. */
+int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
+                       gir_arena *a);
 #endif

@@ -66,33 +66,6 @@ static void weights_and_flops(const gir_graph *g, int64_t *params, int64_t *byte
   free(counted);
 }
 
-/* --test-data DIR: every DIR/input_N.pb becomes a known input whose shape binds
- * the graph input of the same name; output_N.pb give the expected output types. */
-static int load_test_inputs(cli_import *ci, const char *dir, gir_arena *a, imp_known_input *known, int max) {
-  int n = 0;
-  for (; n < max; n++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/input_%d.pb", dir, n);
-    FILE *f = fopen(path, "rb");
-    if (!f) break;
-    fclose(f);
-    imp_tensor t;
-    gir_err err = {{0}};
-    if (imp_read_tensor_file(path, a, &t, &err) < 0) {
-      fprintf(stderr, "kiln inspect: %s\n", err.msg);
-      return -1;
-    }
-    known[n] = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};
-    if (ci->n_shapes < (int32_t)(sizeof ci->shapes / sizeof ci->shapes[0]) && strlen(t.name) < sizeof ci->shapes[0].name) {
-      imp_input_shape *s = &ci->shapes[ci->n_shapes++];
-      strcpy(s->name, t.name);
-      s->rank = t.shape.rank;
-      memcpy(s->dims, t.shape.dims, sizeof s->dims);
-    }
-  }
-  return n;
-}
-
 static int check_test_outputs(const gir_graph *g, const char *dir, gir_arena *a) {
   int bad = 0;
   for (int i = 0; i < g->n_outputs; i++) {
@@ -139,15 +112,9 @@ int kiln_cmd_inspect(int argc, char **argv) {
     return 2;
   }
   gir_arena *scratch = gir_arena_new();
-  imp_known_input known[64];
-  if (test_data) {
-    int nk = load_test_inputs(&ci, test_data, scratch, known, 64);
-    if (nk < 0) {
-      gir_arena_free(scratch);
-      return 1;
-    }
-    ci.opt.known = known;
-    ci.opt.n_known = nk;
+  if (test_data && cli_load_test_inputs(&ci, test_data, scratch) < 0) {
+    gir_arena_free(scratch);
+    return 1;
   }
   cli_import_finish(&ci);
   imp_report rep;

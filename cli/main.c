@@ -10,6 +10,7 @@ static void usage(FILE *f) {
           "kiln %s — an optimizing compiler for ONNX models\n"
           "usage:\n"
           "  kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n"
+          "  kiln interpret MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]...\n"
           "  kiln --version\n",
           KILN_VERSION);
 }
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!strcmp(argv[1], "inspect")) return kiln_cmd_inspect(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "interpret")) return kiln_cmd_interpret(argc - 2, argv + 2);
   if (!strcmp(argv[1], "--version")) {
     printf("kiln %s\n", KILN_VERSION);
     return 0;

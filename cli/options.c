@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "interp.h"
+#include "tensorfile.h"
 
 int cli_take_input_shape(cli_import *ci, int argc, char **argv, int *i) {
   if (strcmp(argv[*i], "--input-shape")) return 0;
@@ -26,4 +28,33 @@ int cli_take_input_shape(cli_import *ci, int argc, char **argv, int *i) {
 void cli_import_finish(cli_import *ci) {
   ci->opt.shapes = ci->shapes;
   ci->opt.n_shapes = ci->n_shapes;
+  ci->eval = lower_fold_evaluator();
+  ci->opt.eval = &ci->eval;
+}
+
+int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a) {
+  int n = 0;
+  for (; n < (int)(sizeof ci->known / sizeof ci->known[0]); n++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/input_%d.pb", dir, n);
+    FILE *f = fopen(path, "rb");
+    if (!f) break;
+    fclose(f);
+    imp_tensor t;
+    gir_err err = {{0}};
+    if (imp_read_tensor_file(path, a, &t, &err) < 0) {
+      fprintf(stderr, "kiln: %s\n", err.msg);
+      return -1;
+    }
+    ci->known[n] = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};
+    if (ci->n_shapes < (int32_t)(sizeof ci->shapes / sizeof ci->shapes[0]) && strlen(t.name) < sizeof ci->shapes[0].name) {
+      imp_input_shape *s = &ci->shapes[ci->n_shapes++];
+      strcpy(s->name, t.name);
+      s->rank = t.shape.rank;
+      memcpy(s->dims, t.shape.dims, sizeof s->dims);
+    }
+  }
+  ci->opt.known = ci->known;
+  ci->opt.n_known = n;
+  return n;
 }

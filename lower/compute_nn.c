@@ -1,0 +1,325 @@
+/* compute_nn.c — compute definitions of conv, conv_transpose, matmul, pool, lrn,
+ * and the opaque ops topk and the scatters. Padding never loads out of bounds:
+ * window taps outside the input are excluded by the reduction's condition.
+ * topk and the scatters are stated as (quadratic) reductions — a faithful,
+ * deterministic definition; their schedules may implement them differently. */
+#include <math.h>
+#include "compute.h"
+
+static gir_dtype acc_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
+
+static void spatial(const gir_node *n, const char *name, int k, int64_t def, int64_t *out) {
+  int32_t cnt;
+  const int64_t *v = gir_attr_ints(n, name, &cnt);
+  for (int i = 0; i < k; i++) out[i] = v && i < cnt ? v[i] : def;
+}
+
+int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+  int k = x->rank - 2;
+  int64_t group = gir_attr_int(n, "group", 1), st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK];
+  spatial(n, "strides", k, 1, st);
+  spatial(n, "dilations", k, 1, dl);
+  spatial(n, "pads", 2 * k, 0, pd);
+  int64_t cpg = w->shape[1], mpg = w->shape[0] / group;
+  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  rv[0] = te_var_new(c, "rc", cpg);
+  for (int i = 0; i < k; i++) rv[1 + i] = te_var_new(c, "rk", w->shape[2 + i]);
+  te_expr *xi[GIR_MAX_RANK], *wi[GIR_MAX_RANK], *cond = NULL;
+  te_expr *m = te_v(c, ax[1]);
+  te_expr *g = mpg == w->shape[0] ? te_int(c, 0) : te_div(c, m, te_int(c, mpg));
+  xi[0] = te_v(c, ax[0]);
+  xi[1] = te_add(c, te_mul(c, g, te_int(c, cpg)), te_v(c, rv[0]));
+  wi[0] = m;
+  wi[1] = te_v(c, rv[0]);
+  for (int i = 0; i < k; i++) {
+    te_expr *pos = te_add(c, te_sub(c, te_mul(c, te_v(c, ax[2 + i]), te_int(c, st[i])), te_int(c, pd[i])),
+                          te_mul(c, te_v(c, rv[1 + i]), te_int(c, dl[i])));
+    xi[2 + i] = pos;
+    wi[2 + i] = te_v(c, rv[1 + i]);
+    if (pd[i] || pd[i + k]) { /* without padding every tap is inside by construction */
+      te_expr *ok = te_in_range(c, pos, x->shape[2 + i]);
+      cond = cond ? te_and(c, cond, ok) : ok;
+    }
+  }
+  gir_dtype t = acc_type(x->dtype);
+  te_expr *prod = te_mul(c, te_cast(c, t, te_load(c, x, xi)), te_cast(c, t, te_load(c, w, wi)));
+  te_expr *body = te_reduce(c, TE_SUM, rv, k + 1, prod, cond);
+  if (b) {
+    te_expr *bi = te_v(c, ax[1]);
+    body = te_add(c, body, te_cast(c, t, te_load(c, b, &bi)));
+  }
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
+  return 0;
+}
+
+int lower_compute_conv_transpose(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+  int k = x->rank - 2;
+  int64_t group = gir_attr_int(n, "group", 1), st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK];
+  spatial(n, "strides", k, 1, st);
+  spatial(n, "dilations", k, 1, dl);
+  spatial(n, "pads", 2 * k, 0, pd);
+  int64_t cpg = x->shape[1] / group, mpg = w->shape[1];
+  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  rv[0] = te_var_new(c, "rc", cpg);
+  for (int i = 0; i < k; i++) rv[1 + i] = te_var_new(c, "rk", w->shape[2 + i]);
+  te_expr *m = te_v(c, ax[1]);
+  te_expr *g = group == 1 ? te_int(c, 0) : te_div(c, m, te_int(c, mpg));
+  te_expr *ci = te_add(c, te_mul(c, g, te_int(c, cpg)), te_v(c, rv[0]));
+  te_expr *xi[GIR_MAX_RANK], *wi[GIR_MAX_RANK], *cond = NULL;
+  xi[0] = te_v(c, ax[0]);
+  xi[1] = ci;
+  wi[0] = ci;
+  wi[1] = group == 1 ? m : te_bin(c, TE_MOD, m, te_int(c, mpg));
+  for (int i = 0; i < k; i++) {
+    /* out position o receives x[i] * w[k] where o + pad = i*stride + k*dilation */
+    te_expr *t = te_sub(c, te_add(c, te_v(c, ax[2 + i]), te_int(c, pd[i])), te_mul(c, te_v(c, rv[1 + i]), te_int(c, dl[i])));
+    te_expr *q = te_bin(c, TE_FLOORDIV, t, te_int(c, st[i]));
+    te_expr *ok = te_and(c, te_bin(c, TE_EQ, te_bin(c, TE_FLOORMOD, t, te_int(c, st[i])), te_int(c, 0)),
+                         te_in_range(c, q, x->shape[2 + i]));
+    cond = cond ? te_and(c, cond, ok) : ok;
+    xi[2 + i] = q;
+    wi[2 + i] = te_v(c, rv[1 + i]);
+  }
+  gir_dtype at = acc_type(x->dtype);
+  te_expr *body = te_reduce(c, TE_SUM, rv, k + 1,
+                            te_mul(c, te_cast(c, at, te_load(c, x, xi)), te_cast(c, at, te_load(c, w, wi))), cond);
+  if (b) {
+    te_expr *bi = te_v(c, ax[1]);
+    body = te_add(c, body, te_cast(c, at, te_load(c, b, &bi)));
+  }
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
+  return 0;
+}
+
+int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *a = in[0], *b = in[1];
+  int r = n->out[0]->shape.rank;
+  te_var *ax[GIR_MAX_RANK], *kv = te_var_new(c, "k", a->shape[a->rank - 1]);
+  lower_out_axes(c, n, 0, ax);
+  te_expr *oi[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) oi[i] = te_v(c, ax[i]);
+  /* batch dims broadcast: load with the output's batch index, then fix the last two */
+  te_expr *ai[GIR_MAX_RANK], *bi[GIR_MAX_RANK];
+  int ba = a->rank - 2, bb = b->rank - 2, bo = r - 2;
+  for (int i = 0; i < ba; i++) ai[i] = a->shape[i] == 1 ? te_int(c, 0) : oi[bo - ba + i];
+  for (int i = 0; i < bb; i++) bi[i] = b->shape[i] == 1 ? te_int(c, 0) : oi[bo - bb + i];
+  ai[ba] = oi[r - 2];
+  ai[ba + 1] = te_v(c, kv);
+  bi[bb] = te_v(c, kv);
+  bi[bb + 1] = oi[r - 1];
+  gir_dtype t = acc_type(a->dtype);
+  te_expr *body = te_reduce(c, TE_SUM, &kv, 1, te_mul(c, te_cast(c, t, te_load(c, a, ai)), te_cast(c, t, te_load(c, b, bi))), NULL);
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
+  return 0;
+}
+
+int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0];
+  int k = x->rank - 2;
+  int64_t st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK], ks[GIR_MAX_RANK];
+  spatial(n, "kernel", k, 1, ks);
+  spatial(n, "strides", k, 1, st);
+  spatial(n, "dilations", k, 1, dl);
+  spatial(n, "pads", 2 * k, 0, pd);
+  gir_pool_fn fn = (gir_pool_fn)gir_attr_int(n, "fn", GIR_POOL_MAX);
+  int include_pad = (int)gir_attr_int(n, "count_include_pad", 0);
+  gir_dtype t = acc_type(x->dtype);
+  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK], *rv2[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  for (int i = 0; i < k; i++) {
+    rv[i] = te_var_new(c, "rk", ks[i]);
+    rv2[i] = te_var_new(c, "rk", ks[i]);
+  }
+  te_expr *xi[GIR_MAX_RANK], *cond = NULL, *cond2 = NULL;
+  xi[0] = te_v(c, ax[0]);
+  xi[1] = te_v(c, ax[1]);
+  for (int i = 0; i < k; i++) {
+    te_expr *base = te_sub(c, te_mul(c, te_v(c, ax[2 + i]), te_int(c, st[i])), te_int(c, pd[i]));
+    te_expr *pos = te_add(c, base, te_mul(c, te_v(c, rv[i]), te_int(c, dl[i])));
+    te_expr *pos2 = te_add(c, base, te_mul(c, te_v(c, rv2[i]), te_int(c, dl[i])));
+    xi[2 + i] = pos;
+    te_expr *ok = te_in_range(c, pos, x->shape[2 + i]);
+    cond = cond ? te_and(c, cond, ok) : ok;
+    /* taps counted by the average: inside the input, or inside input+pads */
+    te_expr *ok2 = include_pad ? te_and(c, te_ge(c, pos2, te_int(c, -pd[i])), te_lt(c, pos2, te_int(c, x->shape[2 + i] + pd[i + k])))
+                               : te_in_range(c, pos2, x->shape[2 + i]);
+    cond2 = cond2 ? te_and(c, cond2, ok2) : ok2;
+  }
+  te_expr *v = te_cast(c, t, te_load(c, x, xi)), *body;
+  if (fn == GIR_POOL_MAX) body = te_reduce(c, TE_RMAX, rv, k, v, cond);
+  else if (fn == GIR_POOL_AVG) {
+    te_expr *sum = te_reduce(c, TE_SUM, rv, k, v, cond);
+    te_expr *cnt = te_reduce(c, TE_SUM, rv2, k, te_const(c, t, 1), cond2);
+    body = te_div(c, sum, cnt);
+  } else {
+    double p = (double)gir_attr_int(n, "p", 2);
+    te_expr *pw = p == 2 ? te_mul(c, v, v) : te_bin(c, TE_POW, te_un(c, TE_ABS, v), te_const(c, t, p));
+    te_expr *sum = te_reduce(c, TE_SUM, rv, k, pw, cond);
+    body = p == 2 ? te_un(c, TE_SQRT, sum) : te_bin(c, TE_POW, sum, te_const(c, t, 1.0 / p));
+  }
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
+  return 0;
+}
+
+int lower_compute_lrn(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0];
+  int64_t size = gir_attr_int(n, "size", 1);
+  double alpha = gir_attr_float(n, "alpha", 1e-4), beta = gir_attr_float(n, "beta", 0.75), bias = gir_attr_float(n, "bias", 1.0);
+  gir_dtype t = acc_type(x->dtype);
+  te_var *ax[GIR_MAX_RANK], *r = te_var_new(c, "rc", size);
+  lower_out_axes(c, n, 0, ax);
+  te_expr *xi[GIR_MAX_RANK], *oi[GIR_MAX_RANK];
+  for (int i = 0; i < x->rank; i++) xi[i] = oi[i] = te_v(c, ax[i]);
+  te_expr *ch = te_add(c, te_sub(c, te_v(c, ax[1]), te_int(c, (size - 1) / 2)), te_v(c, r));
+  xi[1] = ch;
+  te_expr *v = te_cast(c, t, te_load(c, x, xi));
+  te_expr *sum = te_reduce(c, TE_SUM, &r, 1, te_mul(c, v, v), te_in_range(c, ch, x->shape[1]));
+  te_expr *den = te_bin(c, TE_POW, te_add(c, te_const(c, t, bias), te_mul(c, te_const(c, t, alpha / (double)size), sum)),
+                        te_const(c, t, beta));
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, x->dtype, te_div(c, te_cast(c, t, te_load(c, x, oi)), den)));
+  return 0;
+}
+
+int lower_compute_topk(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0];
+  int r = x->rank;
+  int64_t axis = gir_attr_int(n, "axis", -1);
+  if (axis < 0) axis += r;
+  int largest = (int)gir_attr_int(n, "largest", 1);
+  /* rank[j] = #{j' : x[j'] before x[j]}, "before" = better value, ties by index */
+  te_var *ax[GIR_MAX_RANK], *jp = te_var_new(c, "j", x->shape[axis]);
+  te_axes(c, r, x->shape, ax);
+  te_expr *xi[GIR_MAX_RANK], *xj[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) xi[i] = xj[i] = te_v(c, ax[i]);
+  xj[axis] = te_v(c, jp);
+  te_expr *a = te_load(c, x, xi), *b = te_load(c, x, xj);
+  te_expr *better = largest ? te_bin(c, TE_GT, b, a) : te_lt(c, b, a);
+  te_expr *tie = te_and(c, te_bin(c, TE_EQ, b, a), te_lt(c, te_v(c, jp), te_v(c, ax[axis])));
+  te_tensor *rank = te_compute(c, "topk_rank", GIR_I64, r, x->shape, ax,
+                               te_reduce(c, TE_SUM, &jp, 1, te_int(c, 1), te_bin(c, TE_OR, better, tie)));
+  /* indices[k] = the j whose rank is k */
+  te_var *oax[GIR_MAX_RANK], *j = te_var_new(c, "j", x->shape[axis]);
+  lower_out_axes(c, n, 1, oax);
+  te_expr *ri[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) ri[i] = i == axis ? te_v(c, j) : te_v(c, oax[i]);
+  te_tensor *idx = lower_stage(c, n, 1, oax,
+                               te_reduce(c, TE_SUM, &j, 1, te_v(c, j), te_bin(c, TE_EQ, te_load(c, rank, ri), te_v(c, oax[axis]))));
+  te_var *vax[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, vax);
+  te_expr *vi[GIR_MAX_RANK], *li[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) vi[i] = li[i] = te_v(c, vax[i]);
+  vi[axis] = te_load(c, idx, li);
+  out[0] = lower_stage(c, n, 0, vax, te_load(c, x, vi));
+  out[1] = idx;
+  return 0;
+}
+
+static te_expr *combine(te_ctx *c, gir_scatter_reduction red, te_expr *a, te_expr *b) {
+  switch (red) {
+  case GIR_SCATTER_ADD: return te_add(c, a, b);
+  case GIR_SCATTER_MUL: return te_mul(c, a, b);
+  case GIR_SCATTER_MAX: return te_bin(c, TE_MAX, a, b);
+  case GIR_SCATTER_MIN: return te_bin(c, TE_MIN, a, b);
+  default: return b;
+  }
+}
+
+static te_combiner combiner_of(gir_scatter_reduction red) {
+  switch (red) {
+  case GIR_SCATTER_MUL: return TE_PROD;
+  case GIR_SCATTER_MAX: return TE_RMAX;
+  case GIR_SCATTER_MIN: return TE_RMIN;
+  default: return TE_SUM;
+  }
+}
+
+int lower_compute_scatter_elements(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *d = in[0], *ix = in[1], *up = in[2];
+  int r = d->rank;
+  int64_t axis = gir_attr_int(n, "axis", 0);
+  if (axis < 0) axis += r;
+  gir_scatter_reduction red = (gir_scatter_reduction)gir_attr_int(n, "reduction", 0);
+  te_var *ax[GIR_MAX_RANK], *j = te_var_new(c, "j", ix->shape[axis]);
+  lower_out_axes(c, n, 0, ax);
+  /* update position p = out index with axis coordinate j; it hits this output
+   * element when its (wrapped) index equals the output's axis coordinate. The
+   * other coordinates must lie inside the indices tensor. */
+  te_expr *pi[GIR_MAX_RANK], *oi[GIR_MAX_RANK], *inside = NULL;
+  for (int i = 0; i < r; i++) {
+    oi[i] = te_v(c, ax[i]);
+    pi[i] = i == axis ? te_v(c, j) : te_v(c, ax[i]);
+    if (i != axis && ix->shape[i] < d->shape[i]) {
+      te_expr *ok = te_lt(c, te_v(c, ax[i]), te_int(c, ix->shape[i]));
+      inside = inside ? te_and(c, inside, ok) : ok;
+    }
+  }
+  te_expr *hit = te_bin(c, TE_EQ, lower_wrap_index(c, te_load(c, ix, pi), d->shape[axis]), te_v(c, ax[axis]));
+  if (inside) hit = te_and(c, inside, hit);
+  te_expr *orig = te_load(c, d, oi), *body;
+  if (red == GIR_SCATTER_NONE) {
+    /* the last update wins */
+    te_expr *last = te_reduce(c, TE_RMAX, &j, 1, te_v(c, j), hit);
+    te_tensor *lt = te_compute(c, "scatter_last", GIR_I64, r, d->shape, ax, last);
+    te_var *ax2[GIR_MAX_RANK];
+    lower_out_axes(c, n, 0, ax2);
+    te_expr *o2[GIR_MAX_RANK], *p2[GIR_MAX_RANK];
+    for (int i = 0; i < r; i++) o2[i] = p2[i] = te_v(c, ax2[i]);
+    te_expr *lj = te_load(c, lt, o2);
+    p2[axis] = lj;
+    body = te_select(c, te_ge(c, lj, te_int(c, 0)), te_load(c, up, p2), te_load(c, d, o2));
+    out[0] = lower_stage(c, n, 0, ax2, body);
+    return 0;
+  }
+  te_expr *acc = te_reduce(c, combiner_of(red), &j, 1, te_load(c, up, pi), hit);
+  body = combine(c, red, orig, acc);
+  out[0] = lower_stage(c, n, 0, ax, body);
+  return 0;
+}
+
+int lower_compute_scatter_nd(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *d = in[0], *ix = in[1], *up = in[2];
+  int r = d->rank, pre = ix->rank - 1;
+  int64_t q = ix->shape[pre];
+  gir_scatter_reduction red = (gir_scatter_reduction)gir_attr_int(n, "reduction", 0);
+  te_var *ax[GIR_MAX_RANK], *pv[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  for (int i = 0; i < pre; i++) pv[i] = te_var_new(c, "p", ix->shape[i]);
+  te_expr *hit = NULL;
+  for (int k = 0; k < q; k++) {
+    te_expr *ii[GIR_MAX_RANK];
+    for (int i = 0; i < pre; i++) ii[i] = te_v(c, pv[i]);
+    ii[pre] = te_int(c, k);
+    te_expr *eq = te_bin(c, TE_EQ, lower_wrap_index(c, te_load(c, ix, ii), d->shape[k]), te_v(c, ax[k]));
+    hit = hit ? te_and(c, hit, eq) : eq;
+  }
+  te_expr *ui[GIR_MAX_RANK], *oi[GIR_MAX_RANK];
+  for (int i = 0; i < pre; i++) ui[i] = te_v(c, pv[i]);
+  for (int i = (int)q; i < r; i++) ui[pre + i - q] = te_v(c, ax[i]);
+  for (int i = 0; i < r; i++) oi[i] = te_v(c, ax[i]);
+  if (red == GIR_SCATTER_NONE) {
+    /* last update wins: the largest linear position p among hits */
+    te_expr *lin = te_int(c, 0);
+    for (int i = 0; i < pre; i++) lin = te_add(c, te_mul(c, lin, te_int(c, ix->shape[i])), te_v(c, pv[i]));
+    te_tensor *lt = te_compute(c, "scatter_last", GIR_I64, r, d->shape, ax, te_reduce(c, TE_RMAX, pv, pre, lin, hit));
+    te_var *ax2[GIR_MAX_RANK];
+    lower_out_axes(c, n, 0, ax2);
+    te_expr *o2[GIR_MAX_RANK], *u2[GIR_MAX_RANK];
+    for (int i = 0; i < r; i++) o2[i] = te_v(c, ax2[i]);
+    te_expr *lp = te_load(c, lt, o2);
+    int64_t stride = 1;
+    for (int i = pre - 1; i >= 0; i--) {
+      u2[i] = te_bin(c, TE_MOD, te_div(c, lp, te_int(c, stride)), te_int(c, ix->shape[i]));
+      stride *= ix->shape[i];
+    }
+    for (int i = (int)q; i < r; i++) u2[pre + i - q] = te_v(c, ax2[i]);
+    out[0] = lower_stage(c, n, 0, ax2, te_select(c, te_ge(c, lp, te_int(c, 0)), te_load(c, up, u2), te_load(c, d, o2)));
+    return 0;
+  }
+  te_expr *acc = te_reduce(c, combiner_of(red), pv, pre, te_load(c, up, ui), hit);
+  out[0] = lower_stage(c, n, 0, ax, combine(c, red, te_load(c, d, oi), acc));
+  return 0;
+}

@@ -1,0 +1,177 @@
+/* compute_resize.c — the compute definition of resize. Interpolation is separable:
+ * along each axis an output coordinate maps to a source coordinate x (the ONNX
+ * coordinate transformation modes, in double precision like the onnx reference),
+ * and the result is the weighted sum over the taps of every axis (1 tap for
+ * nearest, 2 for linear, 4 for cubic), out-of-range taps reading the edge value.
+ * Axes whose mapping is the identity (same size, x = output index for every
+ * index — checked here at compile time) read directly and add no taps. */
+#include <math.h>
+#include "compute.h"
+
+typedef struct axis_map {
+  int identity;
+  double scale, out_w, roi0, roi1;
+  int64_t in, out;
+} axis_map;
+
+/* The source coordinate of output index x (double), as the onnx reference. */
+static double x_ori_value(gir_resize_coord mode, const axis_map *a, double x) {
+  switch (mode) {
+  case GIR_COORD_ALIGN_CORNERS: return a->out_w == 1 ? 0 : x * (double)(a->in - 1) / (a->out_w - 1);
+  case GIR_COORD_ASYMMETRIC: return x / a->scale;
+  case GIR_COORD_TF_CROP_AND_RESIZE:
+    return (a->out_w == 1 ? (a->roi1 - a->roi0) * (double)(a->in - 1) / 2
+                          : x * (a->roi1 - a->roi0) * (double)(a->in - 1) / (a->out_w - 1)) +
+           a->roi0 * (double)(a->in - 1);
+  case GIR_COORD_PYTORCH_HALF_PIXEL: return a->out_w == 1 ? -0.5 : (x + 0.5) / a->scale - 0.5;
+  case GIR_COORD_HALF_PIXEL_SYMMETRIC: {
+    double adj = (double)a->out / a->out_w, center = (double)a->in / 2;
+    return center * (1 - adj) + (x + 0.5) / a->scale - 0.5;
+  }
+  default: return (x + 0.5) / a->scale - 0.5;
+  }
+}
+
+/* The same as a TE expression of the output index variable. */
+static te_expr *x_ori_expr(te_ctx *c, gir_resize_coord mode, const axis_map *a, te_var *v) {
+  te_expr *x = te_cast(c, GIR_F64, te_v(c, v));
+#define K(val) te_const(c, GIR_F64, (val))
+  switch (mode) {
+  case GIR_COORD_ALIGN_CORNERS:
+    return a->out_w == 1 ? K(0) : te_mul(c, x, K((double)(a->in - 1) / (a->out_w - 1)));
+  case GIR_COORD_ASYMMETRIC: return te_div(c, x, K(a->scale));
+  case GIR_COORD_TF_CROP_AND_RESIZE:
+    if (a->out_w == 1) return K(x_ori_value(mode, a, 0));
+    return te_add(c, te_mul(c, x, K((a->roi1 - a->roi0) * (double)(a->in - 1) / (a->out_w - 1))),
+                  K(a->roi0 * (double)(a->in - 1)));
+  case GIR_COORD_PYTORCH_HALF_PIXEL:
+    if (a->out_w == 1) return K(-0.5);
+    /* fall through */
+  case GIR_COORD_HALF_PIXEL: return te_sub(c, te_div(c, te_add(c, x, K(0.5)), K(a->scale)), K(0.5));
+  case GIR_COORD_HALF_PIXEL_SYMMETRIC: {
+    double adj = (double)a->out / a->out_w, center = (double)a->in / 2;
+    return te_add(c, K(center * (1 - adj)), te_sub(c, te_div(c, te_add(c, x, K(0.5)), K(a->scale)), K(0.5)));
+  }
+  default: return x;
+  }
+#undef K
+}
+
+static te_expr *cubic_coeff(te_ctx *c, te_expr *r, int j, double A) {
+  /* j = 0..3: taps at floor-1, floor, floor+1, floor+2 (the onnx reference's formulas) */
+  te_expr *one = te_const(c, GIR_F64, 1);
+  te_expr *t;
+  switch (j) {
+  case 0: t = te_add(c, r, one); break;
+  case 1: t = r; break;
+  case 2: t = te_sub(c, one, r); break;
+  default: t = te_add(c, te_sub(c, one, r), one); break;
+  }
+  te_expr *a = te_const(c, GIR_F64, A);
+  if (j == 1 || j == 2) /* ((A + 2) t - (A + 3)) t t + 1 */
+    return te_add(c, te_mul(c, te_mul(c, te_sub(c, te_mul(c, te_const(c, GIR_F64, A + 2), t), te_const(c, GIR_F64, A + 3)), t), t), one);
+  /* ((A t - 5A) t + 8A) t - 4A */
+  return te_sub(c, te_mul(c, te_add(c, te_mul(c, te_sub(c, te_mul(c, a, t), te_const(c, GIR_F64, 5 * A)), t), te_const(c, GIR_F64, 8 * A)), t),
+                te_const(c, GIR_F64, 4 * A));
+}
+
+int lower_compute_resize(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0];
+  int r = x->rank;
+  int32_t cnt;
+  const int64_t *sizes = gir_attr_ints(n, "sizes", &cnt);
+  const double *scales = gir_attr_floats(n, "scales", &cnt);
+  const double *roi = gir_attr_floats(n, "roi", &cnt);
+  int has_roi = cnt == 2 * r;
+  gir_resize_mode mode = (gir_resize_mode)gir_attr_int(n, "mode", GIR_RESIZE_NEAREST);
+  gir_resize_coord coord = (gir_resize_coord)gir_attr_int(n, "coord", GIR_COORD_HALF_PIXEL);
+  gir_nearest_mode nmode = (gir_nearest_mode)gir_attr_int(n, "nearest", GIR_NEAREST_ROUND_PREFER_FLOOR);
+  double A = gir_attr_float(n, "cubic_a", -0.75), extrap = gir_attr_float(n, "extrapolation", 0);
+  int exclude = (int)gir_attr_int(n, "exclude", 0);
+  axis_map am[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    axis_map *a = &am[i];
+    a->in = x->shape[i];
+    a->out = sizes[i];
+    a->scale = scales[i];
+    a->out_w = scales[i] * (double)x->shape[i];
+    a->roi0 = has_roi ? roi[i] : 0;
+    a->roi1 = has_roi ? roi[i + r] : 1;
+    a->identity = a->in == a->out;
+    for (int64_t k = 0; a->identity && k < a->out; k++) a->identity = x_ori_value(coord, a, (double)k) == (double)k;
+  }
+  te_var *ax[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  int taps = mode == GIR_RESIZE_NEAREST ? 1 : mode == GIR_RESIZE_LINEAR ? 2 : 4;
+  /* per axis: tap index expressions and weights */
+  te_expr *tidx[GIR_MAX_RANK][4], *tw[GIR_MAX_RANK][4], *outside = NULL;
+  int ntap[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    if (am[i].identity) {
+      ntap[i] = 1;
+      tidx[i][0] = te_v(c, ax[i]);
+      tw[i][0] = NULL;
+      continue;
+    }
+    te_expr *xo = x_ori_expr(c, coord, &am[i], ax[i]);
+    if (coord == GIR_COORD_TF_CROP_AND_RESIZE) {
+      te_expr *o = te_bin(c, TE_OR, te_lt(c, xo, te_const(c, GIR_F64, 0)),
+                          te_bin(c, TE_GT, xo, te_const(c, GIR_F64, (double)(am[i].in - 1))));
+      outside = outside ? te_bin(c, TE_OR, outside, o) : o;
+    }
+    te_expr *f = te_un(c, TE_FLOOR, xo), *ratio = te_sub(c, xo, f);
+    te_expr *fi = te_cast(c, GIR_I64, f);
+    if (mode == GIR_RESIZE_NEAREST) {
+      te_expr *up;
+      te_expr *nonint = te_bin(c, TE_GT, ratio, te_const(c, GIR_F64, 0));
+      switch (nmode) {
+      case GIR_NEAREST_FLOOR: up = te_const(c, GIR_BOOL, 0); break;
+      case GIR_NEAREST_CEIL: up = nonint; break;
+      case GIR_NEAREST_ROUND_PREFER_CEIL: up = te_ge(c, ratio, te_const(c, GIR_F64, 0.5)); break;
+      default: up = te_bin(c, TE_GT, ratio, te_const(c, GIR_F64, 0.5)); break;
+      }
+      ntap[i] = 1;
+      tidx[i][0] = lower_clamp(c, te_select(c, up, te_add(c, fi, te_int(c, 1)), fi), 0, am[i].in - 1);
+      tw[i][0] = NULL;
+      continue;
+    }
+    ntap[i] = taps;
+    te_expr *w[4], *raw[4];
+    int first = taps == 2 ? 0 : -1;
+    for (int j = 0; j < taps; j++) {
+      te_expr *pos = te_add(c, fi, te_int(c, first + j));
+      tidx[i][j] = lower_clamp(c, pos, 0, am[i].in - 1);
+      raw[j] = taps == 2 ? (j ? ratio : te_sub(c, te_const(c, GIR_F64, 1), ratio)) : cubic_coeff(c, ratio, j, A);
+      if (exclude) raw[j] = te_select(c, te_in_range(c, pos, am[i].in), raw[j], te_const(c, GIR_F64, 0));
+      w[j] = raw[j];
+    }
+    if (exclude) {
+      te_expr *sum = raw[0];
+      for (int j = 1; j < taps; j++) sum = te_add(c, sum, raw[j]);
+      for (int j = 0; j < taps; j++) w[j] = te_div(c, raw[j], sum);
+    }
+    for (int j = 0; j < taps; j++) tw[i][j] = w[j];
+  }
+  /* sum over the cartesian product of taps */
+  int total = 1;
+  for (int i = 0; i < r; i++) total *= ntap[i];
+  te_expr *acc = NULL;
+  for (int t = 0; t < total; t++) {
+    int rem = t;
+    te_expr *idx[GIR_MAX_RANK], *wt = NULL;
+    for (int i = r - 1; i >= 0; i--) {
+      int j = rem % ntap[i];
+      rem /= ntap[i];
+      idx[i] = tidx[i][j];
+      if (tw[i][j]) wt = wt ? te_mul(c, wt, tw[i][j]) : tw[i][j];
+    }
+    te_expr *v = te_cast(c, GIR_F64, te_load(c, x, idx));
+    te_expr *term = wt ? te_mul(c, wt, v) : v;
+    acc = acc ? te_add(c, acc, term) : term;
+  }
+  if (outside) acc = te_select(c, outside, te_const(c, GIR_F64, extrap), acc);
+  gir_dtype t = n->out[0]->dtype;
+  if (!gir_dtype_is_float(t) && mode != GIR_RESIZE_NEAREST) acc = te_un(c, TE_ROUND, acc);
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, t, acc));
+  return 0;
+}
