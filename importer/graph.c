@@ -88,6 +88,8 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
     rc = imp_inline_function(c, fn, &n);
   else if (!is_default_domain(np->domain))
     rc = imp_unsupported_node(c, &n, "domain '%s' is not supported", np->domain);
+  else if (c->opset == 0)
+    rc = imp_fail(c, "node '%s' (%s) uses the ai.onnx domain, which the model does not import", name, op_type);
   else {
     imp_convert_fn conv = imp_find_converter(op_type, c->opset);
     rc = conv ? conv(c, &n) : imp_unsupported_node(c, &n, "no converter");

@@ -28,10 +28,8 @@ static int64_t default_opset(const Onnx__ModelProto *m, gir_err *err) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
     if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))) v = o->version;
   }
-  if (v < 0) {
-    if (m->n_opset_import == 0 && m->has_ir_version && m->ir_version < 3) return 1; /* pre-opset models */
-    return gir_errf(err, "the model imports no ai.onnx opset");
-  }
+  if (v < 0) /* pre-opset models (IR < 3) mean opset 1; otherwise only other domains are used */
+    return m->n_opset_import == 0 ? 1 : 0;
   if (v < 1) return gir_errf(err, "invalid ai.onnx opset version %lld", (long long)v);
   if (v > IMP_MAX_OPSET)
     return gir_errf(err, "ai.onnx opset %lld is newer than kiln supports (up to %d)", (long long)v, IMP_MAX_OPSET);
@@ -70,17 +68,21 @@ gir_graph *imp_load_buffer(const void *data, size_t n, const char *base_dir, con
       g->opsets[g->n_opsets].domain = gir_arena_strdup(g->arena, m->opset_import[i]->domain ? m->opset_import[i]->domain : "");
       g->opsets[g->n_opsets++].version = m->opset_import[i]->version;
     }
-  if (rep) rep->ir_version = g->ir_version;
+  imp_report own;
+  if (!rep) { /* unsupported ops must still fail the import: keep a report of our own */
+    imp_report_init(&own);
+    rep = &own;
+  }
+  rep->ir_version = g->ir_version;
   imp_ctx c = {.g = g, .err = err, .opt = opt, .rep = rep, .base_dir = base_dir, .model = m, .opset = opset};
   int rc = imp_scope_push(&c) ? imp_import_graph(&c, m->graph, 1) : gir_errf(err, "out of memory");
-  if (rc == 0 && rep && rep->n_unsupported) {
+  if (rc == 0 && rep->n_unsupported) {
     const imp_unsupported *u = &rep->unsupported[0];
     rc = gir_errf(err, "%d unsupported op%s; first: %s%s%s (opset %lld) at node '%s': %s", rep->n_unsupported,
                   rep->n_unsupported > 1 ? "s" : "", u->domain[0] ? u->domain : "", u->domain[0] ? "." : "",
                   u->op_type, (long long)u->opset, u->node_name, u->reason);
-  } else if (rc == 0 && !rep && g->n_outputs == 0) {
-    rc = gir_errf(err, "unsupported ops in the model (no output could be computed)");
   }
+  if (rep == &own) imp_report_free(&own);
   if (rc == 0) {
     gir_graph_compact(g);
     rc = gir_verify(g, err);
