@@ -1,0 +1,318 @@
+/* tir.c — constructors and the text printer of the loop IR (see tir.h). Type and
+ * lane agreement of operands is an internal invariant, asserted. */
+#include <assert.h>
+#include <stdlib.h>
+#include "tir.h"
+
+static void *alloc(tir_builder *b, size_t n) {
+  void *p = gir_arena_alloc(b->arena, n);
+  if (!p) abort(); /* out of memory while building IR */
+  return p;
+}
+
+void tir_builder_init(tir_builder *b, gir_arena *a) {
+  b->arena = a;
+  b->next_var = 0;
+  b->next_buffer = 0;
+}
+
+tir_var *tir_var_new(tir_builder *b, const char *name, gir_dtype t) {
+  tir_var *v = alloc(b, sizeof *v);
+  v->id = b->next_var++;
+  v->name = name ? name : "v";
+  v->dtype = t;
+  return v;
+}
+
+tir_buffer *tir_buffer_new(tir_builder *b, const char *name, gir_dtype t, int64_t size, tir_scope scope, int32_t param) {
+  tir_buffer *x = alloc(b, sizeof *x);
+  x->id = b->next_buffer++;
+  x->name = name ? name : "buf";
+  x->dtype = t;
+  x->size = size;
+  x->scope = scope;
+  x->param = param;
+  x->align = scope == TIR_GLOBAL ? 64 : 16;
+  return x;
+}
+
+static tir_expr *expr(tir_builder *b, tir_expr_kind k, gir_dtype t, int32_t lanes) {
+  tir_expr *e = alloc(b, sizeof *e);
+  e->kind = k;
+  e->dtype = t;
+  e->lanes = lanes;
+  return e;
+}
+
+tir_expr *tir_int(tir_builder *b, gir_dtype t, int64_t v) {
+  tir_expr *e = expr(b, TIR_INT, t, 1);
+  e->u.i = v;
+  return e;
+}
+
+tir_expr *tir_i64(tir_builder *b, int64_t v) { return tir_int(b, GIR_I64, v); }
+
+tir_expr *tir_float(tir_builder *b, gir_dtype t, double v) {
+  tir_expr *e = expr(b, TIR_FLOAT, t, 1);
+  e->u.f = v;
+  return e;
+}
+
+tir_expr *tir_const(tir_builder *b, gir_dtype t, double v) {
+  if (gir_dtype_is_float(t)) return tir_float(b, t, v);
+  if (t == GIR_BOOL) return tir_int(b, t, v != 0);
+  if (v != v) return tir_int(b, t, 0);
+  if (v >= 9.2233720368547758e18) return tir_int(b, t, INT64_MAX);
+  if (v <= -9.2233720368547758e18) return tir_int(b, t, INT64_MIN);
+  return tir_int(b, t, (int64_t)v);
+}
+
+tir_expr *tir_var_ref(tir_builder *b, tir_var *v) {
+  tir_expr *e = expr(b, TIR_VAR, v->dtype, 1);
+  e->u.var = v;
+  return e;
+}
+
+tir_expr *tir_load(tir_builder *b, tir_buffer *buf, tir_expr *index) {
+  assert(index->dtype == GIR_I64);
+  tir_expr *e = expr(b, TIR_LOAD, buf->dtype, index->lanes);
+  e->u.load.buf = buf;
+  e->u.load.index = index;
+  return e;
+}
+
+tir_expr *tir_un(tir_builder *b, te_unop op, tir_expr *a) {
+  gir_dtype t = (op == TE_ISNAN || op == TE_ISINF) ? GIR_BOOL : a->dtype;
+  tir_expr *e = expr(b, TIR_UNARY, t, a->lanes);
+  e->u.un.op = op;
+  e->u.un.a = a;
+  return e;
+}
+
+tir_expr *tir_bin(tir_builder *b, te_binop op, tir_expr *x, tir_expr *y) {
+  assert(x->dtype == y->dtype && x->lanes == y->lanes);
+  tir_expr *e = expr(b, TIR_BINARY, op >= TE_EQ ? GIR_BOOL : x->dtype, x->lanes);
+  e->u.bin.op = op;
+  e->u.bin.a = x;
+  e->u.bin.b = y;
+  return e;
+}
+
+static tir_expr *sel(tir_builder *b, tir_expr_kind k, tir_expr *c, tir_expr *x, tir_expr *y) {
+  assert(c->dtype == GIR_BOOL && x->dtype == y->dtype && x->lanes == y->lanes);
+  assert(c->lanes == 1 || c->lanes == x->lanes);
+  tir_expr *e = expr(b, k, x->dtype, x->lanes);
+  e->u.sel.c = c;
+  e->u.sel.a = x;
+  e->u.sel.b = y;
+  return e;
+}
+
+tir_expr *tir_select(tir_builder *b, tir_expr *c, tir_expr *x, tir_expr *y) { return sel(b, TIR_SELECT, c, x, y); }
+tir_expr *tir_if_then_else(tir_builder *b, tir_expr *c, tir_expr *x, tir_expr *y) {
+  return sel(b, TIR_IF_THEN_ELSE, c, x, y);
+}
+
+tir_expr *tir_cast(tir_builder *b, gir_dtype t, tir_expr *a) {
+  if (a->dtype == t) return a;
+  tir_expr *e = expr(b, TIR_CAST, t, a->lanes);
+  e->u.cast.a = a;
+  return e;
+}
+
+tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes) {
+  assert(base->lanes == 1 && stride->lanes == 1 && base->dtype == stride->dtype && lanes > 1);
+  tir_expr *e = expr(b, TIR_RAMP, base->dtype, lanes);
+  e->u.ramp.base = base;
+  e->u.ramp.stride = stride;
+  return e;
+}
+
+tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes) {
+  assert(value->lanes == 1);
+  if (lanes == 1) return value;
+  tir_expr *e = expr(b, TIR_BROADCAST, value->dtype, lanes);
+  e->u.bcast.value = value;
+  return e;
+}
+
+static tir_stmt *stmt(tir_builder *b, tir_stmt_kind k) {
+  tir_stmt *s = alloc(b, sizeof *s);
+  s->kind = k;
+  return s;
+}
+
+tir_stmt *tir_for(tir_builder *b, tir_var *v, tir_expr *min, tir_expr *extent, tir_for_kind k, tir_stmt *body) {
+  tir_stmt *s = stmt(b, TIR_FOR);
+  s->u.loop.var = v;
+  s->u.loop.min = min;
+  s->u.loop.extent = extent;
+  s->u.loop.kind = k;
+  s->u.loop.body = body;
+  return s;
+}
+
+tir_stmt *tir_let(tir_builder *b, tir_var *v, tir_expr *value, tir_stmt *body) {
+  tir_stmt *s = stmt(b, TIR_LET);
+  s->u.let.var = v;
+  s->u.let.value = value;
+  s->u.let.body = body;
+  return s;
+}
+
+tir_stmt *tir_if(tir_builder *b, tir_expr *cond, tir_stmt *then_s, tir_stmt *else_s) {
+  tir_stmt *s = stmt(b, TIR_IF);
+  s->u.ifs.cond = cond;
+  s->u.ifs.then_s = then_s;
+  s->u.ifs.else_s = else_s;
+  return s;
+}
+
+tir_stmt *tir_store(tir_builder *b, tir_buffer *buf, tir_expr *index, tir_expr *value) {
+  assert(index->dtype == GIR_I64 && index->lanes == value->lanes && value->dtype == buf->dtype);
+  tir_stmt *s = stmt(b, TIR_STORE);
+  s->u.store.buf = buf;
+  s->u.store.index = index;
+  s->u.store.value = value;
+  return s;
+}
+
+tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body) {
+  tir_stmt *s = stmt(b, TIR_ALLOCATE);
+  s->u.alloc.buf = buf;
+  s->u.alloc.body = body;
+  return s;
+}
+
+tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *xs, int32_t n) {
+  int32_t cnt = 0;
+  for (int i = 0; i < n; i++)
+    if (xs[i]) cnt += xs[i]->kind == TIR_SEQ ? xs[i]->u.seq.n : 1;
+  tir_stmt *s = stmt(b, TIR_SEQ);
+  s->u.seq.s = alloc(b, sizeof(tir_stmt *) * (size_t)(cnt + 1));
+  for (int i = 0; i < n; i++) {
+    if (!xs[i]) continue;
+    if (xs[i]->kind == TIR_SEQ)
+      for (int j = 0; j < xs[i]->u.seq.n; j++) s->u.seq.s[s->u.seq.n++] = xs[i]->u.seq.s[j];
+    else
+      s->u.seq.s[s->u.seq.n++] = xs[i];
+  }
+  return s;
+}
+
+tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y) {
+  tir_stmt *xs[2] = {x, y};
+  return tir_seq(b, xs, 2);
+}
+
+/* --- printer --- */
+
+static const char *const for_kinds[TIR_FOR_KIND_COUNT] = {"for", "parallel", "vectorized", "unrolled"};
+
+void tir_print_expr(const tir_expr *e, FILE *f) {
+  switch (e->kind) {
+  case TIR_INT: fprintf(f, "%lld", (long long)e->u.i); break;
+  case TIR_FLOAT: fprintf(f, "%.9gf", e->u.f); break;
+  case TIR_VAR: fprintf(f, "%s_%d", e->u.var->name, e->u.var->id); break;
+  case TIR_LOAD:
+    fprintf(f, "%s[", e->u.load.buf->name);
+    tir_print_expr(e->u.load.index, f);
+    fputc(']', f);
+    break;
+  case TIR_UNARY:
+    fprintf(f, "%s(", te_unop_name(e->u.un.op));
+    tir_print_expr(e->u.un.a, f);
+    fputc(')', f);
+    break;
+  case TIR_BINARY:
+    fprintf(f, "%s(", te_binop_name(e->u.bin.op));
+    tir_print_expr(e->u.bin.a, f);
+    fputs(", ", f);
+    tir_print_expr(e->u.bin.b, f);
+    fputc(')', f);
+    break;
+  case TIR_SELECT: case TIR_IF_THEN_ELSE:
+    fputs(e->kind == TIR_SELECT ? "select(" : "if_then_else(", f);
+    tir_print_expr(e->u.sel.c, f);
+    fputs(", ", f);
+    tir_print_expr(e->u.sel.a, f);
+    fputs(", ", f);
+    tir_print_expr(e->u.sel.b, f);
+    fputc(')', f);
+    break;
+  case TIR_CAST:
+    fprintf(f, "%s(", gir_dtype_name(e->dtype));
+    tir_print_expr(e->u.cast.a, f);
+    fputc(')', f);
+    break;
+  case TIR_RAMP:
+    fputs("ramp(", f);
+    tir_print_expr(e->u.ramp.base, f);
+    fputs(", ", f);
+    tir_print_expr(e->u.ramp.stride, f);
+    fprintf(f, ", %d)", e->lanes);
+    break;
+  case TIR_BROADCAST:
+    fputs("x", f);
+    fprintf(f, "%d(", e->lanes);
+    tir_print_expr(e->u.bcast.value, f);
+    fputc(')', f);
+    break;
+  default: fputs("?", f);
+  }
+}
+
+void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
+  if (!s) return;
+  switch (s->kind) {
+  case TIR_FOR:
+    fprintf(f, "%*s%s %s_%d in [", ind, "", for_kinds[s->u.loop.kind], s->u.loop.var->name, s->u.loop.var->id);
+    tir_print_expr(s->u.loop.min, f);
+    fputs(", +", f);
+    tir_print_expr(s->u.loop.extent, f);
+    fputs("):\n", f);
+    tir_print_stmt(s->u.loop.body, f, ind + 2);
+    break;
+  case TIR_LET:
+    fprintf(f, "%*slet %s_%d = ", ind, "", s->u.let.var->name, s->u.let.var->id);
+    tir_print_expr(s->u.let.value, f);
+    fputc('\n', f);
+    tir_print_stmt(s->u.let.body, f, ind);
+    break;
+  case TIR_IF:
+    fprintf(f, "%*sif ", ind, "");
+    tir_print_expr(s->u.ifs.cond, f);
+    fputs(":\n", f);
+    tir_print_stmt(s->u.ifs.then_s, f, ind + 2);
+    if (s->u.ifs.else_s) {
+      fprintf(f, "%*selse:\n", ind, "");
+      tir_print_stmt(s->u.ifs.else_s, f, ind + 2);
+    }
+    break;
+  case TIR_STORE:
+    fprintf(f, "%*s%s[", ind, "", s->u.store.buf->name);
+    tir_print_expr(s->u.store.index, f);
+    fputs("] = ", f);
+    tir_print_expr(s->u.store.value, f);
+    fputc('\n', f);
+    break;
+  case TIR_ALLOCATE:
+    fprintf(f, "%*sallocate %s: %s[%lld] %s\n", ind, "", s->u.alloc.buf->name, gir_dtype_name(s->u.alloc.buf->dtype),
+            (long long)s->u.alloc.buf->size, s->u.alloc.buf->scope == TIR_LOCAL ? "local" : "global");
+    tir_print_stmt(s->u.alloc.body, f, ind);
+    break;
+  case TIR_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) tir_print_stmt(s->u.seq.s[i], f, ind);
+    break;
+  default: fprintf(f, "%*s?\n", ind, "");
+  }
+}
+
+void tir_print_func(const tir_func *fn, FILE *f) {
+  fprintf(f, "kernel %s(", fn->name);
+  for (int i = 0; i < fn->n_params; i++)
+    fprintf(f, "%s%s: %s[%lld]", i ? ", " : "", fn->params[i]->name, gir_dtype_name(fn->params[i]->dtype),
+            (long long)fn->params[i]->size);
+  fputs("):\n", f);
+  tir_print_stmt(fn->body, f, 2);
+}

@@ -1,0 +1,133 @@
+/* tir.h — the loop IR (like TVM's TIR): what schedules lower tensor expressions
+ * to, what the loop passes transform, and what targets generate code from.
+ *
+ * A tir_func is one kernel with the ABI of runtime/kiln_abi.h: its parameters are
+ * buffers (flat arrays of one dtype, inputs then outputs), its body a statement
+ * tree. Buffers are indexed with flat int64 element offsets (storage flattening
+ * happens when TE is lowered). Expressions have a dtype and a lane count (1 =
+ * scalar; >1 = vector, produced by the vectorize pass with ramp/broadcast).
+ *
+ * Semantics that targets must honour:
+ * - TIR_SELECT evaluates both operands (use it only when both are safe);
+ *   TIR_IF_THEN_ELSE evaluates only the chosen one (it may guard a load).
+ * - Integer arithmetic wraps (two's complement); integer division and modulo
+ *   by zero give 0 (never trap). TE_DIV on integers truncates toward zero,
+ *   TE_FLOORDIV/TE_FLOORMOD round toward -inf. MIN/MAX on floats propagate NaN.
+ * - Float arithmetic may be contracted into FMA; no other fast-math.
+ * - TIR_FOR runs var over [min, min + extent); kind says how: serial, parallel
+ *   (outlined into a task and run through ctx->parallel_for), vectorized (the
+ *   vectorize pass rewrites it; a target may also run it serially) or unrolled.
+ * - Buffers of scope LOCAL are allocated by TIR_ALLOCATE for the duration of its
+ *   body (stack or registers); GLOBAL buffers are the function's parameters. */
+#ifndef TIR_H
+#define TIR_H
+#include <stdint.h>
+#include <stdio.h>
+#include "te.h"
+
+typedef enum tir_expr_kind {
+  TIR_INT, TIR_FLOAT, TIR_VAR, TIR_LOAD, TIR_UNARY, TIR_BINARY, TIR_SELECT, TIR_IF_THEN_ELSE, TIR_CAST,
+  TIR_RAMP,      /* base, base+stride, ... (lanes) */
+  TIR_BROADCAST, /* value repeated (lanes) */
+  TIR_EXPR_KIND_COUNT
+} tir_expr_kind;
+
+typedef enum tir_scope { TIR_GLOBAL, TIR_LOCAL, TIR_SHARED, TIR_SCOPE_COUNT } tir_scope;
+
+typedef struct tir_var {
+  int32_t id;
+  const char *name;
+  gir_dtype dtype; /* loop variables are int64 */
+} tir_var;
+
+typedef struct tir_buffer {
+  int32_t id;
+  const char *name;
+  gir_dtype dtype;
+  int64_t size;        /* elements */
+  tir_scope scope;
+  int32_t param;       /* index in the kernel's buffer array, -1 if allocated */
+  int32_t align;       /* bytes the base pointer is known to be aligned to */
+} tir_buffer;
+
+typedef struct tir_expr tir_expr;
+struct tir_expr {
+  tir_expr_kind kind;
+  gir_dtype dtype;
+  int32_t lanes;
+  union {
+    int64_t i;
+    double f;
+    tir_var *var;
+    struct { tir_buffer *buf; tir_expr *index; } load; /* index lanes == expr lanes */
+    struct { te_unop op; tir_expr *a; } un;
+    struct { te_binop op; tir_expr *a, *b; } bin;
+    struct { tir_expr *c, *a, *b; } sel;                 /* SELECT and IF_THEN_ELSE */
+    struct { tir_expr *a; } cast;
+    struct { tir_expr *base, *stride; } ramp;
+    struct { tir_expr *value; } bcast;
+  } u;
+};
+
+typedef enum tir_stmt_kind { TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_STMT_KIND_COUNT } tir_stmt_kind;
+typedef enum tir_for_kind { TIR_SERIAL, TIR_PARALLEL, TIR_VECTORIZED, TIR_UNROLLED, TIR_FOR_KIND_COUNT } tir_for_kind;
+
+typedef struct tir_stmt tir_stmt;
+struct tir_stmt {
+  tir_stmt_kind kind;
+  union {
+    struct { tir_var *var; tir_expr *min, *extent; tir_for_kind kind; tir_stmt *body; } loop;
+    struct { tir_var *var; tir_expr *value; tir_stmt *body; } let;
+    struct { tir_expr *cond; tir_stmt *then_s, *else_s; } ifs;  /* else_s may be NULL */
+    struct { tir_buffer *buf; tir_expr *index, *value; } store;
+    struct { tir_buffer *buf; tir_stmt *body; } alloc;
+    struct { int32_t n; tir_stmt **s; } seq;
+  } u;
+};
+
+typedef struct tir_func {
+  const char *name;
+  int32_t n_params;
+  tir_buffer **params;  /* params[i]->param == i */
+  tir_stmt *body;
+  int32_t n_vars, n_buffers; /* ids are below these */
+} tir_func;
+
+/* Everything is allocated in the builder's arena. */
+typedef struct tir_builder {
+  gir_arena *arena;
+  int32_t next_var, next_buffer;
+} tir_builder;
+
+void tir_builder_init(tir_builder *b, gir_arena *a);
+tir_var *tir_var_new(tir_builder *b, const char *name, gir_dtype t);
+tir_buffer *tir_buffer_new(tir_builder *b, const char *name, gir_dtype t, int64_t size, tir_scope scope, int32_t param);
+
+tir_expr *tir_int(tir_builder *b, gir_dtype t, int64_t v);
+tir_expr *tir_i64(tir_builder *b, int64_t v);
+tir_expr *tir_float(tir_builder *b, gir_dtype t, double v);
+tir_expr *tir_const(tir_builder *b, gir_dtype t, double v); /* int or float by dtype */
+tir_expr *tir_var_ref(tir_builder *b, tir_var *v);
+tir_expr *tir_load(tir_builder *b, tir_buffer *buf, tir_expr *index);
+tir_expr *tir_un(tir_builder *b, te_unop op, tir_expr *a);
+tir_expr *tir_bin(tir_builder *b, te_binop op, tir_expr *x, tir_expr *y);
+tir_expr *tir_select(tir_builder *b, tir_expr *c, tir_expr *x, tir_expr *y);
+tir_expr *tir_if_then_else(tir_builder *b, tir_expr *c, tir_expr *x, tir_expr *y);
+tir_expr *tir_cast(tir_builder *b, gir_dtype t, tir_expr *a);
+tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes);
+tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes);
+
+tir_stmt *tir_for(tir_builder *b, tir_var *v, tir_expr *min, tir_expr *extent, tir_for_kind k, tir_stmt *body);
+tir_stmt *tir_let(tir_builder *b, tir_var *v, tir_expr *value, tir_stmt *body);
+tir_stmt *tir_if(tir_builder *b, tir_expr *cond, tir_stmt *then_s, tir_stmt *else_s);
+tir_stmt *tir_store(tir_builder *b, tir_buffer *buf, tir_expr *index, tir_expr *value);
+tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
+tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *s, int32_t n); /* flattens nested seqs, drops NULLs */
+tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y);
+
+/* Text dump, Python-like, one statement per line. */
+void tir_print_func(const tir_func *f, FILE *out);
+void tir_print_stmt(const tir_stmt *s, FILE *out, int indent);
+void tir_print_expr(const tir_expr *e, FILE *out);
+
+#endif

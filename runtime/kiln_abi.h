@@ -1,0 +1,37 @@
+/* kiln_abi.h — the kernel ABI shared by generated code, the runtime, the tuner's
+ * measurement harness and remote runners. Every kernel has the same signature;
+ * buffers come in a fixed order (inputs, then outputs, then workspace). Parallel
+ * loops in a kernel are outlined into task functions run through
+ * ctx->parallel_for, which a board's runtime may implement serially.
+ * C99, no dependencies: this header is copied into C-target bundles as is. */
+#ifndef KILN_ABI_H
+#define KILN_ABI_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ABI_VERSION 1
+
+typedef struct kiln_ctx kiln_ctx;
+
+/* A task runs iterations [begin, end) of an outlined parallel loop. */
+typedef void (*kiln_task_fn)(void *closure, int64_t begin, int64_t end);
+
+struct kiln_ctx {
+  /* Runs fn over [0, n), split into contiguous chunks across the pool's threads;
+   * returns when all are done. 0 on success. */
+  int32_t (*parallel_for)(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n);
+  void *pool;          /* the thread pool behind parallel_for */
+  void *workspace;     /* scratch memory for the kernel (64-byte aligned) */
+  int64_t workspace_bytes;
+};
+
+/* 0 on success; a kernel never fails on valid buffers. */
+typedef int32_t (*kiln_kernel_fn)(void *const *buffers, const kiln_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
