@@ -196,3 +196,74 @@ te_expr *te_load_bcast_axes(te_ctx *c, te_tensor *t, te_var *const *axes, int32_
   for (int i = 0; i < out_rank; i++) ix[i] = te_v(c, axes[i]);
   return te_load_bcast(c, t, ix, out_rank);
 }
+
+te_expr *te_subst(te_ctx *c, const te_expr *e, te_var *const *vars, te_expr *const *repl, int32_t n) {
+  te_expr *x;
+  switch (e->kind) {
+  case TE_VAR:
+    for (int i = 0; i < n; i++)
+      if (vars[i] == e->u.var) return repl[i];
+    return (te_expr *)e;
+  case TE_INT: case TE_FLOAT: return (te_expr *)e;
+  case TE_LOAD: {
+    te_expr *idx[GIR_MAX_RANK];
+    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = te_subst(c, e->u.load.idx[i], vars, repl, n);
+    return te_load(c, e->u.load.t, idx);
+  }
+  case TE_UNARY: return te_un(c, e->u.un.op, te_subst(c, e->u.un.a, vars, repl, n));
+  case TE_BINARY:
+    return te_bin(c, e->u.bin.op, te_subst(c, e->u.bin.a, vars, repl, n), te_subst(c, e->u.bin.b, vars, repl, n));
+  case TE_SELECT:
+    return te_select(c, te_subst(c, e->u.sel.c, vars, repl, n), te_subst(c, e->u.sel.a, vars, repl, n),
+                     te_subst(c, e->u.sel.b, vars, repl, n));
+  case TE_CAST: return te_cast(c, e->dtype, te_subst(c, e->u.cast.a, vars, repl, n));
+  case TE_REDUCE:
+    x = alloc(c, sizeof *x);
+    *x = *e;
+    x->u.red.src = te_subst(c, e->u.red.src, vars, repl, n);
+    x->u.red.cond = e->u.red.cond ? te_subst(c, e->u.red.cond, vars, repl, n) : NULL;
+    return x;
+  default: return (te_expr *)e;
+  }
+}
+
+void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *arg) {
+  switch (e->kind) {
+  case TE_LOAD:
+    f(e->u.load.t, arg);
+    for (int i = 0; i < e->u.load.t->rank; i++) te_visit_loads(e->u.load.idx[i], f, arg);
+    break;
+  case TE_UNARY: te_visit_loads(e->u.un.a, f, arg); break;
+  case TE_BINARY:
+    te_visit_loads(e->u.bin.a, f, arg);
+    te_visit_loads(e->u.bin.b, f, arg);
+    break;
+  case TE_SELECT:
+    te_visit_loads(e->u.sel.c, f, arg);
+    te_visit_loads(e->u.sel.a, f, arg);
+    te_visit_loads(e->u.sel.b, f, arg);
+    break;
+  case TE_CAST: te_visit_loads(e->u.cast.a, f, arg); break;
+  case TE_REDUCE:
+    te_visit_loads(e->u.red.src, f, arg);
+    if (e->u.red.cond) te_visit_loads(e->u.red.cond, f, arg);
+    break;
+  default: break;
+  }
+}
+
+int te_may_trap(const te_expr *e) {
+  switch (e->kind) {
+  case TE_LOAD: return 1;
+  case TE_UNARY: return te_may_trap(e->u.un.a);
+  case TE_BINARY:
+    if (!gir_dtype_is_float(e->u.bin.a->dtype) &&
+        (e->u.bin.op == TE_DIV || e->u.bin.op == TE_MOD || e->u.bin.op == TE_FLOORDIV || e->u.bin.op == TE_FLOORMOD))
+      return 1;
+    return te_may_trap(e->u.bin.a) || te_may_trap(e->u.bin.b);
+  case TE_SELECT: return te_may_trap(e->u.sel.c) || te_may_trap(e->u.sel.a) || te_may_trap(e->u.sel.b);
+  case TE_CAST: return te_may_trap(e->u.cast.a);
+  case TE_REDUCE: return 1;
+  default: return 0;
+  }
+}

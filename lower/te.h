@@ -143,4 +143,13 @@ te_expr *te_load_bcast_axes(te_ctx *c, te_tensor *t, te_var *const *axes, int32_
 const char *te_unop_name(te_unop op);
 const char *te_binop_name(te_binop op);
 
+/* Copies e with every variable vars[i] replaced by repl[i] (index expressions).
+ * Reduce variables inside e are kept (they are bound by their reduction). */
+te_expr *te_subst(te_ctx *c, const te_expr *e, te_var *const *vars, te_expr *const *repl, int32_t n);
+/* Calls f(t, arg) for each tensor loaded anywhere in e (with repeats). */
+void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *arg);
+/* 1 if e contains a load or an integer division (evaluating it could fault or
+ * read out of bounds), so a select over it must stay lazy. */
+int te_may_trap(const te_expr *e);
+
 #endif

@@ -1,0 +1,36 @@
+/* lower.h — from graph IR to kernels: each node (later each fused group) becomes
+ * one tir_func through its compute definition and a schedule (the default one
+ * here; tuned ones later), plus the plan that says which graph values each kernel
+ * reads and writes and how much workspace it needs. */
+#ifndef LOWER_H
+#define LOWER_H
+#include "graph.h"
+#include "schedule.h"
+#include "tir.h"
+
+typedef struct lower_kernel {
+  tir_func *fn;
+  const gir_node *node;
+  int32_t n_in, n_out;      /* buffer params: n_in input values, n_out outputs, then workspace */
+  const gir_value **in;     /* graph values bound to the input params (NULL: absent optional input) */
+  const gir_value **out;
+  int32_t n_ws;             /* workspace params after the outputs */
+  int64_t *ws_bytes;
+} lower_kernel;
+
+typedef struct lower_program {
+  lower_kernel *kernels;
+  int32_t n_kernels;
+} lower_program;
+
+/* The default schedule of a stage set: non-reducing intermediates inlined,
+ * leading spatial loops fused and run in parallel when the stage is large. */
+int lower_default_schedule(sch_schedule *s, int threads_hint);
+
+/* One kernel for node n (named `name`). */
+int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err);
+
+/* Kernels for every node of g, in order. */
+int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err);
+
+#endif

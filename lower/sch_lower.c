@@ -1,0 +1,636 @@
+/* sch_lower.c — lowering a schedule to loop IR (TVM's ScheduleOps + bound
+ * inference + storage flattening, in one walk).
+ *
+ * Every non-inlined stage becomes a loop nest over its leaf iteration variables.
+ * The values of its root axes are rebuilt from the leaves through the split/fuse
+ * relations (split: parent = outer*factor + inner, guarded when the factor does
+ * not divide; fuse: outer = fused / |inner|, inner = fused % |inner|). A stage
+ * attached to a loop of a consumer is emitted inside that loop, over the region
+ * the consumer reads there: bound inference takes each index the consumer loads
+ * the producer with, treats the loops outside the attach point as fixed and the
+ * loops inside it as ranging over their extents, and when an index is linear in
+ * the loop variables gets the region [symbolic min + c0, symbolic min + c1];
+ * otherwise (div/mod, data-dependent) it falls back to the whole axis. An attached
+ * stage's buffer is LOCAL and holds exactly that region. A region that may reach
+ * outside the producer's domain is computed under a domain guard.
+ *
+ * A stage whose body is a reduction gets an init nest (the identity, over the
+ * spatial loops inside the first reduce loop) and an update nest; argmax/argmin
+ * keep their running best value in a second buffer. Root intermediates become
+ * workspace parameters after the outputs (the ABI's buffer order). */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+#include "schedule.h"
+
+typedef struct region {
+  tir_expr *min[GIR_MAX_RANK]; /* per axis, an index expression valid at the attach point */
+  int64_t extent[GIR_MAX_RANK];
+  int may_escape;              /* the region may leave [0, shape) */
+} region;
+
+typedef struct stage_info {
+  tir_buffer *buf, *aux;       /* aux: argmax/argmin running value */
+  region reg;                  /* the stage's storage region */
+  int emitted;
+} stage_info;
+
+typedef struct lower_ctx {
+  sch_schedule *s;
+  tir_builder *b;
+  stage_info *info;            /* by stage id */
+  tir_buffer **param_of;       /* placeholder buffers, by tensor id */
+  int32_t n_tensor_ids;
+  /* iteration state of the stage being emitted */
+  tir_expr **iter_val;         /* by sch_iter id: value of the iteration variable */
+  int32_t n_iters;
+  gir_err *err;
+} lower_ctx;
+
+/* ---- linear forms over tir vars, for bound inference ---- */
+
+#define LIN_MAX 16
+typedef struct lin {
+  int ok;
+  int n;
+  tir_var *var[LIN_MAX];
+  int64_t coef[LIN_MAX];
+  int64_t c;
+} lin;
+
+static void lin_add_term(lin *l, tir_var *v, int64_t k) {
+  for (int i = 0; i < l->n; i++)
+    if (l->var[i] == v) {
+      l->coef[i] += k;
+      return;
+    }
+  if (l->n == LIN_MAX) {
+    l->ok = 0;
+    return;
+  }
+  l->var[l->n] = v;
+  l->coef[l->n++] = k;
+}
+
+static lin lin_of(const tir_expr *e) {
+  lin r = {.ok = 1};
+  if (e->lanes != 1 || e->dtype != GIR_I64) {
+    r.ok = 0;
+    return r;
+  }
+  switch (e->kind) {
+  case TIR_INT: r.c = e->u.i; return r;
+  case TIR_VAR: lin_add_term(&r, e->u.var, 1); return r;
+  case TIR_BINARY: {
+    lin a = lin_of(e->u.bin.a), b = lin_of(e->u.bin.b);
+    if (!a.ok || !b.ok) break;
+    if (e->u.bin.op == TE_ADD || e->u.bin.op == TE_SUB) {
+      int64_t sg = e->u.bin.op == TE_ADD ? 1 : -1;
+      r = a;
+      for (int i = 0; i < b.n; i++) lin_add_term(&r, b.var[i], sg * b.coef[i]);
+      r.c += sg * b.c;
+      return r;
+    }
+    if (e->u.bin.op == TE_MUL && (a.n == 0 || b.n == 0)) {
+      lin *v = a.n ? &a : &b;
+      int64_t k = a.n ? b.c : a.c;
+      r = *v;
+      for (int i = 0; i < r.n; i++) r.coef[i] *= k;
+      r.c *= k;
+      return r;
+    }
+    break;
+  }
+  default: break;
+  }
+  r.ok = 0;
+  return r;
+}
+
+/* ---- expressions ---- */
+
+static tir_expr *lower_expr(lower_ctx *L, const te_expr *e, tir_expr *const *var_val, te_var *const *vars, int nv);
+
+static tir_expr *var_value(lower_ctx *L, te_var *v, tir_expr *const *var_val, te_var *const *vars, int nv) {
+  for (int i = 0; i < nv; i++)
+    if (vars[i] == v) return var_val[i];
+  (void)L;
+  assert(!"unbound TE variable");
+  return NULL;
+}
+
+/* Flat offset of a load of tensor t at (already lowered) indices. */
+static tir_expr *flat_index(lower_ctx *L, te_tensor *t, tir_expr *const *idx) {
+  tir_builder *b = L->b;
+  sch_stage *st = t->kind == TE_COMPUTE ? sch_stage_of(L->s, t) : NULL;
+  region *reg = st ? &L->info[st->id].reg : NULL;
+  tir_expr *off = tir_i64(b, 0);
+  for (int i = 0; i < t->rank; i++) {
+    int64_t ext = reg ? reg->extent[i] : t->shape[i];
+    tir_expr *ix = idx[i];
+    if (reg && !(reg->min[i]->kind == TIR_INT && reg->min[i]->u.i == 0)) ix = tir_bin(b, TE_SUB, ix, reg->min[i]);
+    off = tir_bin(b, TE_ADD, tir_bin(b, TE_MUL, off, tir_i64(b, ext)), ix);
+  }
+  return off;
+}
+
+static tir_buffer *buffer_of(lower_ctx *L, te_tensor *t) {
+  if (t->kind == TE_PLACEHOLDER) return L->param_of[t->id];
+  sch_stage *st = sch_stage_of(L->s, t);
+  return st ? L->info[st->id].buf : NULL;
+}
+
+static tir_expr *lower_expr(lower_ctx *L, const te_expr *e, tir_expr *const *vv, te_var *const *vars, int nv) {
+  tir_builder *b = L->b;
+  switch (e->kind) {
+  case TE_INT: return tir_int(b, e->dtype, e->u.i);
+  case TE_FLOAT: return tir_float(b, e->dtype, e->u.f);
+  case TE_VAR: return var_value(L, e->u.var, vv, vars, nv);
+  case TE_LOAD: {
+    tir_expr *idx[GIR_MAX_RANK];
+    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = lower_expr(L, e->u.load.idx[i], vv, vars, nv);
+    tir_buffer *buf = buffer_of(L, e->u.load.t);
+    assert(buf);
+    return tir_load(b, buf, flat_index(L, e->u.load.t, idx));
+  }
+  case TE_UNARY: return tir_un(b, e->u.un.op, lower_expr(L, e->u.un.a, vv, vars, nv));
+  case TE_BINARY:
+    return tir_bin(b, e->u.bin.op, lower_expr(L, e->u.bin.a, vv, vars, nv), lower_expr(L, e->u.bin.b, vv, vars, nv));
+  case TE_SELECT: {
+    tir_expr *c = lower_expr(L, e->u.sel.c, vv, vars, nv), *x = lower_expr(L, e->u.sel.a, vv, vars, nv),
+             *y = lower_expr(L, e->u.sel.b, vv, vars, nv);
+    return te_may_trap(e->u.sel.a) || te_may_trap(e->u.sel.b) ? tir_if_then_else(b, c, x, y) : tir_select(b, c, x, y);
+  }
+  case TE_CAST: return tir_cast(b, e->dtype, lower_expr(L, e->u.cast.a, vv, vars, nv));
+  default: assert(!"reduction below the top of a stage"); return NULL;
+  }
+}
+
+/* ---- iteration values ---- */
+
+/* Recomputes leaf extents for a stage whose root axes range over root_ext. */
+static void leaf_extents(const sch_stage *st, const int64_t *root_ext, int64_t *ext_by_id, int32_t n_ids) {
+  (void)n_ids;
+  for (int i = 0; i < st->n_root; i++) ext_by_id[st->root_axes[i]->id] = root_ext[i];
+  for (int i = 0; i < st->n_reduce; i++) ext_by_id[st->reduce_axes[i]->id] = st->reduce_axes[i]->extent;
+  for (int r = 0; r < st->n_rels; r++) {
+    const sch_rel *rel = &st->rels[r];
+    if (rel->kind == SCH_SPLIT) {
+      int64_t pe = ext_by_id[rel->parent->id];
+      int64_t f = rel->factor < pe ? rel->factor : pe;
+      ext_by_id[rel->inner->id] = f ? f : 1;
+      ext_by_id[rel->outer->id] = f ? (pe + f - 1) / f : 0;
+    } else
+      ext_by_id[rel->fused->id] = ext_by_id[rel->outer->id] * ext_by_id[rel->inner->id];
+  }
+}
+
+/* Given values of the leaves (L->iter_val), derives the values of every iter up
+ * to the roots; sets the guards for non-dividing splits of spatial and of reduce
+ * iterations (NULL if none). */
+static void derive_roots(lower_ctx *L, const sch_stage *st, const int64_t *ext, tir_expr **sguard, tir_expr **rguard) {
+  tir_builder *b = L->b;
+  *sguard = *rguard = NULL;
+  for (int r = st->n_rels - 1; r >= 0; r--) {
+    const sch_rel *rel = &st->rels[r];
+    if (rel->kind == SCH_SPLIT) {
+      tir_expr *o = L->iter_val[rel->outer->id], *i = L->iter_val[rel->inner->id];
+      if (!o || !i) continue;
+      int64_t f = ext[rel->inner->id];
+      tir_expr *p = tir_bin(b, TE_ADD, tir_bin(b, TE_MUL, o, tir_i64(b, f)), i);
+      L->iter_val[rel->parent->id] = p;
+      if (f && ext[rel->parent->id] % f) {
+        tir_expr *g = tir_bin(b, TE_LT, p, tir_i64(b, ext[rel->parent->id]));
+        tir_expr **guard = rel->parent->reduce ? rguard : sguard;
+        *guard = *guard ? tir_bin(b, TE_AND, *guard, g) : g;
+      }
+    } else {
+      tir_expr *fv = L->iter_val[rel->fused->id];
+      if (!fv) continue;
+      int64_t ie = ext[rel->inner->id];
+      L->iter_val[rel->outer->id] = tir_bin(b, TE_DIV, fv, tir_i64(b, ie));
+      L->iter_val[rel->inner->id] = tir_bin(b, TE_MOD, fv, tir_i64(b, ie));
+    }
+  }
+}
+
+/* ---- bound inference ---- */
+
+typedef struct access_arg {
+  te_tensor *target;
+  const te_expr **loads;
+  int n, cap;
+  gir_arena *a;
+} access_arg;
+
+static void collect_loads(const te_expr *e, access_arg *a) {
+  switch (e->kind) {
+  case TE_LOAD:
+    if (e->u.load.t == a->target) {
+      if (a->n == a->cap) {
+        int nc = a->cap ? a->cap * 2 : 8;
+        a->loads = gir_arena_grow(a->a, a->loads, (size_t)a->n, (size_t)nc, sizeof *a->loads);
+        a->cap = nc;
+      }
+      a->loads[a->n++] = e;
+    }
+    for (int i = 0; i < e->u.load.t->rank; i++) collect_loads(e->u.load.idx[i], a);
+    break;
+  case TE_UNARY: collect_loads(e->u.un.a, a); break;
+  case TE_BINARY: collect_loads(e->u.bin.a, a); collect_loads(e->u.bin.b, a); break;
+  case TE_SELECT: collect_loads(e->u.sel.c, a); collect_loads(e->u.sel.a, a); collect_loads(e->u.sel.b, a); break;
+  case TE_CAST: collect_loads(e->u.cast.a, a); break;
+  case TE_REDUCE:
+    collect_loads(e->u.red.src, a);
+    if (e->u.red.cond) collect_loads(e->u.red.cond, a);
+    break;
+  default: break;
+  }
+}
+
+/* Region of producer p read by consumer c inside c's loop `at`. Loops of c
+ * outside `at` are the fixed variables fixed_vars (their tir vars); the loops
+ * inside range over [0, ext). var_val maps c's TE root/reduce variables to tir
+ * expressions of the leaf variables. */
+static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *const *vv, te_var *const *vars, int nv,
+                         tir_var *const *inner_vars, const int64_t *inner_ext, int n_inner, region *out) {
+  tir_builder *b = L->b;
+  te_tensor *t = p->t;
+  access_arg acc = {.target = t, .a = L->s->arena};
+  collect_loads(c->body, &acc);
+  int have[GIR_MAX_RANK] = {0};
+  lin base[GIR_MAX_RANK];
+  int64_t lo[GIR_MAX_RANK], hi[GIR_MAX_RANK];
+  int full[GIR_MAX_RANK] = {0};
+  for (int k = 0; k < acc.n; k++) {
+    const te_expr *ld = acc.loads[k];
+    for (int d = 0; d < t->rank; d++) {
+      if (full[d]) continue;
+      tir_expr *ix = lower_expr(L, ld->u.load.idx[d], vv, vars, nv);
+      lin l = lin_of(ix);
+      if (!l.ok) {
+        full[d] = 1;
+        continue;
+      }
+      /* split into fixed part (symbolic) and ranged part (inner loops) */
+      lin sym = {.ok = 1, .c = 0};
+      int64_t mn = l.c, mx = l.c;
+      for (int i = 0; i < l.n; i++) {
+        int inner = -1;
+        for (int j = 0; j < n_inner; j++)
+          if (inner_vars[j] == l.var[i]) inner = j;
+        if (inner < 0) {
+          lin_add_term(&sym, l.var[i], l.coef[i]);
+          continue;
+        }
+        int64_t span = l.coef[i] * (inner_ext[inner] - 1);
+        if (span > 0) mx += span;
+        else mn += span;
+      }
+      if (!sym.ok) {
+        full[d] = 1;
+        continue;
+      }
+      if (!have[d]) {
+        base[d] = sym;
+        lo[d] = mn;
+        hi[d] = mx;
+        have[d] = 1;
+        continue;
+      }
+      /* union: the symbolic parts must agree */
+      int same = base[d].n == sym.n;
+      for (int i = 0; same && i < sym.n; i++) {
+        int found = 0;
+        for (int j = 0; j < base[d].n; j++)
+          if (base[d].var[j] == sym.var[i] && base[d].coef[j] == sym.coef[i]) found = 1;
+        same = found;
+      }
+      if (!same) {
+        full[d] = 1;
+        continue;
+      }
+      if (mn < lo[d]) lo[d] = mn;
+      if (mx > hi[d]) hi[d] = mx;
+    }
+  }
+  out->may_escape = 0;
+  for (int d = 0; d < t->rank; d++) {
+    if (full[d] || !have[d] || hi[d] - lo[d] + 1 > t->shape[d]) {
+      out->min[d] = tir_i64(b, 0);
+      out->extent[d] = t->shape[d];
+      continue;
+    }
+    tir_expr *m = tir_i64(b, lo[d]);
+    for (int i = 0; i < base[d].n; i++)
+      m = tir_bin(b, TE_ADD, m, tir_bin(b, TE_MUL, tir_var_ref(b, base[d].var[i]), tir_i64(b, base[d].coef[i])));
+    out->min[d] = m;
+    out->extent[d] = hi[d] - lo[d] + 1;
+    if (base[d].n || lo[d] < 0 || hi[d] >= t->shape[d]) out->may_escape = 1;
+  }
+}
+
+/* ---- statements ---- */
+
+static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st);
+
+static tir_expr *reduce_identity(lower_ctx *L, te_combiner comb, gir_dtype t) {
+  tir_builder *b = L->b;
+  int fl = gir_dtype_is_float(t);
+  switch (comb) {
+  case TE_SUM: return tir_const(b, t, 0);
+  case TE_PROD: return tir_const(b, t, 1);
+  case TE_RMAX: case TE_ARGMAX:
+    if (fl) return tir_float(b, t, -INFINITY);
+    switch (t) {
+    case GIR_I8: return tir_int(b, t, INT8_MIN);
+    case GIR_I16: return tir_int(b, t, INT16_MIN);
+    case GIR_I32: return tir_int(b, t, INT32_MIN);
+    case GIR_I64: return tir_int(b, t, INT64_MIN);
+    default: return tir_int(b, t, 0);
+    }
+  default:
+    if (fl) return tir_float(b, t, INFINITY);
+    switch (t) {
+    case GIR_I8: return tir_int(b, t, INT8_MAX);
+    case GIR_I16: return tir_int(b, t, INT16_MAX);
+    case GIR_I32: return tir_int(b, t, INT32_MAX);
+    case GIR_I64: return tir_int(b, t, INT64_MAX);
+    case GIR_U8: return tir_int(b, t, UINT8_MAX);
+    case GIR_U16: return tir_int(b, t, UINT16_MAX);
+    case GIR_U32: return tir_int(b, t, UINT32_MAX);
+    case GIR_U64: return tir_int(b, t, -1);
+    case GIR_BOOL: return tir_int(b, t, 1);
+    default: return tir_int(b, t, INT64_MAX);
+    }
+  }
+}
+
+static tir_expr *combine(lower_ctx *L, te_combiner comb, tir_expr *acc, tir_expr *v) {
+  tir_builder *b = L->b;
+  switch (comb) {
+  case TE_SUM: return tir_bin(b, TE_ADD, acc, v);
+  case TE_PROD: return tir_bin(b, TE_MUL, acc, v);
+  case TE_RMAX: return tir_bin(b, TE_MAX, acc, v);
+  default: return tir_bin(b, TE_MIN, acc, v);
+  }
+}
+
+/* The loop-nest builder: wraps `inner` in loops for leaves [from, to) of st,
+ * inserting attached stages at their loops. */
+typedef struct nest {
+  tir_var *var[64];
+} nest;
+
+static tir_stmt *attached_at(lower_ctx *L, sch_stage *c, sch_iter *it) {
+  tir_stmt *acc = NULL;
+  for (int i = 0; i < L->s->n_stages; i++) {
+    sch_stage *p = L->s->stages[i];
+    if (p->attach == SCH_AT && p->at_stage == c && p->at_iter == it && !L->info[p->id].emitted) {
+      tir_stmt *s = emit_stage(L, p);
+      if (!s) return NULL;
+      acc = acc ? tir_seq2(L->b, acc, s) : s;
+    }
+  }
+  return acc;
+}
+
+/* Lowered value of st's body (no reduction) or the reduction's src/cond. */
+typedef struct stage_vals {
+  te_var *vars[2 * GIR_MAX_RANK + 8];
+  tir_expr *vals[2 * GIR_MAX_RANK + 8];
+  int n;
+} stage_vals;
+
+static void bind_roots(lower_ctx *L, const sch_stage *st, const region *reg, stage_vals *sv) {
+  tir_builder *b = L->b;
+  sv->n = 0;
+  for (int i = 0; i < st->n_root; i++) {
+    tir_expr *v = L->iter_val[st->root_axes[i]->id];
+    if (!v) v = tir_i64(b, 0);
+    if (reg && !(reg->min[i]->kind == TIR_INT && reg->min[i]->u.i == 0)) v = tir_bin(b, TE_ADD, reg->min[i], v);
+    sv->vars[sv->n] = st->root_axes[i]->root;
+    sv->vals[sv->n++] = v;
+  }
+  for (int i = 0; i < st->n_reduce; i++) {
+    tir_expr *v = L->iter_val[st->reduce_axes[i]->id];
+    sv->vars[sv->n] = st->reduce_axes[i]->root;
+    sv->vals[sv->n++] = v ? v : tir_i64(b, 0);
+  }
+}
+
+static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
+  tir_builder *b = L->b;
+  stage_info *si = &L->info[st->id];
+  si->emitted = 1;
+  region *reg = &si->reg;
+  int64_t *ext = gir_arena_calloc(L->s->arena, (size_t)L->s->next_iter + 1, sizeof *ext);
+  leaf_extents(st, reg->extent, ext, L->s->next_iter);
+  for (int i = 0; i < L->n_iters; i++) L->iter_val[i] = NULL;
+
+  /* Attached stages need their regions before the consumer's body is lowered:
+   * infer them with the leaf variables the consumer will use. */
+  tir_var *lv[64];
+  if (st->n_leaf > 64) {
+    gir_errf(L->err, "stage %s has too many loops", st->t->name);
+    return NULL;
+  }
+  for (int k = 0; k < st->n_leaf; k++) {
+    lv[k] = tir_var_new(b, st->leaf[k]->name, GIR_I64);
+    L->iter_val[st->leaf[k]->id] = tir_var_ref(b, lv[k]);
+  }
+  tir_expr *guard, *rguard;
+  derive_roots(L, st, ext, &guard, &rguard);
+  stage_vals sv;
+  bind_roots(L, st, reg, &sv);
+  for (int i = 0; i < L->s->n_stages; i++) {
+    sch_stage *p = L->s->stages[i];
+    if (p->attach != SCH_AT || p->at_stage != st) continue;
+    int pos = -1;
+    for (int k = 0; k < st->n_leaf; k++)
+      if (st->leaf[k] == p->at_iter) pos = k;
+    tir_var *inner[64];
+    int64_t iext[64];
+    int ni = 0;
+    for (int k = pos + 1; k < st->n_leaf; k++) {
+      inner[ni] = lv[k];
+      iext[ni++] = ext[st->leaf[k]->id];
+    }
+    infer_region(L, p, st, sv.vals, sv.vars, sv.n, inner, iext, ni, &L->info[p->id].reg);
+    int64_t size = 1;
+    for (int d = 0; d < p->t->rank; d++) size *= L->info[p->id].reg.extent[d];
+    L->info[p->id].buf = tir_buffer_new(b, p->t->name, p->t->dtype, size, TIR_LOCAL, -1);
+    if (p->body->kind == TE_REDUCE && (p->body->u.red.comb == TE_ARGMAX || p->body->u.red.comb == TE_ARGMIN))
+      L->info[p->id].aux = tir_buffer_new(b, "argbest", p->body->u.red.src->dtype, size, TIR_LOCAL, -1);
+  }
+
+  /* the statements at the bottom of the nest */
+  tir_expr *idx[GIR_MAX_RANK];
+  for (int i = 0; i < st->n_root; i++) idx[i] = L->iter_val[st->root_axes[i]->id] ? L->iter_val[st->root_axes[i]->id] : tir_i64(b, 0);
+  tir_expr *off = tir_i64(b, 0);
+  for (int i = 0; i < st->n_root; i++) off = tir_bin(b, TE_ADD, tir_bin(b, TE_MUL, off, tir_i64(b, reg->extent[i])), idx[i]);
+  /* domain guard for regions that may leave the producer's domain */
+  tir_expr *dom = NULL;
+  if (reg->may_escape)
+    for (int i = 0; i < st->n_root; i++) {
+      tir_expr *v = sv.vals[i];
+      tir_expr *ok = tir_bin(b, TE_AND, tir_bin(b, TE_GE, v, tir_i64(b, 0)), tir_bin(b, TE_LT, v, tir_i64(b, st->t->shape[i])));
+      dom = dom ? tir_bin(b, TE_AND, dom, ok) : ok;
+    }
+  if (dom) guard = guard ? tir_bin(b, TE_AND, guard, dom) : dom;
+
+  const te_expr *body = st->body;
+  tir_stmt *init = NULL, *update;
+  int first_red = st->n_leaf;
+  if (body->kind == TE_REDUCE) {
+    te_combiner comb = body->u.red.comb;
+    int arg = comb == TE_ARGMAX || comb == TE_ARGMIN;
+    tir_expr *src = lower_expr(L, body->u.red.src, sv.vals, sv.vars, sv.n);
+    tir_expr *cond = body->u.red.cond ? lower_expr(L, body->u.red.cond, sv.vals, sv.vars, sv.n) : NULL;
+    gir_dtype sdt = body->u.red.src->dtype;
+    if (arg) {
+      /* linear index over the reduce axes */
+      tir_expr *lin_ix = tir_i64(b, 0);
+      for (int i = 0; i < st->n_reduce; i++)
+        lin_ix = tir_bin(b, TE_ADD, tir_bin(b, TE_MUL, lin_ix, tir_i64(b, st->reduce_axes[i]->extent)),
+                         L->iter_val[st->reduce_axes[i]->id]);
+      tir_var *v = tir_var_new(b, "v", sdt);
+      tir_expr *vr = tir_var_ref(b, v), *best = tir_load(b, si->aux, off);
+      tir_expr *better;
+      te_binop cmpop = comb == TE_ARGMAX ? (body->u.red.select_last ? TE_GE : TE_GT) : (body->u.red.select_last ? TE_LE : TE_LT);
+      better = tir_bin(b, cmpop, vr, best);
+      if (gir_dtype_is_float(sdt))
+        better = tir_bin(b, TE_AND, tir_un(b, TE_NOT, tir_un(b, TE_ISNAN, best)),
+                         tir_bin(b, TE_OR, tir_un(b, TE_ISNAN, vr), better));
+      tir_stmt *upd = tir_if(b, better, tir_seq2(b, tir_store(b, si->aux, off, vr), tir_store(b, si->buf, off, lin_ix)), NULL);
+      if (cond) upd = tir_if(b, cond, upd, NULL);
+      update = tir_let(b, v, src, upd);
+      init = tir_seq2(b, tir_store(b, si->aux, off, reduce_identity(L, comb, sdt)), tir_store(b, si->buf, off, tir_i64(b, 0)));
+    } else {
+      update = tir_store(b, si->buf, off, combine(L, comb, tir_load(b, si->buf, off), src));
+      if (cond) update = tir_if(b, cond, update, NULL);
+      init = tir_store(b, si->buf, off, reduce_identity(L, comb, st->t->dtype));
+    }
+    for (int k = 0; k < st->n_leaf; k++)
+      if (st->leaf[k]->reduce) {
+        first_red = k;
+        break;
+      }
+  } else {
+    update = tir_store(b, si->buf, off, lower_expr(L, body, sv.vals, sv.vars, sv.n));
+  }
+  if (guard) {
+    update = tir_if(b, guard, update, NULL);
+    if (init) init = tir_if(b, guard, init, NULL);
+  }
+  if (rguard) update = tir_if(b, rguard, update, NULL);
+
+  /* update nest: all leaves from first_red inward (or the whole nest) */
+  tir_stmt *s = update;
+  for (int k = st->n_leaf - 1; k >= (init ? first_red : 0); k--) {
+    sch_iter *it = st->leaf[k];
+    tir_stmt *att = attached_at(L, st, it);
+    if (att) s = tir_seq2(b, att, s);
+    s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
+  }
+  if (init) {
+    /* init nest: the spatial leaves inside the first reduce loop, fresh variables */
+    tir_stmt *is = init;
+    for (int k = st->n_leaf - 1; k >= first_red; k--) {
+      sch_iter *it = st->leaf[k];
+      if (it->reduce) continue;
+      tir_var *nv = tir_var_new(b, it->name, GIR_I64);
+      /* rename: substitute the loop variable by a fresh one through a let */
+      is = tir_for(b, nv, tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind == TIR_PARALLEL ? TIR_SERIAL : it->kind,
+                   tir_let(b, lv[k], tir_var_ref(b, nv), is));
+    }
+    s = tir_seq2(b, is, s);
+    for (int k = first_red - 1; k >= 0; k--) {
+      sch_iter *it = st->leaf[k];
+      tir_stmt *att = attached_at(L, st, it);
+      if (att) s = tir_seq2(b, att, s);
+      s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
+    }
+  }
+  /* local buffers of stages attached inside this nest are allocated around it */
+  for (int i = 0; i < L->s->n_stages; i++) {
+    sch_stage *p = L->s->stages[i];
+    if (p->attach == SCH_AT && p->at_stage == st) {
+      s = tir_allocate(b, L->info[p->id].buf, s);
+      if (L->info[p->id].aux) s = tir_allocate(b, L->info[p->id].aux, s);
+    }
+  }
+  return s;
+}
+
+tir_func *sch_lower(sch_schedule *s, tir_builder *b, const char *name) {
+  lower_ctx L = {.s = s, .b = b, .err = s->err};
+  L.info = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *L.info);
+  L.n_tensor_ids = s->te->next_tensor;
+  L.param_of = gir_arena_calloc(s->arena, (size_t)L.n_tensor_ids + 1, sizeof *L.param_of);
+  L.n_iters = s->next_iter;
+  L.iter_val = gir_arena_calloc(s->arena, (size_t)L.n_iters + 1, sizeof *L.iter_val);
+  tir_func *f = gir_arena_alloc(s->arena, sizeof *f);
+  int np = s->n_inputs + s->n_outputs;
+  for (int i = 0; i < s->n_stages; i++)
+    if (s->stages[i]->attach == SCH_ROOT && !s->stages[i]->is_output) np++;
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->body->kind == TE_REDUCE && (st->body->u.red.comb == TE_ARGMAX || st->body->u.red.comb == TE_ARGMIN) &&
+        st->attach == SCH_ROOT)
+      np++;
+  }
+  f->name = name;
+  f->params = gir_arena_calloc(s->arena, (size_t)np + 1, sizeof *f->params);
+  int k = 0; /* inputs, then outputs (at n_inputs + their index), then workspace */
+  for (int i = 0; i < s->n_inputs; i++) {
+    te_tensor *t = s->inputs[i];
+    int64_t size = 1;
+    for (int d = 0; d < t->rank; d++) size *= t->shape[d];
+    L.param_of[t->id] = f->params[k] = tir_buffer_new(b, t->name ? t->name : "in", t->dtype, size, TIR_GLOBAL, k);
+    k++;
+  }
+  /* outputs, then root intermediates (workspace); every root stage's region is its whole domain */
+  k = s->n_inputs + s->n_outputs;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < s->n_stages; i++) {
+      sch_stage *st = s->stages[i];
+      if (st->attach != SCH_ROOT || st->is_output != !pass) continue;
+      int64_t size = 1;
+      for (int d = 0; d < st->t->rank; d++) {
+        L.info[i].reg.min[d] = tir_i64(b, 0);
+        L.info[i].reg.extent[d] = st->t->shape[d];
+        size *= st->t->shape[d];
+      }
+      if (pass == 0) {
+        int o = 0;
+        while (s->outputs[o] != st->t) o++;
+        L.info[i].buf = f->params[s->n_inputs + o] = tir_buffer_new(b, st->t->name, st->t->dtype, size, TIR_GLOBAL, s->n_inputs + o);
+      } else {
+        L.info[i].buf = f->params[k] = tir_buffer_new(b, st->t->name, st->t->dtype, size, TIR_GLOBAL, k);
+        k++;
+      }
+      if (st->body->kind == TE_REDUCE && (st->body->u.red.comb == TE_ARGMAX || st->body->u.red.comb == TE_ARGMIN)) {
+        L.info[i].aux = f->params[k] = tir_buffer_new(b, "argbest", st->body->u.red.src->dtype, size, TIR_GLOBAL, k);
+        k++;
+      }
+    }
+  f->n_params = np;
+  tir_stmt *body = NULL;
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT) continue;
+    tir_stmt *x = emit_stage(&L, st);
+    if (!x) return NULL;
+    body = body ? tir_seq2(b, body, x) : x;
+  }
+  for (int i = 0; i < s->n_stages; i++)
+    if (s->stages[i]->attach == SCH_AT && !L.info[i].emitted) {
+      gir_errf(s->err, "stage %s is attached to a loop that is never emitted", s->stages[i]->t->name);
+      return NULL;
+    }
+  f->body = body;
+  f->n_vars = b->next_var;
+  f->n_buffers = b->next_buffer;
+  return f;
+}

@@ -1,0 +1,435 @@
+/* schedule.c — building a schedule from a TE program and the scheduling
+ * primitives (see schedule.h). Creation walks the loads from the outputs to find
+ * every compute stage, splits reductions nested inside expressions out into
+ * stages of their own (so that every reduce axis is a schedulable iteration
+ * variable), and gives each stage its root iteration variables in axis order. */
+#include <stdlib.h>
+#include <string.h>
+#include "schedule.h"
+
+static void *alloc(sch_schedule *s, size_t n) {
+  void *p = gir_arena_alloc(s->arena, n);
+  if (!p) abort();
+  return p;
+}
+
+static sch_iter *iter_new(sch_schedule *s, sch_stage *st, const char *name, int64_t extent, int reduce, te_var *root) {
+  sch_iter *it = alloc(s, sizeof *it);
+  it->id = s->next_iter++;
+  it->name = name;
+  it->extent = extent;
+  it->reduce = reduce;
+  it->kind = TIR_SERIAL;
+  it->root = root;
+  it->stage = st;
+  return it;
+}
+
+sch_stage *sch_stage_of(sch_schedule *s, const te_tensor *t) {
+  for (int i = 0; i < s->n_stages; i++)
+    if (s->stages[i]->t == t) return s->stages[i];
+  return NULL;
+}
+
+static void set_leaves_to_roots(sch_schedule *s, sch_stage *st) {
+  st->n_leaf = st->n_root + st->n_reduce;
+  st->leaf = alloc(s, sizeof(sch_iter *) * (size_t)(st->n_leaf + 1));
+  for (int i = 0; i < st->n_root; i++) st->leaf[i] = st->root_axes[i];
+  for (int i = 0; i < st->n_reduce; i++) st->leaf[st->n_root + i] = st->reduce_axes[i];
+  st->n_rels = 0;
+}
+
+static sch_stage *stage_new(sch_schedule *s, te_tensor *t, te_expr *body) {
+  sch_stage *st = alloc(s, sizeof *st);
+  st->t = t;
+  st->body = body;
+  st->attach = SCH_ROOT;
+  st->scope = TIR_GLOBAL;
+  st->n_root = t->rank;
+  st->root_axes = alloc(s, sizeof(sch_iter *) * (size_t)(t->rank + 1));
+  for (int i = 0; i < t->rank; i++) st->root_axes[i] = iter_new(s, st, t->axis[i]->name, t->shape[i], 0, t->axis[i]);
+  if (body->kind == TE_REDUCE) {
+    st->n_reduce = body->u.red.n_axes;
+    st->reduce_axes = alloc(s, sizeof(sch_iter *) * (size_t)(st->n_reduce + 1));
+    for (int i = 0; i < st->n_reduce; i++) {
+      te_var *v = body->u.red.axes[i];
+      st->reduce_axes[i] = iter_new(s, st, v->name, v->extent, 1, v);
+    }
+  }
+  set_leaves_to_roots(s, st);
+  return st;
+}
+
+static void push_stage(sch_schedule *s, sch_stage *st, int32_t *cap) {
+  if (s->n_stages == *cap) {
+    *cap = *cap ? *cap * 2 : 16;
+    s->stages = gir_arena_grow(s->arena, s->stages, (size_t)s->n_stages, (size_t)*cap, sizeof *s->stages);
+  }
+  st->id = s->n_stages;
+  s->stages[s->n_stages++] = st;
+}
+
+typedef struct build_ctx {
+  sch_schedule *s;
+  int32_t cap;
+  uint8_t *seen; /* by tensor id */
+} build_ctx;
+
+static void visit_tensor(te_tensor *t, void *arg);
+
+/* Rewrites e so that no reduction is nested below its top: each nested one
+ * becomes a stage over the enclosing stage's axes (te_tensor *owner). */
+static te_expr *split_reductions(build_ctx *b, te_tensor *owner, te_expr *e, int top) {
+  te_ctx *c = b->s->te;
+  switch (e->kind) {
+  case TE_REDUCE: {
+    te_expr *r = e;
+    te_expr *src = split_reductions(b, owner, e->u.red.src, 0);
+    if (src != e->u.red.src) {
+      r = gir_arena_alloc(c->arena, sizeof *r);
+      *r = *e;
+      r->u.red.src = src;
+    }
+    if (top) return r;
+    te_var *ax[GIR_MAX_RANK];
+    te_expr *repl[GIR_MAX_RANK], *idx[GIR_MAX_RANK];
+    te_axes(c, owner->rank, owner->shape, ax);
+    for (int i = 0; i < owner->rank; i++) {
+      repl[i] = te_v(c, ax[i]);
+      idx[i] = te_v(c, owner->axis[i]);
+    }
+    te_expr *body = te_subst(c, r, owner->axis, repl, owner->rank);
+    te_tensor *t = te_compute(c, "red", r->dtype, owner->rank, owner->shape, ax, body);
+    visit_tensor(t, b); /* becomes a stage before the owner */
+    return te_load(c, t, idx);
+  }
+  case TE_UNARY: {
+    te_expr *a = split_reductions(b, owner, e->u.un.a, 0);
+    return a == e->u.un.a ? e : te_un(c, e->u.un.op, a);
+  }
+  case TE_BINARY: {
+    te_expr *x = split_reductions(b, owner, e->u.bin.a, 0), *y = split_reductions(b, owner, e->u.bin.b, 0);
+    return x == e->u.bin.a && y == e->u.bin.b ? e : te_bin(c, e->u.bin.op, x, y);
+  }
+  case TE_SELECT: {
+    te_expr *q = split_reductions(b, owner, e->u.sel.c, 0), *x = split_reductions(b, owner, e->u.sel.a, 0),
+            *y = split_reductions(b, owner, e->u.sel.b, 0);
+    return q == e->u.sel.c && x == e->u.sel.a && y == e->u.sel.b ? e : te_select(c, q, x, y);
+  }
+  case TE_CAST: {
+    te_expr *a = split_reductions(b, owner, e->u.cast.a, 0);
+    return a == e->u.cast.a ? e : te_cast(c, e->dtype, a);
+  }
+  default: return e;
+  }
+}
+
+static void visit_tensor(te_tensor *t, void *arg) {
+  build_ctx *b = arg;
+  if (t->kind != TE_COMPUTE || b->seen[t->id]) return;
+  b->seen[t->id] = 1;
+  te_visit_loads(t->body, visit_tensor, b); /* producers first */
+  te_expr *body = split_reductions(b, t, t->body, 1);
+  push_stage(b->s, stage_new(b->s, t, body), &b->cap);
+}
+
+sch_schedule *sch_create(te_ctx *c, te_tensor *const *inputs, int32_t n_in, te_tensor *const *outputs, int32_t n_out,
+                         gir_err *err) {
+  sch_schedule *s = gir_arena_alloc(c->arena, sizeof *s);
+  if (!s) return NULL;
+  s->te = c;
+  s->arena = c->arena;
+  s->err = err;
+  s->inputs = alloc(s, sizeof(te_tensor *) * (size_t)(n_in + 1));
+  s->outputs = alloc(s, sizeof(te_tensor *) * (size_t)(n_out + 1));
+  for (int i = 0; i < n_in; i++) s->inputs[i] = inputs[i];
+  for (int i = 0; i < n_out; i++) s->outputs[i] = outputs[i];
+  s->n_inputs = n_in;
+  s->n_outputs = n_out;
+  /* tensors created while splitting reductions get ids past the current count */
+  build_ctx b = {.s = s, .seen = alloc(s, (size_t)c->next_tensor * 4 + 64)};
+  for (int i = 0; i < n_out; i++) {
+    if (outputs[i]->kind != TE_COMPUTE) {
+      gir_errf(err, "schedule: output %d is a placeholder", i);
+      return NULL;
+    }
+    visit_tensor(outputs[i], &b);
+  }
+  for (int i = 0; i < n_out; i++) sch_stage_of(s, outputs[i])->is_output = 1;
+  return s;
+}
+
+/* --- primitives --- */
+
+static int leaf_pos(const sch_stage *st, const sch_iter *it) {
+  for (int i = 0; i < st->n_leaf; i++)
+    if (st->leaf[i] == it) return i;
+  return -1;
+}
+
+static sch_rel *rel_new(sch_schedule *s, sch_stage *st) {
+  if (st->n_rels == st->cap_rels) {
+    int32_t nc = st->cap_rels ? st->cap_rels * 2 : 8;
+    st->rels = gir_arena_grow(s->arena, st->rels, (size_t)st->n_rels, (size_t)nc, sizeof *st->rels);
+    st->cap_rels = nc;
+  }
+  sch_rel *r = &st->rels[st->n_rels++];
+  memset(r, 0, sizeof *r);
+  return r;
+}
+
+int sch_split(sch_schedule *s, sch_stage *st, sch_iter *it, int64_t factor, sch_iter **outer, sch_iter **inner) {
+  int p = leaf_pos(st, it);
+  if (p < 0) return gir_errf(s->err, "split: %s is not a loop of stage %s", it->name, st->t->name);
+  if (factor < 1) return gir_errf(s->err, "split: factor %lld must be positive", (long long)factor);
+  sch_iter *o = iter_new(s, st, "o", (it->extent + factor - 1) / factor, it->reduce, NULL);
+  sch_iter *in = iter_new(s, st, "i", factor < it->extent ? factor : it->extent, it->reduce, NULL);
+  sch_rel *r = rel_new(s, st);
+  r->kind = SCH_SPLIT;
+  r->parent = it;
+  r->outer = o;
+  r->inner = in;
+  r->factor = factor;
+  sch_iter **nl = alloc(s, sizeof(sch_iter *) * (size_t)(st->n_leaf + 2));
+  for (int i = 0, k = 0; i < st->n_leaf; i++) {
+    if (i == p) {
+      nl[k++] = o;
+      nl[k++] = in;
+    } else
+      nl[k++] = st->leaf[i];
+  }
+  st->leaf = nl;
+  st->n_leaf++;
+  if (outer) *outer = o;
+  if (inner) *inner = in;
+  return 0;
+}
+
+int sch_fuse(sch_schedule *s, sch_stage *st, sch_iter *outer, sch_iter *inner, sch_iter **fused) {
+  int p = leaf_pos(st, outer), q = leaf_pos(st, inner);
+  if (p < 0 || q != p + 1) return gir_errf(s->err, "fuse: the loops must be adjacent, outer first");
+  if (outer->reduce != inner->reduce) return gir_errf(s->err, "fuse: cannot fuse a reduce loop with a spatial one");
+  if (outer->extent > INT64_MAX / (inner->extent ? inner->extent : 1)) return gir_errf(s->err, "fuse: extent overflows");
+  sch_iter *f = iter_new(s, st, "f", outer->extent * inner->extent, outer->reduce, NULL);
+  sch_rel *r = rel_new(s, st);
+  r->kind = SCH_FUSE;
+  r->outer = outer;
+  r->inner = inner;
+  r->fused = f;
+  st->leaf[p] = f;
+  for (int i = q; i + 1 < st->n_leaf; i++) st->leaf[i] = st->leaf[i + 1];
+  st->n_leaf--;
+  if (fused) *fused = f;
+  return 0;
+}
+
+int sch_reorder(sch_schedule *s, sch_stage *st, sch_iter *const *order, int32_t n) {
+  int pos[64];
+  if (n > 64) return gir_errf(s->err, "reorder: too many loops");
+  for (int i = 0; i < n; i++) {
+    pos[i] = leaf_pos(st, order[i]);
+    if (pos[i] < 0) return gir_errf(s->err, "reorder: %s is not a loop of stage %s", order[i]->name, st->t->name);
+    for (int j = 0; j < i; j++)
+      if (pos[j] == pos[i]) return gir_errf(s->err, "reorder: loop listed twice");
+  }
+  /* the listed loops take the sorted positions they occupied, in the given order */
+  int sorted[64];
+  memcpy(sorted, pos, sizeof(int) * (size_t)n);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+      int t = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = t;
+    }
+  for (int i = 0; i < n; i++) st->leaf[sorted[i]] = order[i];
+  return 0;
+}
+
+int sch_tile(sch_schedule *s, sch_stage *st, sch_iter *x, sch_iter *y, int64_t fx, int64_t fy, sch_iter **xo,
+             sch_iter **yo, sch_iter **xi, sch_iter **yi) {
+  sch_iter *a, *b, *c2, *d;
+  if (sch_split(s, st, x, fx, &a, &b) < 0 || sch_split(s, st, y, fy, &c2, &d) < 0) return -1;
+  sch_iter *order[4] = {a, c2, b, d};
+  if (sch_reorder(s, st, order, 4) < 0) return -1;
+  if (xo) *xo = a;
+  if (yo) *yo = c2;
+  if (xi) *xi = b;
+  if (yi) *yi = d;
+  return 0;
+}
+
+int sch_annotate(sch_schedule *s, sch_stage *st, sch_iter *it, tir_for_kind kind) {
+  if (leaf_pos(st, it) < 0) return gir_errf(s->err, "annotate: %s is not a loop of stage %s", it->name, st->t->name);
+  if (kind == TIR_PARALLEL && it->reduce) return gir_errf(s->err, "parallel: cannot run a reduce loop in parallel");
+  it->kind = kind;
+  return 0;
+}
+
+int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *tag) {
+  if (leaf_pos(st, it) < 0) return gir_errf(s->err, "bind: %s is not a loop of stage %s", it->name, st->t->name);
+  it->thread_tag = tag;
+  return 0;
+}
+
+int sch_compute_at(sch_schedule *s, sch_stage *p, sch_stage *c, sch_iter *at) {
+  if (leaf_pos(c, at) < 0) return gir_errf(s->err, "compute_at: %s is not a loop of stage %s", at->name, c->t->name);
+  if (p->id >= c->id) return gir_errf(s->err, "compute_at: %s does not come before %s", p->t->name, c->t->name);
+  if (p->is_output) return gir_errf(s->err, "compute_at: output stage %s must stay at the root", p->t->name);
+  p->attach = SCH_AT;
+  p->at_stage = c;
+  p->at_iter = at;
+  return 0;
+}
+
+int sch_compute_root(sch_schedule *s, sch_stage *st) {
+  (void)s;
+  st->attach = SCH_ROOT;
+  st->at_stage = NULL;
+  st->at_iter = NULL;
+  return 0;
+}
+
+int sch_set_scope(sch_schedule *s, sch_stage *st, tir_scope scope) {
+  (void)s;
+  st->scope = scope;
+  return 0;
+}
+
+typedef struct inline_arg {
+  sch_schedule *s;
+  sch_stage *p;
+} inline_arg;
+
+/* Replaces loads of p->t in e by p's body at the loaded indices. */
+static te_expr *inline_into(inline_arg *a, te_expr *e) {
+  te_ctx *c = a->s->te;
+  switch (e->kind) {
+  case TE_LOAD: {
+    te_expr *idx[GIR_MAX_RANK];
+    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = inline_into(a, e->u.load.idx[i]);
+    if (e->u.load.t == a->p->t) return te_subst(c, a->p->body, a->p->t->axis, idx, a->p->t->rank);
+    return te_load(c, e->u.load.t, idx);
+  }
+  case TE_UNARY: return te_un(c, e->u.un.op, inline_into(a, e->u.un.a));
+  case TE_BINARY: return te_bin(c, e->u.bin.op, inline_into(a, e->u.bin.a), inline_into(a, e->u.bin.b));
+  case TE_SELECT: return te_select(c, inline_into(a, e->u.sel.c), inline_into(a, e->u.sel.a), inline_into(a, e->u.sel.b));
+  case TE_CAST: return te_cast(c, e->dtype, inline_into(a, e->u.cast.a));
+  case TE_REDUCE: {
+    te_expr *r = gir_arena_alloc(c->arena, sizeof *r);
+    *r = *e;
+    r->u.red.src = inline_into(a, e->u.red.src);
+    if (e->u.red.cond) r->u.red.cond = inline_into(a, e->u.red.cond);
+    return r;
+  }
+  default: return e;
+  }
+}
+
+int sch_compute_inline(sch_schedule *s, sch_stage *st) {
+  if (st->n_reduce) return gir_errf(s->err, "compute_inline: %s is a reduction", st->t->name);
+  if (st->is_output) return gir_errf(s->err, "compute_inline: %s is an output", st->t->name);
+  inline_arg a = {s, st};
+  for (int i = st->id + 1; i < s->n_stages; i++) {
+    sch_stage *c = s->stages[i];
+    if (c->attach == SCH_INLINE) continue;
+    c->body = inline_into(&a, c->body);
+  }
+  st->attach = SCH_INLINE;
+  return 0;
+}
+
+static void insert_stage_before(sch_schedule *s, sch_stage *nst, sch_stage *before) {
+  int32_t cap = s->n_stages; /* force growth by one */
+  push_stage(s, nst, &cap);
+  int at = before->id;
+  for (int i = s->n_stages - 1; i > at; i--) s->stages[i] = s->stages[i - 1];
+  s->stages[at] = nst;
+  for (int i = 0; i < s->n_stages; i++) s->stages[i]->id = i;
+}
+
+typedef struct replace_arg {
+  te_ctx *c;
+  te_tensor *from, *to;
+} replace_arg;
+
+static te_expr *replace_loads(replace_arg *a, te_expr *e) {
+  te_ctx *c = a->c;
+  switch (e->kind) {
+  case TE_LOAD: {
+    te_expr *idx[GIR_MAX_RANK];
+    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = replace_loads(a, e->u.load.idx[i]);
+    return te_load(c, e->u.load.t == a->from ? a->to : e->u.load.t, idx);
+  }
+  case TE_UNARY: return te_un(c, e->u.un.op, replace_loads(a, e->u.un.a));
+  case TE_BINARY: return te_bin(c, e->u.bin.op, replace_loads(a, e->u.bin.a), replace_loads(a, e->u.bin.b));
+  case TE_SELECT:
+    return te_select(c, replace_loads(a, e->u.sel.c), replace_loads(a, e->u.sel.a), replace_loads(a, e->u.sel.b));
+  case TE_CAST: return te_cast(c, e->dtype, replace_loads(a, e->u.cast.a));
+  case TE_REDUCE: {
+    te_expr *r = gir_arena_alloc(c->arena, sizeof *r);
+    *r = *e;
+    r->u.red.src = replace_loads(a, e->u.red.src);
+    if (e->u.red.cond) r->u.red.cond = replace_loads(a, e->u.red.cond);
+    return r;
+  }
+  default: return e;
+  }
+}
+
+sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n) {
+  te_ctx *c = s->te;
+  te_var *ax[GIR_MAX_RANK];
+  te_expr *idx[GIR_MAX_RANK];
+  te_axes(c, t->rank, t->shape, ax);
+  for (int i = 0; i < t->rank; i++) idx[i] = te_v(c, ax[i]);
+  te_tensor *copy = te_compute(c, "cache", t->dtype, t->rank, t->shape, ax, te_load(c, t, idx));
+  sch_stage *nst = stage_new(s, copy, copy->body);
+  nst->scope = scope;
+  sch_stage *first = readers[0];
+  for (int i = 1; i < n; i++)
+    if (readers[i]->id < first->id) first = readers[i];
+  insert_stage_before(s, nst, first);
+  replace_arg a = {c, t, copy};
+  for (int i = 0; i < n; i++) readers[i]->body = replace_loads(&a, readers[i]->body);
+  return nst;
+}
+
+sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope) {
+  if (st->n_rels) {
+    gir_errf(s->err, "cache_write: %s must be cached before it is split or fused", st->t->name);
+    return NULL;
+  }
+  te_ctx *c = s->te;
+  te_tensor *t = st->t;
+  te_var *ax[GIR_MAX_RANK];
+  te_expr *repl[GIR_MAX_RANK], *idx[GIR_MAX_RANK];
+  te_axes(c, t->rank, t->shape, ax);
+  for (int i = 0; i < t->rank; i++) {
+    repl[i] = te_v(c, ax[i]);
+    idx[i] = te_v(c, t->axis[i]);
+  }
+  te_expr *body = te_subst(c, st->body, t->axis, repl, t->rank);
+  te_tensor *work = te_compute(c, "local", t->dtype, t->rank, t->shape, ax, body);
+  sch_stage *nst = stage_new(s, work, body);
+  nst->scope = scope;
+  insert_stage_before(s, nst, st);
+  st->body = te_load(c, work, idx);
+  st->n_reduce = 0;
+  st->reduce_axes = NULL;
+  set_leaves_to_roots(s, st);
+  return nst;
+}
+
+void sch_print(const sch_schedule *s, FILE *f) {
+  static const char *const attach[] = {"root", "inline", "at"};
+  static const char *const kinds[] = {"", " parallel", " vectorized", " unrolled"};
+  for (int i = 0; i < s->n_stages; i++) {
+    const sch_stage *st = s->stages[i];
+    fprintf(f, "stage %d %s [%s%s%s]:", st->id, st->t->name, attach[st->attach], st->at_stage ? " " : "",
+            st->at_stage ? st->at_stage->t->name : "");
+    for (int k = 0; k < st->n_leaf; k++)
+      fprintf(f, " %s%d(%lld%s%s)", st->leaf[k]->name, st->leaf[k]->id, (long long)st->leaf[k]->extent,
+              st->leaf[k]->reduce ? " r" : "", kinds[st->leaf[k]->kind]);
+    fputc('\n', f);
+  }
+}

@@ -1,0 +1,113 @@
+/* schedule.h — schedules, after Halide/TVM: how the stages of a tensor-expression
+ * program become loops, separately from what they compute. A schedule holds one
+ * stage per compute tensor reachable from the outputs, in producer-first order.
+ * Each stage has iteration variables (its output axes, its reduce axes, and the
+ * ones split/fuse derive from them), a leaf order (the loop nest, outermost first)
+ * with annotations (parallel, vectorized, unrolled, GPU binding), and an attach
+ * point: at the root, inlined into its consumers, or computed at a loop of
+ * another stage (bound inference then computes only the region needed there).
+ *
+ * Invariant kept by sch_create: a stage's body is either free of reductions or is
+ * a single reduction at the top (nested reductions are split out into stages of
+ * their own), so every stage's reduce axes are schedulable iteration variables.
+ *
+ * Primitives return 0, or -1 with a message in the schedule's error (a bad factor,
+ * an iteration variable of another stage, inlining a reduction…). Knobs are plain
+ * data so that the tuner can enumerate them. */
+#ifndef SCHEDULE_H
+#define SCHEDULE_H
+#include "te.h"
+#include "tir.h"
+
+typedef struct sch_stage sch_stage;
+
+typedef struct sch_iter {
+  int32_t id;
+  const char *name;
+  int64_t extent;
+  int reduce;             /* a reduction variable (or derived only from them) */
+  tir_for_kind kind;      /* annotation when it becomes a loop */
+  const char *thread_tag; /* GPU binding: "blockIdx.x", "threadIdx.y"… or NULL */
+  te_var *root;           /* the TE variable for original axes, NULL for derived */
+  sch_stage *stage;
+} sch_iter;
+
+typedef enum sch_rel_kind { SCH_SPLIT, SCH_FUSE } sch_rel_kind;
+
+typedef struct sch_rel {
+  sch_rel_kind kind;
+  sch_iter *parent;       /* split: the iteration split */
+  sch_iter *outer, *inner;/* split: results; fuse: the inputs */
+  sch_iter *fused;        /* fuse: result */
+  int64_t factor;         /* split: inner extent */
+} sch_rel;
+
+typedef enum sch_attach { SCH_ROOT, SCH_INLINE, SCH_AT } sch_attach;
+
+struct sch_stage {
+  int32_t id;
+  te_tensor *t;
+  te_expr *body;           /* after inlining producers and splitting out reductions */
+  sch_iter **root_axes;    /* one per output axis */
+  sch_iter **reduce_axes;  /* of the top-level reduction, if any */
+  int32_t n_root, n_reduce;
+  sch_iter **leaf;         /* loop order, outermost first */
+  int32_t n_leaf;
+  sch_rel *rels;
+  int32_t n_rels, cap_rels;
+  sch_attach attach;
+  sch_stage *at_stage;
+  sch_iter *at_iter;
+  tir_scope scope;
+  int is_output;
+};
+
+typedef struct sch_schedule {
+  te_ctx *te;
+  gir_arena *arena;
+  gir_err *err;
+  sch_stage **stages;      /* producers before consumers */
+  int32_t n_stages;
+  te_tensor **inputs;      /* placeholders, in kernel parameter order */
+  int32_t n_inputs;
+  te_tensor **outputs;
+  int32_t n_outputs;
+  int32_t next_iter;
+} sch_schedule;
+
+/* A schedule for computing outputs from the placeholders inputs (both in kernel
+ * parameter order: inputs first, then outputs). Every stage starts at the root
+ * with its loops in axis order, serial. */
+sch_schedule *sch_create(te_ctx *c, te_tensor *const *inputs, int32_t n_in, te_tensor *const *outputs, int32_t n_out,
+                         gir_err *err);
+sch_stage *sch_stage_of(sch_schedule *s, const te_tensor *t);
+
+int sch_split(sch_schedule *s, sch_stage *st, sch_iter *it, int64_t factor, sch_iter **outer, sch_iter **inner);
+int sch_fuse(sch_schedule *s, sch_stage *st, sch_iter *outer, sch_iter *inner, sch_iter **fused);
+/* New leaf order for the listed iterators (they keep the positions the listed set
+ * occupied; unlisted leaves stay where they are). */
+int sch_reorder(sch_schedule *s, sch_stage *st, sch_iter *const *order, int32_t n);
+/* split x and y, order x_outer, y_outer, x_inner, y_inner. */
+int sch_tile(sch_schedule *s, sch_stage *st, sch_iter *x, sch_iter *y, int64_t fx, int64_t fy, sch_iter **xo,
+             sch_iter **yo, sch_iter **xi, sch_iter **yi);
+int sch_annotate(sch_schedule *s, sch_stage *st, sch_iter *it, tir_for_kind kind); /* vectorize/unroll/parallel */
+int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *thread_tag);
+int sch_compute_at(sch_schedule *s, sch_stage *producer, sch_stage *consumer, sch_iter *at);
+int sch_compute_inline(sch_schedule *s, sch_stage *st);
+int sch_compute_root(sch_schedule *s, sch_stage *st);
+int sch_set_scope(sch_schedule *s, sch_stage *st, tir_scope scope);
+/* cache_read: a new stage copying t for the readers listed (scope as given);
+ * readers then load the copy. cache_write: st's computation moves into a new
+ * stage (returned) in `scope`, st becomes a copy of it (e.g. accumulate in
+ * registers, then write back). */
+sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n);
+sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope);
+
+/* Lowers the schedule to one kernel: parameters are the inputs then the outputs;
+ * intermediate stages get buffers (LOCAL scope at their attach point, shrunk to the
+ * region bound inference computes). */
+tir_func *sch_lower(sch_schedule *s, tir_builder *b, const char *name);
+
+void sch_print(const sch_schedule *s, FILE *f);
+
+#endif
