@@ -1,0 +1,146 @@
+/* pass_vectorize.c — turns loops annotated VECTORIZED into vector code. The loop
+ * variable v becomes ramp(min, 1, lanes); every expression that depends on v
+ * becomes a vector of `lanes` lanes, the rest stays scalar and is broadcast where
+ * it meets a vector; loads and stores with vector indices become vector memory
+ * operations (contiguous ramps are what targets turn into plain vector loads).
+ *
+ * A loop is vectorized only when that is plainly safe: a constant extent of at
+ * most 64, a body of stores, lets and ifs whose conditions do not depend on v (no
+ * inner loops, no allocation), every store's index depending on v (two lanes
+ * never write one location) and no lazy if_then_else over v (a vector select
+ * would evaluate both sides). Otherwise the loop stays serial — still correct,
+ * and loop partition may make it vectorizable first. */
+#include "passes_vectorize.h"
+
+typedef struct vctx {
+  tir_builder *b;
+  tir_var *v;
+  tir_expr *ramp;
+  int32_t lanes;
+  int ok;
+  /* let-bound variables that became vectors: substituted by their value */
+  tir_var *lv[32];
+  tir_expr *lval[32];
+  int nl;
+} vctx;
+
+static int depends(const tir_expr *e, const vctx *x);
+
+static int depends(const tir_expr *e, const vctx *x) {
+  switch (e->kind) {
+  case TIR_VAR:
+    if (e->u.var == x->v) return 1;
+    for (int i = 0; i < x->nl; i++)
+      if (x->lv[i] == e->u.var) return 1;
+    return 0;
+  case TIR_LOAD: return depends(e->u.load.index, x);
+  case TIR_UNARY: return depends(e->u.un.a, x);
+  case TIR_BINARY: return depends(e->u.bin.a, x) || depends(e->u.bin.b, x);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE:
+    return depends(e->u.sel.c, x) || depends(e->u.sel.a, x) || depends(e->u.sel.b, x);
+  case TIR_CAST: return depends(e->u.cast.a, x);
+  case TIR_RAMP: return depends(e->u.ramp.base, x) || depends(e->u.ramp.stride, x);
+  case TIR_BROADCAST: return depends(e->u.bcast.value, x);
+  default: return 0;
+  }
+}
+
+static tir_expr *widen(vctx *x, tir_expr *e) { return e->lanes == 1 ? tir_broadcast(x->b, e, x->lanes) : e; }
+
+static tir_expr *vec(vctx *x, tir_expr *e) {
+  if (!x->ok || !depends(e, x)) return e;
+  tir_builder *b = x->b;
+  switch (e->kind) {
+  case TIR_VAR:
+    if (e->u.var == x->v) return x->ramp;
+    for (int i = 0; i < x->nl; i++)
+      if (x->lv[i] == e->u.var) return x->lval[i];
+    return e;
+  case TIR_LOAD: return tir_load(b, e->u.load.buf, widen(x, vec(x, e->u.load.index)));
+  case TIR_UNARY: return tir_un(b, e->u.un.op, widen(x, vec(x, e->u.un.a)));
+  case TIR_BINARY: {
+    tir_expr *a = vec(x, e->u.bin.a), *c = vec(x, e->u.bin.b);
+    return tir_bin(b, e->u.bin.op, widen(x, a), widen(x, c));
+  }
+  case TIR_SELECT: {
+    tir_expr *c = vec(x, e->u.sel.c), *a = vec(x, e->u.sel.a), *d = vec(x, e->u.sel.b);
+    return tir_select(b, c, widen(x, a), widen(x, d));
+  }
+  case TIR_IF_THEN_ELSE:
+    if (depends(e->u.sel.c, x)) {
+      x->ok = 0; /* a lazy choice per lane cannot be a vector select */
+      return e;
+    }
+    return tir_if_then_else(b, e->u.sel.c, widen(x, vec(x, e->u.sel.a)), widen(x, vec(x, e->u.sel.b)));
+  case TIR_CAST: return tir_cast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));
+  default: x->ok = 0; return e;
+  }
+}
+
+static tir_stmt *vec_stmt(vctx *x, tir_stmt *s) {
+  if (!x->ok || !s) return s;
+  tir_builder *b = x->b;
+  switch (s->kind) {
+  case TIR_STORE: {
+    if (!depends(s->u.store.index, x)) {
+      x->ok = 0;
+      return s;
+    }
+    tir_expr *ix = widen(x, vec(x, s->u.store.index)), *val = widen(x, vec(x, s->u.store.value));
+    return tir_store(b, s->u.store.buf, ix, val);
+  }
+  case TIR_LET: {
+    if (depends(s->u.let.value, x)) {
+      if (x->nl == 32) {
+        x->ok = 0;
+        return s;
+      }
+      x->lv[x->nl] = s->u.let.var;
+      x->lval[x->nl++] = widen(x, vec(x, s->u.let.value));
+      return vec_stmt(x, s->u.let.body);
+    }
+    return tir_let(b, s->u.let.var, s->u.let.value, vec_stmt(x, s->u.let.body));
+  }
+  case TIR_IF:
+    if (depends(s->u.ifs.cond, x)) {
+      x->ok = 0;
+      return s;
+    }
+    return tir_if(b, s->u.ifs.cond, vec_stmt(x, s->u.ifs.then_s), vec_stmt(x, s->u.ifs.else_s));
+  case TIR_SEQ: {
+    tir_stmt **xs = gir_arena_calloc(b->arena, (size_t)s->u.seq.n + 1, sizeof *xs);
+    for (int i = 0; i < s->u.seq.n; i++) xs[i] = vec_stmt(x, s->u.seq.s[i]);
+    return tir_seq(b, xs, s->u.seq.n);
+  }
+  default: x->ok = 0; return s;
+  }
+}
+
+static tir_stmt *walk(tir_builder *b, tir_stmt *s) {
+  if (!s) return s;
+  switch (s->kind) {
+  case TIR_FOR: {
+    tir_stmt *body = walk(b, s->u.loop.body);
+    if (s->u.loop.kind == TIR_VECTORIZED && s->u.loop.extent->kind == TIR_INT && s->u.loop.extent->u.i > 1 &&
+        s->u.loop.extent->u.i <= 64) {
+      vctx x = {.b = b, .v = s->u.loop.var, .lanes = (int32_t)s->u.loop.extent->u.i, .ok = 1};
+      x.ramp = tir_ramp(b, s->u.loop.min, tir_i64(b, 1), x.lanes);
+      tir_stmt *vb = vec_stmt(&x, body);
+      if (x.ok) return vb;
+    }
+    tir_for_kind k = s->u.loop.kind == TIR_VECTORIZED ? TIR_SERIAL : s->u.loop.kind;
+    return tir_for(b, s->u.loop.var, s->u.loop.min, s->u.loop.extent, k, body);
+  }
+  case TIR_LET: return tir_let(b, s->u.let.var, s->u.let.value, walk(b, s->u.let.body));
+  case TIR_IF: return tir_if(b, s->u.ifs.cond, walk(b, s->u.ifs.then_s), walk(b, s->u.ifs.else_s));
+  case TIR_ALLOCATE: return tir_allocate(b, s->u.alloc.buf, walk(b, s->u.alloc.body));
+  case TIR_SEQ: {
+    tir_stmt **xs = gir_arena_calloc(b->arena, (size_t)s->u.seq.n + 1, sizeof *xs);
+    for (int i = 0; i < s->u.seq.n; i++) xs[i] = walk(b, s->u.seq.s[i]);
+    return tir_seq(b, xs, s->u.seq.n);
+  }
+  default: return s;
+  }
+}
+
+tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s) { return walk(b, s); }
