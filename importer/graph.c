@@ -100,7 +100,9 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
   }
   if (rc < 0) {
     if (!c->err->msg[0]) imp_fail(c, "conversion failed");
-    return gir_err_prefix(c->err, "%s", c->origin);
+    /* shape inference already names the node (its origin); don't say it twice */
+    if (strncmp(c->err->msg, c->origin, strlen(c->origin))) return gir_err_prefix(c->err, "%s", c->origin);
+    return -1;
   }
   for (size_t j = 0; j < np->n_output; j++)
     if (np->output[j] && np->output[j][0] && !n.out[j])
