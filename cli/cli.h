@@ -12,9 +12,9 @@ int kiln_cmd_lower(int argc, char **argv);
 /* Shared import options built from --input-shape flags; the evaluator is the
  * compiler's constant folder when one is linked in. */
 typedef struct cli_import {
-  imp_input_shape shapes[64];
+  imp_input_shape shapes[256];
   int32_t n_shapes;
-  imp_known_input known[64];
+  imp_known_input known[256];
   gir_evaluator eval;
   imp_options opt;
 } cli_import;

@@ -44,9 +44,10 @@ int kiln_cmd_interpret(int argc, char **argv) {
     return 1;
   }
   if (print_ir) gir_print(g, stdout);
-  const void *inputs[64];
-  int ok = 1;
-  for (int i = 0; i < g->n_inputs && i < 64; i++) {
+  const void *inputs[256];
+  int ok = g->n_inputs <= 256 && g->n_outputs <= 256;
+  if (!ok) fprintf(stderr, "kiln interpret: more than 256 inputs or outputs\n");
+  for (int i = 0; ok && i < g->n_inputs; i++) {
     inputs[i] = NULL;
     for (int k = 0; k < ci.opt.n_known; k++)
       if (!strcmp(ci.known[k].name, g->inputs[i]->name)) inputs[i] = ci.known[k].data;
@@ -55,8 +56,8 @@ int kiln_cmd_interpret(int argc, char **argv) {
       ok = 0;
     }
   }
-  void *outputs[64];
-  if (ok && g->n_inputs <= 64 && g->n_outputs <= 64 && lower_interpret(g, inputs, outputs, a, &err) == 0) {
+  void *outputs[256];
+  if (ok && lower_interpret(g, inputs, outputs, a, &err) == 0) {
     rc = 0;
     for (int i = 0; i < g->n_outputs; i++) {
       int f16 = g->outputs[i]->dtype == GIR_F16 || g->outputs[i]->dtype == GIR_BF16;

@@ -258,7 +258,8 @@ int lower_compute_scatter_elements(te_ctx *c, const gir_node *n, te_tensor *cons
     }
   }
   te_expr *hit = te_bin(c, TE_EQ, lower_wrap_index(c, te_load(c, ix, pi), d->shape[axis]), te_v(c, ax[axis]));
-  if (inside) hit = te_and(c, inside, hit);
+  /* lazy: the index tensor may only be read where the position lies inside it */
+  if (inside) hit = te_select(c, inside, hit, te_const(c, GIR_BOOL, 0));
   te_expr *orig = te_load(c, d, oi), *body;
   if (red == GIR_SCATTER_NONE) {
     /* the last update wins */

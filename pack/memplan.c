@@ -1,0 +1,94 @@
+/* memplan.c — greedy-by-size offset assignment (the scheme TFLite and TVM's
+ * static planners use): sort by size, descending; place each tensor at the lowest
+ * aligned offset that does not collide with an already placed tensor whose
+ * lifetime overlaps. Sizes are rounded up to the alignment first, with overflow
+ * checks. O(n² log n), which is nothing next to compiling the kernels. */
+#include <stdlib.h>
+#include "memplan.h"
+
+typedef struct interval {
+  int64_t lo, hi; /* [lo, hi) */
+} interval;
+
+static int by_size_desc(const void *a, const void *b, void *ctx) {
+  const pack_tensor *t = ctx;
+  int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+  if (t[i].bytes != t[j].bytes) return t[i].bytes < t[j].bytes ? 1 : -1;
+  if (t[i].first != t[j].first) return t[i].first < t[j].first ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+
+static int by_lo(const void *a, const void *b) {
+  const interval *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int64_t align_up(int64_t v) { return (v + PACK_ALIGN - 1) & ~(int64_t)(PACK_ALIGN - 1); }
+
+int pack_plan_memory(pack_tensor *t, int32_t n, pack_plan_stats *st, gir_err *err) {
+  st->arena_bytes = st->lower_bound = st->naive_bytes = 0;
+  if (n <= 0) return 0;
+  int32_t *order = malloc(sizeof *order * (size_t)n);
+  interval *busy = malloc(sizeof *busy * (size_t)n);
+  int rc = 0;
+  if (!order || !busy) {
+    rc = gir_errf(err, "memory planner: out of memory");
+    goto out;
+  }
+  int32_t max_step = 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (t[i].bytes < 0 || t[i].bytes > INT64_MAX / 2 || t[i].first > t[i].last) {
+      rc = gir_errf(err, "memory planner: bad tensor %d (bytes %lld, life %d..%d)", i, (long long)t[i].bytes,
+                    t[i].first, t[i].last);
+      goto out;
+    }
+    int64_t a = align_up(t[i].bytes);
+    if (st->naive_bytes > INT64_MAX - a) {
+      rc = gir_errf(err, "memory planner: total size overflows");
+      goto out;
+    }
+    st->naive_bytes += a;
+    order[i] = i;
+    if (t[i].last > max_step) max_step = t[i].last;
+  }
+  /* liveness lower bound: a sweep over steps */
+  int64_t *alive = calloc((size_t)max_step + 2, sizeof *alive);
+  if (!alive) {
+    rc = gir_errf(err, "memory planner: out of memory");
+    goto out;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    alive[t[i].first] += align_up(t[i].bytes);
+    alive[t[i].last + 1] -= align_up(t[i].bytes);
+  }
+  int64_t cur = 0;
+  for (int32_t s = 0; s <= max_step; s++) {
+    cur += alive[s];
+    if (cur > st->lower_bound) st->lower_bound = cur;
+  }
+  free(alive);
+
+  qsort_r(order, (size_t)n, sizeof *order, by_size_desc, t);
+  for (int32_t k = 0; k < n; k++) {
+    pack_tensor *x = &t[order[k]];
+    int64_t need = align_up(x->bytes);
+    int32_t nb = 0;
+    for (int32_t j = 0; j < k; j++) {
+      const pack_tensor *y = &t[order[j]];
+      if (y->first <= x->last && x->first <= y->last && y->bytes > 0)
+        busy[nb++] = (interval){y->offset, y->offset + align_up(y->bytes)};
+    }
+    qsort(busy, (size_t)nb, sizeof *busy, by_lo);
+    int64_t off = 0;
+    for (int32_t j = 0; j < nb; j++) {
+      if (busy[j].lo >= off + need) break; /* fits in the gap before this one */
+      if (busy[j].hi > off) off = busy[j].hi;
+    }
+    x->offset = off;
+    if (off + need > st->arena_bytes) st->arena_bytes = off + need;
+  }
+out:
+  free(order);
+  free(busy);
+  return rc;
+}
