@@ -40,5 +40,10 @@ test-asan: asan-build
 fuzz: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_importer $(FUZZ_SECONDS)
 
+# The whole ONNX backend node suite: a line per test, then the totals.
+# `make conformance README=1` also rewrites the per-op table in README.md.
+conformance: build
+	@$(PY) tests/conformance/run.py --kiln $(BUILD)/kiln $(if $(README),--readme)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""run.py — the ONNX conformance runner behind `make conformance`.
+
+Every test in the onnx package's backend node suite (onnx/backend/test/data/node)
+is compiled and run by `kiln check MODEL --test-data DIR` (import with the test
+inputs bound, constant folding, lowering, LLVM code generation, JIT execution,
+comparison with output_N.pb at rtol 1e-3 / atol 1e-5, exact for integers and bool,
+NaN positions matching). One line per test, then the totals:
+
+    conformance: P passed, F failed, U unsupported of T
+
+"unsupported" means kiln refused the model with a clear unsupported-op or
+unsupported-type message; "failed" is everything else that did not match (wrong
+numbers, errors, crashes, timeouts). Excluded tests (tests/conformance/exclusions.txt,
+one `test_name  reason` per line) are reported as excluded and counted as not passed.
+
+--ops-table FILE writes the per-op Markdown table (passed/total per op);
+--readme rewrites the table between the conformance markers in README.md.
+--require-ops A,B,... (or --require-light) exits non-zero if any test of those ops
+did not pass — the check `make test` runs for the ops of the light models.
+"""
+import argparse, collections, concurrent.futures as cf, os, re, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LIGHT_OPS = ["Conv", "BatchNormalization", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm",
+             "Reshape", "Softmax", "Dropout", "LRN", "Concat", "Sum", "Unsqueeze", "Mul", "Add", "Transpose",
+             "ConstantOfShape"]
+
+
+def node_dir():
+    import onnx
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+
+
+def test_ops(path):
+    import onnx
+    try:
+        m = onnx.load(path, load_external_data=False)
+    except Exception:
+        return []
+    ops = set()
+    def walk(g):
+        for n in g.node:
+            ops.add(n.op_type if n.domain in ("", "ai.onnx") else n.domain + "." + n.op_type)
+            for a in n.attribute:
+                if a.g and a.g.node:
+                    walk(a.g)
+                for sg in a.graphs:
+                    walk(sg)
+    walk(m.graph)
+    # expanded tests are function bodies: name them by the op the test is about
+    return sorted(ops)
+
+
+def load_exclusions():
+    ex = {}
+    p = os.path.join(HERE, "exclusions.txt")
+    if os.path.exists(p):
+        for line in open(p):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, _, reason = line.partition(" ")
+            ex[name] = reason.strip()
+    return ex
+
+
+def run_one(kiln, d, timeout):
+    t = os.path.basename(d)
+    cmd = [kiln, "check", os.path.join(d, "model.onnx"), "--test-data", os.path.join(d, "test_data_set_0")]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return t, "failed", "timeout after %ds" % timeout
+    err = p.stderr.strip().splitlines()
+    msg = err[-1] if err else ""
+    if p.returncode == 0:
+        return t, "passed", ""
+    if p.returncode < 0 or p.returncode > 2:
+        return t, "failed", "crash (exit %d) %s" % (p.returncode, msg[-200:])
+    if re.search(r"unsupported op|which kiln does not support|is not supported", msg):
+        return t, "unsupported", msg.split(": ", 1)[-1][:200]
+    mism = [l.strip() for l in p.stdout.splitlines() if "MISMATCH" in l]
+    return t, "failed", (mism[0] if mism else msg)[:240]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--ops-table")
+    ap.add_argument("--readme", action="store_true")
+    ap.add_argument("--require-ops")
+    ap.add_argument("--require-light", action="store_true")
+    a = ap.parse_args()
+
+    base = node_dir()
+    tests = sorted(t for t in os.listdir(base) if re.search(a.filter, t))
+    ops_of = {t: test_ops(os.path.join(base, t, "model.onnx")) for t in tests}
+    required = set(LIGHT_OPS if a.require_light else (a.require_ops.split(",") if a.require_ops else []))
+    if required:
+        tests = [t for t in tests if required & set(ops_of[t])]
+    excl = load_exclusions()
+    results = {}
+    todo = [t for t in tests if t not in excl]
+    for t in tests:
+        if t in excl:
+            results[t] = ("excluded", excl[t])
+            print("EXCLUDED %s: %s" % (t, excl[t]), flush=True)
+    with cf.ThreadPoolExecutor(max(1, a.jobs)) as ex:
+        futs = [ex.submit(run_one, a.kiln, os.path.join(base, t), a.timeout) for t in todo]
+        for f in cf.as_completed(futs):
+            t, status, why = f.result()
+            results[t] = (status, why)
+            print("%s %s%s" % (status.upper(), t, (": " + why) if why else ""), flush=True)
+
+    count = collections.Counter(s for s, _ in results.values())
+    per_op = collections.defaultdict(lambda: [0, 0])
+    for t, (s, _) in results.items():
+        for op in ops_of[t]:
+            per_op[op][1] += 1
+            per_op[op][0] += s == "passed"
+    table = ["| op | passed / tests |", "|---|---|"]
+    for op in sorted(per_op):
+        table.append("| %s | %d / %d |" % (op, per_op[op][0], per_op[op][1]))
+    summary = "conformance: %d passed, %d failed, %d unsupported of %d" % (
+        count["passed"], count["failed"], count["unsupported"], len(tests))
+    if count["excluded"]:
+        summary += " (%d excluded, counted as not passed)" % count["excluded"]
+    if a.ops_table:
+        open(a.ops_table, "w").write("\n".join(table) + "\n")
+    if a.readme:
+        rp = os.path.join(ROOT, "README.md")
+        text = open(rp).read()
+        block = "<!-- conformance:begin -->\n%s\n\n<details><summary>per-op results</summary>\n\n%s\n\n</details>\n<!-- conformance:end -->" % (
+            summary, "\n".join(table))
+        if "<!-- conformance:begin -->" in text:
+            text = re.sub(r"<!-- conformance:begin -->.*<!-- conformance:end -->", lambda m: block, text, flags=re.S)
+        else:
+            text += "\n" + block + "\n"
+        open(rp, "w").write(text)
+    print(summary)
+    if required:
+        bad = [t for t in tests if results[t][0] != "passed"]
+        if bad:
+            print("required ops: %d tests did not pass: %s" % (len(bad), " ".join(sorted(bad)[:50])))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
