@@ -12,6 +12,7 @@ static void usage(FILE *f) {
           "  kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n"
           "  kiln interpret MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]...\n"
           "  kiln lower MODEL.onnx [--test-data DIR]   (print the loop IR of every kernel)\n"
+          "  kiln check MODEL.onnx --test-data DIR     (compile, run, compare with the test outputs)\n"
           "  kiln --version\n",
           KILN_VERSION);
 }
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "inspect")) return kiln_cmd_inspect(argc - 2, argv + 2);
   if (!strcmp(argv[1], "interpret")) return kiln_cmd_interpret(argc - 2, argv + 2);
   if (!strcmp(argv[1], "lower")) return kiln_cmd_lower(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "check")) return kiln_cmd_check(argc - 2, argv + 2);
   if (!strcmp(argv[1], "--version")) {
     printf("kiln %s\n", KILN_VERSION);
     return 0;

@@ -1,0 +1,136 @@
+/* check.c — `kiln check MODEL --test-data DIR`: the conformance path. Imports the
+ * model with the test inputs bound, folds constants, lowers every node with its
+ * default schedule, compiles all kernels into one module for the host with the
+ * LLVM backend, runs them in-process (ORC JIT) on the test inputs and compares
+ * each output with DIR/output_N.pb (rtol 1e-3, atol 1e-5 unless the dtype needs
+ * looser; integers and bools exactly; NaN positions must match). Exit 0 when every
+ * output matches. `make conformance` runs it over the onnx node tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "interp.h"
+#include "llvm_backend.h"
+#include "lower.h"
+#include "passes.h"
+
+static int32_t serial_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n) {
+  (void)ctx;
+  if (n > 0) fn(closure, 0, n);
+  return 0;
+}
+
+/* Runs the program: every graph value gets a buffer (constants and inputs point
+ * at their data), kernels run in order. */
+static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit, const void *const *inputs,
+                   gir_arena *a, const void ***bufs_out, gir_err *err) {
+  const void **buf = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *buf);
+  for (int i = 0; i < g->n_values; i++) {
+    const gir_value *v = g->values[i];
+    if (v->data) buf[i] = v->data;
+  }
+  for (int i = 0; i < g->n_inputs; i++) buf[g->inputs[i]->id] = inputs[i];
+  for (int i = 0; i < g->n_values; i++)
+    if (!buf[i]) {
+      int64_t nb = gir_value_nbytes(g->values[i]);
+      buf[i] = gir_arena_alloc(a, (size_t)(nb > 0 ? nb : 1));
+      if (!buf[i]) return gir_errf(err, "out of memory");
+    }
+  kiln_ctx ctx = {.parallel_for = serial_parallel_for};
+  for (int k = 0; k < p->n_kernels; k++) {
+    const lower_kernel *kr = &p->kernels[k];
+    kiln_kernel_fn fn = tgt_llvm_jit_lookup(jit, kr->fn->name, err);
+    if (!fn) return -1;
+    void **args = gir_arena_calloc(a, (size_t)(kr->n_in + kr->n_out + kr->n_ws) + 1, sizeof *args);
+    for (int i = 0; i < kr->n_in; i++) args[i] = (void *)buf[kr->in[i]->id];
+    for (int i = 0; i < kr->n_out; i++) args[kr->n_in + i] = (void *)buf[kr->out[i]->id];
+    for (int i = 0; i < kr->n_ws; i++) {
+      args[kr->n_in + kr->n_out + i] = gir_arena_alloc(a, (size_t)(kr->ws_bytes[i] > 0 ? kr->ws_bytes[i] : 1));
+      if (!args[kr->n_in + kr->n_out + i]) return gir_errf(err, "out of memory");
+    }
+    if (fn(args, &ctx) != 0) return gir_errf(err, "kernel %s failed", kr->fn->name);
+  }
+  *bufs_out = buf;
+  return 0;
+}
+
+int kiln_cmd_check(int argc, char **argv) {
+  cli_import ci = {0};
+  const char *model = NULL, *dir = NULL;
+  int dump = 0;
+  for (int i = 0; i < argc; i++) {
+    int t = cli_take_input_shape(&ci, argc, argv, &i);
+    if (t < 0) return 2;
+    if (t) continue;
+    if (!strcmp(argv[i], "--test-data") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--dump-ir")) dump = 1;
+    else if (argv[i][0] != '-' && !model) model = argv[i];
+    else {
+      fprintf(stderr, "kiln check: unexpected argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!model || !dir) {
+    fprintf(stderr, "usage: kiln check MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]... [--dump-ir]\n");
+    return 2;
+  }
+  gir_arena *a = gir_arena_new();
+  if (cli_load_test_inputs(&ci, dir, a) < 0) {
+    gir_arena_free(a);
+    return 1;
+  }
+  cli_import_finish(&ci);
+  gir_err err = {{0}};
+  int rc = 1;
+  tgt_llvm_module *mod = NULL;
+  tgt_llvm_jit *jit = NULL;
+  gir_graph *g = imp_load_file(model, &ci.opt, NULL, &err);
+  if (!g) goto out;
+  gir_err ferr = {{0}};
+  gir_fold_constants(g, &ci.eval, 0, NULL, &ferr);
+  gir_materialize_outputs(g);
+  tir_builder b;
+  tir_builder_init(&b, a);
+  lower_program p;
+  if (lower_graph(g, &b, &p, &err) < 0) goto out;
+  const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
+  for (int k = 0; k < p.n_kernels; k++) fns[k] = p.kernels[k].fn;
+  if (p.n_kernels) {
+    mod = tgt_llvm_compile(fns, p.n_kernels, NULL, &err);
+    if (!mod) goto out;
+    if (dump) tgt_llvm_dump_ir(mod, stdout, &err);
+    jit = tgt_llvm_jit_new(mod, &err);
+    if (!jit) goto out;
+  }
+  const void *inputs[256];
+  if (g->n_inputs > 256) {
+    gir_errf(&err, "more than 256 inputs");
+    goto out;
+  }
+  for (int i = 0; i < g->n_inputs; i++) {
+    inputs[i] = NULL;
+    for (int k = 0; k < ci.opt.n_known; k++)
+      if (!strcmp(ci.known[k].name, g->inputs[i]->name)) inputs[i] = ci.known[k].data;
+    if (!inputs[i]) {
+      gir_errf(&err, "no test data for input '%s'", g->inputs[i]->name);
+      goto out;
+    }
+  }
+  const void **bufs;
+  if (execute(g, &p, jit, inputs, a, &bufs, &err) < 0) goto out;
+  rc = 0;
+  printf("%d kernels\n", p.n_kernels);
+  for (int i = 0; i < g->n_outputs; i++) {
+    gir_dtype t = g->outputs[i]->dtype;
+    int loose = t == GIR_F16 || t == GIR_BF16;
+    if (cli_compare_output(g->outputs[i], bufs[g->outputs[i]->id], dir, i, loose ? 1e-2 : 1e-3, loose ? 1e-3 : 1e-5, a) != 1)
+      rc = 1;
+  }
+out:
+  if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);
+  tgt_llvm_jit_free(jit);
+  tgt_llvm_module_free(mod);
+  gir_graph_free(g);
+  gir_arena_free(a);
+  return rc;
+}

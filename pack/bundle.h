@@ -1,0 +1,52 @@
+/* bundle.h — what a bundle holds and the writer that packs it (a tar archive
+ * written with libarchive): manifest.json (format, model, compiler, target,
+ * inputs/outputs with names, dtypes and shapes, arena/weights/workspace bytes, the
+ * size and CRC32 of every other entry), plan.json (the ordered kernel calls, each
+ * argument an input, an output, an arena range or a params.bin range), params.bin
+ * (the constants, 64-byte aligned) and lib/<target>.so (the kernels). The runtime
+ * (runtime/) reads exactly this; nothing else connects the two. */
+#ifndef PACK_BUNDLE_H
+#define PACK_BUNDLE_H
+#include <stdint.h>
+#include "graph.h"
+
+#define PACK_FORMAT_VERSION 1
+
+typedef enum pack_arg_kind { PACK_ARG_INPUT, PACK_ARG_OUTPUT, PACK_ARG_ARENA, PACK_ARG_PARAM, PACK_ARG_KIND_COUNT } pack_arg_kind;
+
+typedef struct pack_arg {
+  pack_arg_kind kind;
+  int64_t index;  /* INPUT / OUTPUT: graph input / output index */
+  int64_t offset; /* ARENA / PARAM: byte offset */
+  int64_t bytes;
+} pack_arg;
+
+typedef struct pack_call {
+  const char *name, *symbol;
+  int64_t flops;
+  int32_t n_args;
+  pack_arg *args;
+} pack_call;
+
+typedef struct pack_io {
+  const char *name;
+  gir_dtype dtype;
+  gir_shape shape;
+} pack_io;
+
+typedef struct pack_bundle {
+  const char *model, *compiler_version, *target_name, *triple;
+  pack_io *inputs, *outputs;
+  int32_t n_inputs, n_outputs;
+  pack_call *calls;
+  int32_t n_calls;
+  int64_t arena_bytes, workspace_bytes;
+  const void *params;
+  int64_t params_bytes;
+  const void *lib;
+  int64_t lib_bytes;
+} pack_bundle;
+
+int pack_write_bundle(const char *path, const pack_bundle *b, gir_err *err);
+
+#endif

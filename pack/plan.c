@@ -1,0 +1,103 @@
+/* plan.c — from kernels to a runnable plan (see plan.h). Lifetimes are counted in
+ * kernel steps: an intermediate lives from the kernel that writes it to the last
+ * kernel that reads it; a kernel's workspace lives during that kernel only. Graph
+ * inputs and outputs are the runtime's buffers, constants go to params.bin (each
+ * 64-byte aligned, each stored once however many kernels read it). */
+#include <string.h>
+#include "plan.h"
+
+typedef struct loc {
+  pack_arg_kind kind;
+  int64_t index, offset, bytes;
+  int32_t tensor; /* memplan index for arena values, -1 otherwise */
+} loc;
+
+int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pack_plan *out, gir_err *err) {
+  memset(out, 0, sizeof *out);
+  loc *where = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *where);
+  if (!where) return gir_errf(err, "plan: out of memory");
+  for (int i = 0; i < g->n_values; i++) where[i].tensor = -1, where[i].kind = PACK_ARG_KIND_COUNT;
+  for (int i = 0; i < g->n_inputs; i++) where[g->inputs[i]->id] = (loc){PACK_ARG_INPUT, i, 0, gir_value_nbytes(g->inputs[i]), -1};
+  for (int i = 0; i < g->n_outputs; i++) where[g->outputs[i]->id] = (loc){PACK_ARG_OUTPUT, i, 0, gir_value_nbytes(g->outputs[i]), -1};
+
+  /* constants read by kernels → params.bin */
+  int64_t pbytes = 0;
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int i = 0; i < p->kernels[k].n_in; i++) {
+      const gir_value *v = p->kernels[k].in[i];
+      if (!v->data || where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
+      int64_t nb = gir_value_nbytes(v);
+      where[v->id] = (loc){PACK_ARG_PARAM, 0, pbytes, nb, -1};
+      pbytes += (nb + PACK_ALIGN - 1) & ~(int64_t)(PACK_ALIGN - 1);
+    }
+  out->params = gir_arena_alloc(a, (size_t)(pbytes ? pbytes : 1));
+  out->params_bytes = pbytes;
+  for (int i = 0; i < g->n_values; i++)
+    if (where[i].kind == PACK_ARG_PARAM) memcpy((char *)out->params + where[i].offset, g->values[i]->data, (size_t)where[i].bytes);
+
+  /* intermediates and workspace → memplan tensors */
+  int32_t nt = 0, cap = 64;
+  pack_tensor *t = gir_arena_calloc(a, (size_t)cap, sizeof *t);
+  int32_t **ws_tensor = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *ws_tensor);
+  for (int k = 0; k < p->n_kernels; k++) {
+    const lower_kernel *kr = &p->kernels[k];
+    for (int i = 0; i < kr->n_out; i++) {
+      const gir_value *v = kr->out[i];
+      if (where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
+      if (nt == cap) {
+        t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
+        cap *= 2;
+      }
+      where[v->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(v), nt};
+      t[nt++] = (pack_tensor){.bytes = gir_value_nbytes(v), .first = k, .last = k};
+    }
+    ws_tensor[k] = gir_arena_calloc(a, (size_t)kr->n_ws + 1, sizeof **ws_tensor);
+    for (int i = 0; i < kr->n_ws; i++) {
+      if (nt == cap) {
+        t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
+        cap *= 2;
+      }
+      ws_tensor[k][i] = nt;
+      t[nt++] = (pack_tensor){.bytes = kr->ws_bytes[i], .first = k, .last = k};
+    }
+  }
+  /* extend lifetimes to the last reader */
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int i = 0; i < p->kernels[k].n_in; i++) {
+      const loc *l = &where[p->kernels[k].in[i]->id];
+      if (l->kind == PACK_ARG_KIND_COUNT)
+        return gir_errf(err, "plan: kernel %s reads %s, which nothing produces", p->kernels[k].fn->name, p->kernels[k].in[i]->name);
+      if (l->tensor >= 0 && t[l->tensor].last < k) t[l->tensor].last = k;
+    }
+  if (pack_plan_memory(t, nt, &out->mem, err) < 0) return -1;
+  for (int k = 0; k < p->n_kernels; k++) {
+    int64_t ws = 0;
+    for (int i = 0; i < p->kernels[k].n_ws; i++) ws += p->kernels[k].ws_bytes[i];
+    if (ws > out->workspace_bytes) out->workspace_bytes = ws;
+  }
+
+  /* calls */
+  out->n_calls = p->n_kernels;
+  out->calls = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *out->calls);
+  for (int k = 0; k < p->n_kernels; k++) {
+    const lower_kernel *kr = &p->kernels[k];
+    pack_call *c = &out->calls[k];
+    c->name = kr->node ? kr->node->name : kr->fn->name;
+    c->symbol = kr->fn->name;
+    c->n_args = kr->n_in + kr->n_out + kr->n_ws;
+    c->args = gir_arena_calloc(a, (size_t)c->n_args + 1, sizeof *c->args);
+    int j = 0;
+    for (int i = 0; i < kr->n_in + kr->n_out; i++) {
+      const gir_value *v = i < kr->n_in ? kr->in[i] : kr->out[i - kr->n_in];
+      const loc *l = &where[v->id];
+      pack_arg *x = &c->args[j++];
+      x->kind = l->kind;
+      x->index = l->index;
+      x->bytes = l->bytes;
+      x->offset = l->kind == PACK_ARG_ARENA ? t[l->tensor].offset : l->offset;
+    }
+    for (int i = 0; i < kr->n_ws; i++)
+      c->args[j++] = (pack_arg){PACK_ARG_ARENA, 0, t[ws_tensor[k][i]].offset, kr->ws_bytes[i]};
+  }
+  return 0;
+}
