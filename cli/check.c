@@ -116,7 +116,7 @@ int kiln_cmd_check(int argc, char **argv) {
       goto out;
     }
   }
-  const void **bufs;
+  const void **bufs = NULL;
   if (execute(g, &p, jit, inputs, a, &bufs, &err) < 0) goto out;
   rc = 0;
   printf("%d kernels\n", p.n_kernels);

@@ -9,6 +9,8 @@ int kiln_cmd_inspect(int argc, char **argv);
 int kiln_cmd_interpret(int argc, char **argv);
 int kiln_cmd_lower(int argc, char **argv);
 int kiln_cmd_check(int argc, char **argv);
+int kiln_cmd_compile(int argc, char **argv);
+int kiln_cmd_run(int argc, char **argv);
 
 /* Shared import options built from --input-shape flags; the evaluator is the
  * compiler's constant folder when one is linked in. */

@@ -1,0 +1,157 @@
+/* compile.c — kiln_compile (see compile.h) and `kiln compile`. The pipeline is the
+ * list of steps below, in order; nothing else happens between them. */
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "compile.h"
+#include "flops.h"
+#include "interp.h"
+#include "link.h"
+#include "llvm_backend.h"
+#include "lower.h"
+#include "passes.h"
+#include "plan.h"
+
+const char *const kiln_compile_steps[] = {"import", "fold", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
+
+static int dumping(const kiln_compile_options *o, const char *step) { return o->dump_after && !strcmp(o->dump_after, step); }
+
+static const char *model_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
+  FILE *dump = o->dump ? o->dump : stdout;
+  memset(res, 0, sizeof *res);
+  gir_arena *a = gir_arena_new();
+  gir_graph *g = NULL;
+  tgt_llvm_module *mod = NULL;
+  void *obj = NULL, *lib = NULL;
+  size_t obj_bytes = 0, lib_bytes = 0;
+  int rc = -1;
+  gir_evaluator ev = lower_fold_evaluator();
+  tgt_llvm_options topt;
+  if (tgt_llvm_named_target(o->target ? o->target : "host", &topt, err) < 0) goto out;
+
+  /* import: ONNX → graph IR, shapes bound, small constants folded */
+  g = imp_load_file(o->model_path, o->import, NULL, err);
+  if (!g) goto out;
+  if (dumping(o, "import")) gir_print(g, dump);
+
+  /* fold: every node whose inputs are constant becomes a constant */
+  gir_err ferr = {{0}};
+  gir_fold_constants(g, &ev, 0, &res->folded_nodes, &ferr);
+  if (dumping(o, "fold")) gir_print(g, dump);
+
+  /* outputs: every graph output is written by some kernel */
+  gir_materialize_outputs(g);
+  if (dumping(o, "outputs")) gir_print(g, dump);
+
+  /* lower: one kernel per node (compute definition + schedule → loop IR) */
+  tir_builder b;
+  tir_builder_init(&b, a);
+  lower_program p;
+  if (lower_graph(g, &b, &p, err) < 0) goto out;
+  res->kernels = p.n_kernels;
+  for (int k = 0; k < g->n_nodes; k++) res->flops += gir_node_flops(g->nodes[k]);
+  if (dumping(o, "lower"))
+    for (int k = 0; k < p.n_kernels; k++) tir_print_func(p.kernels[k].fn, dump);
+
+  /* codegen: loop IR → LLVM IR → optimized object for the target */
+  const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
+  for (int k = 0; k < p.n_kernels; k++) fns[k] = p.kernels[k].fn;
+  mod = tgt_llvm_compile(fns, p.n_kernels, &topt, err);
+  if (!mod) goto out;
+  if (dumping(o, "codegen") && tgt_llvm_dump_ir(mod, dump, err) < 0) goto out;
+  if (tgt_llvm_emit_object_mem(mod, &obj, &obj_bytes, err) < 0) goto out;
+
+  /* link: object → shared library */
+  if (pack_link_shared(obj, obj_bytes, tgt_llvm_module_is_host(mod) ? NULL : tgt_llvm_module_triple(mod), &lib,
+                       &lib_bytes, err) < 0)
+    goto out;
+  res->code_bytes = (int64_t)lib_bytes;
+
+  /* plan: buffers for every value, memory planned by liveness */
+  pack_plan plan;
+  if (pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
+  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = gir_node_flops(p.kernels[k].node);
+  res->arena_bytes = plan.mem.arena_bytes;
+  res->arena_lower_bound = plan.mem.lower_bound;
+  res->weights_bytes = plan.params_bytes;
+  res->workspace_bytes = plan.workspace_bytes;
+  if (dumping(o, "plan"))
+    fprintf(dump, "arena %lld bytes (liveness lower bound %lld), params %lld bytes, %d calls\n",
+            (long long)plan.mem.arena_bytes, (long long)plan.mem.lower_bound, (long long)plan.params_bytes, plan.n_calls);
+
+  /* pack: the bundle */
+  pack_io *ins = gir_arena_calloc(a, (size_t)g->n_inputs + 1, sizeof *ins);
+  pack_io *outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);
+  for (int i = 0; i < g->n_inputs; i++) ins[i] = (pack_io){g->inputs[i]->name, g->inputs[i]->dtype, g->inputs[i]->shape};
+  for (int i = 0; i < g->n_outputs; i++) outs[i] = (pack_io){g->outputs[i]->name, g->outputs[i]->dtype, g->outputs[i]->shape};
+  pack_bundle bundle = {
+      .model = model_name(o->model_path), .compiler_version = KILN_VERSION,
+      .target_name = o->target ? o->target : "host", .triple = tgt_llvm_module_triple(mod),
+      .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
+      .calls = plan.calls, .n_calls = plan.n_calls, .arena_bytes = plan.mem.arena_bytes,
+      .workspace_bytes = plan.workspace_bytes, .params = plan.params, .params_bytes = plan.params_bytes,
+      .lib = lib, .lib_bytes = (int64_t)lib_bytes};
+  if (pack_write_bundle(o->output_path, &bundle, err) < 0) goto out;
+  rc = 0;
+out:
+  free(obj);
+  free(lib);
+  tgt_llvm_module_free(mod);
+  gir_graph_free(g);
+  gir_arena_free(a);
+  return rc;
+}
+
+int kiln_cmd_compile(int argc, char **argv) {
+  cli_import ci = {0};
+  kiln_compile_options o = {.threads_hint = 2};
+  for (int i = 0; i < argc; i++) {
+    int t = cli_take_input_shape(&ci, argc, argv, &i);
+    if (t < 0) return 2;
+    if (t) continue;
+    if (!strcmp(argv[i], "-o") && i + 1 < argc) o.output_path = argv[++i];
+    else if (!strcmp(argv[i], "--target") && i + 1 < argc) o.target = argv[++i];
+    else if (!strncmp(argv[i], "--dump-after=", 13)) o.dump_after = argv[i] + 13;
+    else if (!strcmp(argv[i], "--dump-after") && i + 1 < argc) o.dump_after = argv[++i];
+    else if (argv[i][0] != '-' && !o.model_path) o.model_path = argv[i];
+    else {
+      fprintf(stderr, "kiln compile: unexpected argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!o.model_path || !o.output_path) {
+    fprintf(stderr, "usage: kiln compile MODEL.onnx -o MODEL.kiln [--target T] [--input-shape NAME:DIMS]... "
+                    "[--dump-after=STEP]\n");
+    return 2;
+  }
+  if (o.dump_after) {
+    int known = 0;
+    for (int i = 0; kiln_compile_steps[i]; i++) known |= !strcmp(kiln_compile_steps[i], o.dump_after);
+    if (!known) {
+      fprintf(stderr, "kiln compile: unknown step '%s' (steps:", o.dump_after);
+      for (int i = 0; kiln_compile_steps[i]; i++) fprintf(stderr, " %s", kiln_compile_steps[i]);
+      fprintf(stderr, ")\n");
+      return 2;
+    }
+  }
+  cli_import_finish(&ci);
+  o.import = &ci.opt;
+  kiln_compile_result r;
+  gir_err err = {{0}};
+  if (kiln_compile(&o, &r, &err) < 0) {
+    fprintf(stderr, "kiln compile: %s\n", err.msg);
+    return 1;
+  }
+  printf("compiled %s -> %s\n", o.model_path, o.output_path);
+  printf("  kernels: %d (%d nodes folded at compile time)\n", r.kernels, r.folded_nodes);
+  printf("  arena: %.2f MiB (liveness lower bound %.2f MiB)\n", r.arena_bytes / 1048576.0, r.arena_lower_bound / 1048576.0);
+  printf("  weights: %.2f MiB\n", r.weights_bytes / 1048576.0);
+  printf("  code: %.1f KiB\n", r.code_bytes / 1024.0);
+  printf("  work: %.3f GFLOPs per run\n", r.flops / 1e9);
+  return 0;
+}

@@ -1,0 +1,121 @@
+/* npy.c — reading and writing .npy files (see npy.h). The header is a Python dict
+ * literal; we parse exactly the three keys NumPy writes and refuse anything else
+ * (big-endian data, Fortran order, object arrays), with sizes overflow-checked. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "npy.h"
+
+static const struct {
+  const char *descr;
+  kiln_dtype t;
+} descrs[] = {
+    {"<f4", KILN_DTYPE_FLOAT32}, {"<f2", KILN_DTYPE_FLOAT16}, {"<f8", KILN_DTYPE_FLOAT64}, {"|i1", KILN_DTYPE_INT8},
+    {"<i2", KILN_DTYPE_INT16},   {"<i4", KILN_DTYPE_INT32},   {"<i8", KILN_DTYPE_INT64},   {"|u1", KILN_DTYPE_UINT8},
+    {"<u2", KILN_DTYPE_UINT16},  {"<u4", KILN_DTYPE_UINT32},  {"<u8", KILN_DTYPE_UINT64},  {"|b1", KILN_DTYPE_BOOL},
+};
+
+static const char *descr_of(kiln_dtype t) {
+  if (t == KILN_DTYPE_BFLOAT16) return "<u2";
+  for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; i++)
+    if (descrs[i].t == t) return descrs[i].descr;
+  return NULL;
+}
+
+#define FAIL(...) (snprintf(why, whylen, __VA_ARGS__), -1)
+
+int npy_read(const char *path, kiln_dtype want, npy_array *out, char *why, size_t whylen) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return FAIL("cannot open '%s'", path);
+  unsigned char pre[12];
+  int rc = 0;
+  char *hdr = NULL;
+  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) rc = FAIL("'%s' is not a .npy file", path);
+  uint32_t hlen = 0;
+  if (rc == 0) {
+    if (pre[6] == 1) hlen = pre[8] | (uint32_t)pre[9] << 8;
+    else if (pre[6] == 2 || pre[6] == 3) {
+      if (fread(pre + 10, 1, 2, f) != 2) rc = FAIL("'%s': truncated header", path);
+      hlen = pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+    } else
+      rc = FAIL("'%s': unknown .npy version %d", path, pre[6]);
+  }
+  if (rc == 0 && hlen > (1u << 20)) rc = FAIL("'%s': header too large", path);
+  if (rc == 0) {
+    hdr = calloc(hlen + 1, 1);
+    if (!hdr || fread(hdr, 1, hlen, f) != hlen) rc = FAIL("'%s': truncated header", path);
+  }
+  if (rc == 0) {
+    const char *d = strstr(hdr, "'descr':"), *fo = strstr(hdr, "'fortran_order':"), *sh = strstr(hdr, "'shape':");
+    if (!d || !fo || !sh) rc = FAIL("'%s': header lacks descr, fortran_order or shape", path);
+    else if (strncmp(fo + 16, " False", 6)) rc = FAIL("'%s': Fortran-order arrays are not supported", path);
+    else {
+      const char *q = strchr(d + 8, '\'');
+      out->dtype = KILN_DTYPE_COUNT;
+      for (size_t i = 0; q && i < sizeof descrs / sizeof descrs[0]; i++)
+        if (!strncmp(q + 1, descrs[i].descr, 3) && q[4] == '\'') out->dtype = descrs[i].t;
+      if (out->dtype == KILN_DTYPE_UINT16 && want == KILN_DTYPE_BFLOAT16) out->dtype = KILN_DTYPE_BFLOAT16;
+      if (out->dtype == KILN_DTYPE_COUNT) rc = FAIL("'%s': unsupported dtype in header: %.40s", path, d);
+      const char *p = strchr(sh, '(');
+      if (rc == 0 && !p) rc = FAIL("'%s': bad shape", path);
+      for (p = p ? p + 1 : p; rc == 0 && p && *p && *p != ')';) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p == ')') break;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0) rc = FAIL("'%s': bad shape", path);
+        else if (out->rank == KILN_MAX_RANK) rc = FAIL("'%s': rank above %d", path, KILN_MAX_RANK);
+        else out->dims[out->rank++] = v;
+        p = end;
+      }
+    }
+  }
+  if (rc == 0) {
+    int64_t n = (int64_t)kiln_dtype_size(out->dtype);
+    for (int i = 0; i < out->rank; i++) {
+      if (out->dims[i] && n > INT64_MAX / out->dims[i]) {
+        rc = FAIL("'%s': size overflows", path);
+        break;
+      }
+      n *= out->dims[i];
+    }
+    if (rc == 0) {
+      out->bytes = n;
+      out->data = malloc((size_t)(n ? n : 1));
+      if (!out->data || (n && fread(out->data, 1, (size_t)n, f) != (size_t)n)) rc = FAIL("'%s': truncated data", path);
+    }
+  }
+  free(hdr);
+  fclose(f);
+  if (rc) {
+    free(out->data);
+    out->data = NULL;
+  }
+  return rc;
+}
+
+int npy_write(const char *path, kiln_dtype dtype, int32_t rank, const int64_t *dims, const void *data, char *why,
+              size_t whylen) {
+  const char *descr = descr_of(dtype);
+  if (!descr) return FAIL("no .npy type for dtype %d", dtype);
+  char shape[256] = "", hdr[512];
+  size_t o = 0;
+  int64_t n = (int64_t)kiln_dtype_size(dtype);
+  for (int i = 0; i < rank; i++) {
+    o += (size_t)snprintf(shape + o, sizeof shape - o, "%lld,%s", (long long)dims[i], i + 1 < rank ? " " : "");
+    n *= dims[i];
+  }
+  if (rank > 1) shape[o - 1] = 0; /* "(2, 3)" not "(2, 3,)" */
+  int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
+  int total = 10 + len + 1, pad = (64 - total % 64) % 64;
+  FILE *f = fopen(path, "wb");
+  if (!f) return FAIL("cannot write '%s'", path);
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((len + pad + 1) & 0xff),
+                           (unsigned char)((len + pad + 1) >> 8)};
+  int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
+  for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+  ok = ok && fputc('\n', f) != EOF && (n == 0 || fwrite(data, 1, (size_t)n, f) == (size_t)n);
+  if (fclose(f) != 0 || !ok) return FAIL("cannot write '%s'", path);
+  return 0;
+}

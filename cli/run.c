@@ -1,0 +1,262 @@
+/* run.c — `kiln run MODEL.kiln`: opens a bundle with the runtime, feeds inputs
+ * (.npy files, or seeded random data when none are given), runs it --repeat times
+ * and prints each output's shape, a short summary of its values, the top-5
+ * classes of a classifier-like output, and the median latency; --profile prints
+ * per-kernel times. Outputs can be written as .npy files. Uses only the runtime's
+ * public API (runtime/kiln.h), exactly as an application would. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "kiln.h"
+#include "npy.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64: seeded, reproducible inputs */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double value_at(kiln_dtype t, const void *d, int64_t i) {
+  switch (t) {
+  case KILN_DTYPE_FLOAT32: return ((const float *)d)[i];
+  case KILN_DTYPE_FLOAT64: return ((const double *)d)[i];
+  case KILN_DTYPE_INT8: return ((const int8_t *)d)[i];
+  case KILN_DTYPE_INT16: return ((const int16_t *)d)[i];
+  case KILN_DTYPE_INT32: return ((const int32_t *)d)[i];
+  case KILN_DTYPE_INT64: return (double)((const int64_t *)d)[i];
+  case KILN_DTYPE_UINT8: case KILN_DTYPE_BOOL: return ((const uint8_t *)d)[i];
+  case KILN_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+  case KILN_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+  case KILN_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
+  case KILN_DTYPE_FLOAT16: {
+    uint16_t h = ((const uint16_t *)d)[i];
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return h & 0x8000 ? -v : v;
+  }
+  case KILN_DTYPE_BFLOAT16: {
+    uint32_t x = (uint32_t)((const uint16_t *)d)[i] << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+  }
+  default: return 0;
+  }
+}
+
+static void fill_random(kiln_dtype t, void *d, int64_t n, uint64_t *seed) {
+  for (int64_t i = 0; i < n; i++) {
+    double u = (double)(rng_next(seed) >> 11) / 9007199254740992.0; /* [0, 1) */
+    switch (t) {
+    case KILN_DTYPE_FLOAT32: ((float *)d)[i] = (float)(2 * u - 1); break;
+    case KILN_DTYPE_FLOAT64: ((double *)d)[i] = 2 * u - 1; break;
+    case KILN_DTYPE_FLOAT16: { /* values in [-1, 1) as float16 via bfloat-free rounding */
+      float f = (float)(2 * u - 1);
+      uint32_t x;
+      memcpy(&x, &f, 4);
+      int e = (int)((x >> 23) & 255) - 127 + 15;
+      uint16_t h = (uint16_t)((x >> 16) & 0x8000);
+      if (e > 0) h |= (uint16_t)(e << 10 | ((x >> 13) & 1023));
+      ((uint16_t *)d)[i] = h;
+      break;
+    }
+    case KILN_DTYPE_BFLOAT16: {
+      float f = (float)(2 * u - 1);
+      uint32_t x;
+      memcpy(&x, &f, 4);
+      ((uint16_t *)d)[i] = (uint16_t)(x >> 16);
+      break;
+    }
+    case KILN_DTYPE_BOOL: ((uint8_t *)d)[i] = u < 0.5; break;
+    case KILN_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(u * 10); break;
+    case KILN_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(u * 10); break;
+    case KILN_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(u * 10); break;
+    case KILN_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(u * 10); break;
+    case KILN_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(u * 10); break;
+    case KILN_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(u * 10); break;
+    case KILN_DTYPE_INT64: ((int64_t *)d)[i] = (int64_t)(u * 10); break;
+    case KILN_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)(u * 10); break;
+    default: break;
+    }
+  }
+}
+
+static void print_output(const kiln_tensor_info *info, const void *data) {
+  char shape[160] = "";
+  size_t o = 0;
+  for (int d = 0; d < info->rank; d++) o += (size_t)snprintf(shape + o, sizeof shape - o, d ? "x%lld" : "%lld", (long long)info->dims[d]);
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < info->elements; i++) {
+    double v = value_at(info->dtype, data, i);
+    if (v < mn) mn = v;
+    if (v > mx) mx = v;
+    sum += v;
+  }
+  printf("output %s: %s[%s]", info->name, kiln_dtype_name(info->dtype), info->rank ? shape : "scalar");
+  if (info->elements)
+    printf(" min %.6g max %.6g mean %.6g", mn, mx, sum / (double)info->elements);
+  printf("\n  values:");
+  for (int64_t i = 0; i < info->elements && i < 8; i++) printf(" %.6g", value_at(info->dtype, data, i));
+  printf(info->elements > 8 ? " …\n" : "\n");
+  /* a classifier output: [1, N] or [N] floats with N >= 10 */
+  int64_t n = info->elements;
+  int classifier = (info->dtype == KILN_DTYPE_FLOAT32 || info->dtype == KILN_DTYPE_FLOAT16) && n >= 10 &&
+                   n == info->dims[info->rank - 1];
+  if (classifier) {
+    int64_t top[5];
+    int k = 0;
+    for (; k < 5 && k < n; k++) {
+      int64_t best = -1;
+      for (int64_t i = 0; i < n; i++) {
+        int taken = 0;
+        for (int j = 0; j < k; j++) taken |= top[j] == i;
+        if (!taken && (best < 0 || value_at(info->dtype, data, i) > value_at(info->dtype, data, best))) best = i;
+      }
+      top[k] = best;
+    }
+    printf("  top-5:");
+    for (int j = 0; j < k; j++) printf(" class %lld (%.4g)", (long long)top[j], value_at(info->dtype, data, top[j]));
+    printf("\n");
+  }
+}
+
+int kiln_cmd_run(int argc, char **argv) {
+  const char *bundle = NULL, *outdir = NULL;
+  const char *inputs[64];
+  int n_inputs = 0, repeat = 10, profile = 0, threads = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--input") && i + 1 < argc && n_inputs < 64) inputs[n_inputs++] = argv[++i];
+    else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) outdir = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--profile")) profile = 1;
+    else if (argv[i][0] != '-' && !bundle) bundle = argv[i];
+    else {
+      fprintf(stderr, "kiln run: unexpected argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!bundle || repeat < 1 || threads < 0) {
+    fprintf(stderr, "usage: kiln run MODEL.kiln [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] "
+                    "[--repeat N] [--profile]\n");
+    return 2;
+  }
+  kiln_options opt;
+  kiln_options_init(&opt);
+  opt.threads = threads;
+  opt.profile = profile;
+  kiln_model *m = NULL;
+  char why[1024] = "";
+  kiln_status st = kiln_model_open(bundle, &opt, &m, why, sizeof why);
+  if (st != KILN_OK) {
+    fprintf(stderr, "kiln run: %s: %s\n", kiln_status_str(st), why);
+    return 1;
+  }
+  int rc = 0;
+  uint64_t seed = 42;
+  for (int i = 0; i < kiln_model_input_count(m) && rc == 0; i++) {
+    kiln_tensor_info info;
+    kiln_model_input_info(m, i, &info);
+    const char *file = NULL;
+    size_t nl = strlen(info.name);
+    for (int k = 0; k < n_inputs; k++)
+      if (!strncmp(inputs[k], info.name, nl) && inputs[k][nl] == '=') file = inputs[k] + nl + 1;
+    npy_array arr = {0};
+    if (file) {
+      if (npy_read(file, info.dtype, &arr, why, sizeof why) < 0) {
+        fprintf(stderr, "kiln run: input %s: %s\n", info.name, why);
+        rc = 1;
+        break;
+      }
+    } else {
+      arr.dtype = info.dtype;
+      arr.rank = info.rank;
+      memcpy(arr.dims, info.dims, sizeof arr.dims);
+      arr.bytes = info.bytes;
+      arr.data = malloc((size_t)(info.bytes ? info.bytes : 1));
+      fill_random(info.dtype, arr.data, info.elements, &seed);
+      printf("input %s: seeded random %s data\n", info.name, kiln_dtype_name(info.dtype));
+    }
+    st = kiln_model_set_input(m, info.name, arr.dtype, arr.rank, arr.dims, arr.data, (size_t)arr.bytes);
+    free(arr.data);
+    if (st != KILN_OK) {
+      fprintf(stderr, "kiln run: input %s: %s\n", info.name, kiln_model_last_error(m));
+      rc = 1;
+    }
+  }
+  for (int k = 0; k < n_inputs && rc == 0; k++) { /* names that match no input are mistakes */
+    const char *eq = strchr(inputs[k], '=');
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - inputs[k]) : (int)strlen(inputs[k]), inputs[k]);
+    if (!eq || kiln_model_input_index(m, name) < 0) {
+      fprintf(stderr, "kiln run: --input %s: the model has no input named '%s'\n", inputs[k], name);
+      rc = 1;
+    }
+  }
+  double *times = calloc((size_t)repeat + 1, sizeof *times);
+  if (rc == 0 && (st = kiln_model_run(m)) != KILN_OK) { /* warm-up */
+    fprintf(stderr, "kiln run: %s\n", kiln_model_last_error(m));
+    rc = 1;
+  }
+  if (profile) kiln_model_profile_reset(m);
+  for (int r = 0; r < repeat && rc == 0; r++) {
+    double t0 = now_ms();
+    if (kiln_model_run(m) != KILN_OK) {
+      fprintf(stderr, "kiln run: %s\n", kiln_model_last_error(m));
+      rc = 1;
+    }
+    times[r] = now_ms() - t0;
+  }
+  if (rc == 0) {
+    for (int i = 0; i < kiln_model_output_count(m); i++) {
+      const void *data;
+      kiln_tensor_info info;
+      kiln_model_output(m, i, &data, &info);
+      print_output(&info, data);
+      if (outdir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.npy", outdir, info.name);
+        for (char *p = path + strlen(outdir) + 1; *p; p++)
+          if (*p == '/') *p = '_';
+        if (npy_write(path, info.dtype, info.rank, info.dims, data, why, sizeof why) < 0) {
+          fprintf(stderr, "kiln run: %s\n", why);
+          rc = 1;
+        }
+      }
+    }
+    qsort(times, (size_t)repeat, sizeof *times, cmp_double);
+    printf("latency: median %.3f ms, min %.3f ms over %d runs, %d threads\n", times[repeat / 2], times[0], repeat,
+           kiln_model_threads(m));
+    if (profile) {
+      const kiln_kernel_profile *pr;
+      int32_t n;
+      kiln_model_profile(m, &pr, &n);
+      double total = 0;
+      for (int k = 0; k < n; k++) total += (double)pr[k].total_ns;
+      printf("%-40s %10s %6s %10s\n", "kernel", "ms/run", "%", "GFLOPS");
+      for (int k = 0; k < n; k++) {
+        double ms = pr[k].calls ? pr[k].total_ns / 1e6 / (double)pr[k].calls : 0;
+        printf("%-40.40s %10.4f %6.1f %10.2f\n", pr[k].name, ms, total ? 100.0 * (double)pr[k].total_ns / total : 0,
+               ms > 0 ? (double)pr[k].flops / (ms * 1e6) : 0);
+      }
+    }
+  }
+  free(times);
+  kiln_model_close(m);
+  return rc;
+}
