@@ -24,18 +24,19 @@ static int32_t serial_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *c
  * at their data), kernels run in order. */
 static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit, const void *const *inputs,
                    gir_arena *a, const void ***bufs_out, gir_err *err) {
+  /* Kernels are promised 64-byte-aligned buffers (the runtime's arena and params
+   * give them that): every buffer here is a fresh block of at least 64 bytes,
+   * which the arena aligns to 64, with constants and inputs copied in. */
   const void **buf = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *buf);
   for (int i = 0; i < g->n_values; i++) {
     const gir_value *v = g->values[i];
-    if (v->data) buf[i] = v->data;
+    int64_t nb = gir_value_nbytes(v);
+    void *p = gir_arena_alloc(a, (size_t)(nb > 64 ? nb : 64));
+    if (!p) return gir_errf(err, "out of memory");
+    if (v->data) memcpy(p, v->data, (size_t)nb);
+    buf[i] = p;
   }
-  for (int i = 0; i < g->n_inputs; i++) buf[g->inputs[i]->id] = inputs[i];
-  for (int i = 0; i < g->n_values; i++)
-    if (!buf[i]) {
-      int64_t nb = gir_value_nbytes(g->values[i]);
-      buf[i] = gir_arena_alloc(a, (size_t)(nb > 0 ? nb : 1));
-      if (!buf[i]) return gir_errf(err, "out of memory");
-    }
+  for (int i = 0; i < g->n_inputs; i++) memcpy((void *)buf[g->inputs[i]->id], inputs[i], (size_t)gir_value_nbytes(g->inputs[i]));
   kiln_ctx ctx = {.parallel_for = serial_parallel_for};
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
@@ -45,7 +46,7 @@ static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit
     for (int i = 0; i < kr->n_in; i++) args[i] = (void *)buf[kr->in[i]->id];
     for (int i = 0; i < kr->n_out; i++) args[kr->n_in + i] = (void *)buf[kr->out[i]->id];
     for (int i = 0; i < kr->n_ws; i++) {
-      args[kr->n_in + kr->n_out + i] = gir_arena_alloc(a, (size_t)(kr->ws_bytes[i] > 0 ? kr->ws_bytes[i] : 1));
+      args[kr->n_in + kr->n_out + i] = gir_arena_alloc(a, (size_t)(kr->ws_bytes[i] > 64 ? kr->ws_bytes[i] : 64));
       if (!args[kr->n_in + kr->n_out + i]) return gir_errf(err, "out of memory");
     }
     if (fn(args, &ctx) != 0) return gir_errf(err, "kernel %s failed", kr->fn->name);

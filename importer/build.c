@@ -161,17 +161,50 @@ gir_value *imp_matmul(imp_ctx *c, gir_value *a, gir_value *b) {
 gir_value *imp_scalar(imp_ctx *c, gir_dtype t, double v) { return gir_const_scalar(c->g, t, v); }
 gir_value *imp_scalar_like(imp_ctx *c, const gir_value *x, double v) { return gir_const_scalar(c->g, x->dtype, v); }
 
+static const void *known_data(imp_ctx *c, const gir_value *v) {
+  if (!v->is_input || !c->opt) return NULL;
+  for (int i = 0; i < c->opt->n_known; i++) {
+    const imp_known_input *k = &c->opt->known[i];
+    if (!strcmp(k->name, v->name) && k->dtype == v->dtype && gir_shape_equal(&k->shape, &v->shape)) return k->data;
+  }
+  return NULL;
+}
+
+/* The value of v if it can be computed at import: a constant, a known input, or
+ * the output of a node whose inputs are such values (evaluated on demand, for
+ * this question only: the graph keeps computing v at run time). */
+static const void *demand(imp_ctx *c, gir_value *v, int depth) {
+  if (v->data) return v->data;
+  const void *k = known_data(c, v);
+  if (k || !v->producer || depth > 64 || !c->opt || !c->opt->eval) return k;
+  gir_node *n = v->producer;
+  const void *vals[64];
+  if (n->n_in > 64 || n->n_out > 8) return NULL;
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] && !(vals[i] = demand(c, n->in[i], depth + 1))) return NULL;
+  /* evaluate with the inputs' values lent to them, then take everything back */
+  int lent[64] = {0};
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] && !n->in[i]->data) {
+      n->in[i]->data = (void *)vals[i];
+      lent[i] = 1;
+    }
+  gir_err e = {{0}};
+  int rc = c->opt->eval->eval(c->opt->eval->ctx, c->g, n, &e);
+  const void *result = rc == 0 ? v->data : NULL;
+  for (int i = 0; i < n->n_in; i++)
+    if (lent[i]) n->in[i]->data = NULL;
+  for (int i = 0; i < n->n_out; i++) n->out[i]->data = NULL;
+  return result;
+}
+
 const void *imp_const_data(imp_ctx *c, const gir_value *v, const char *what) {
   if (!v) {
     imp_fail(c, "%s is missing", what);
     return NULL;
   }
-  if (v->data) return v->data;
-  if (v->is_input && c->opt)
-    for (int i = 0; i < c->opt->n_known; i++) {
-      const imp_known_input *k = &c->opt->known[i];
-      if (!strcmp(k->name, v->name) && k->dtype == v->dtype && gir_shape_equal(&k->shape, &v->shape)) return k->data;
-    }
+  const void *d = demand(c, (gir_value *)v, 0);
+  if (d) return d;
   imp_fail(c, "%s must be a constant, but '%s' is computed at run time", what, v->name);
   return NULL;
 }
