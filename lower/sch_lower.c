@@ -564,6 +564,7 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
 }
 
 tir_func *sch_lower(sch_schedule *s, tir_builder *b, const char *name) {
+  if (sch_check_attachments(s) < 0) return NULL;
   lower_ctx L = {.s = s, .b = b, .err = s->err};
   L.info = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *L.info);
   L.n_tensor_ids = s->te->next_tensor;

@@ -167,6 +167,14 @@ static int leaf_pos(const sch_stage *st, const sch_iter *it) {
   return -1;
 }
 
+/* Stages computed at `from` move to `to` when `from` stops being a loop: the
+ * inner half of a split runs once per iteration of the original loop, the fused
+ * loop at least that often, so the attached stage stays correct. */
+static void move_attachments(sch_schedule *s, const sch_iter *from, sch_iter *to) {
+  for (int i = 0; i < s->n_stages; i++)
+    if (s->stages[i]->attach == SCH_AT && s->stages[i]->at_iter == from) s->stages[i]->at_iter = to;
+}
+
 static sch_rel *rel_new(sch_schedule *s, sch_stage *st) {
   if (st->n_rels == st->cap_rels) {
     int32_t nc = st->cap_rels ? st->cap_rels * 2 : 8;
@@ -200,6 +208,7 @@ int sch_split(sch_schedule *s, sch_stage *st, sch_iter *it, int64_t factor, sch_
   }
   st->leaf = nl;
   st->n_leaf++;
+  move_attachments(s, it, in);
   if (outer) *outer = o;
   if (inner) *inner = in;
   return 0;
@@ -219,6 +228,8 @@ int sch_fuse(sch_schedule *s, sch_stage *st, sch_iter *outer, sch_iter *inner, s
   st->leaf[p] = f;
   for (int i = q; i + 1 < st->n_leaf; i++) st->leaf[i] = st->leaf[i + 1];
   st->n_leaf--;
+  move_attachments(s, outer, f);
+  move_attachments(s, inner, f);
   if (fused) *fused = f;
   return 0;
 }
@@ -271,10 +282,42 @@ int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *tag) {
   return 0;
 }
 
+static void note_load(te_tensor *t, void *arg) {
+  te_tensor **want = arg;
+  if (t == want[0]) want[1] = t;
+}
+
+int sch_reads(const sch_stage *reader, const sch_stage *producer) {
+  te_tensor *want[2] = {producer->t, NULL};
+  te_visit_loads(reader->body, note_load, want);
+  return want[1] != NULL;
+}
+
+int sch_check_attachments(sch_schedule *s) {
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *p = s->stages[i];
+    if (p->attach != SCH_AT) continue;
+    for (int j = 0; j < s->n_stages; j++) {
+      sch_stage *r = s->stages[j];
+      if (r == p || r == p->at_stage || r->attach == SCH_INLINE) continue;
+      if (sch_reads(r, p))
+        return gir_errf(s->err, "compute_at: %s is computed inside %s but also read by %s", p->t->name,
+                        p->at_stage->t->name, r->t->name);
+    }
+  }
+  return 0;
+}
+
 int sch_compute_at(sch_schedule *s, sch_stage *p, sch_stage *c, sch_iter *at) {
   if (leaf_pos(c, at) < 0) return gir_errf(s->err, "compute_at: %s is not a loop of stage %s", at->name, c->t->name);
   if (p->id >= c->id) return gir_errf(s->err, "compute_at: %s does not come before %s", p->t->name, c->t->name);
   if (p->is_output) return gir_errf(s->err, "compute_at: output stage %s must stay at the root", p->t->name);
+  for (int j = 0; j < s->n_stages; j++) {
+    sch_stage *r = s->stages[j];
+    if (r != p && r != c && r->attach != SCH_INLINE && sch_reads(r, p))
+      return gir_errf(s->err, "compute_at: %s is also read by %s, which is not computed inside %s", p->t->name,
+                      r->t->name, c->t->name);
+  }
   p->attach = SCH_AT;
   p->at_stage = c;
   p->at_iter = at;

@@ -103,6 +103,12 @@ int sch_set_scope(sch_schedule *s, sch_stage *st, tir_scope scope);
 sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n);
 sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope);
 
+/* 1 if reader's body loads producer's tensor. */
+int sch_reads(const sch_stage *reader, const sch_stage *producer);
+/* Checks that every stage computed at a consumer's loop is read by that consumer
+ * only (inlining can break this after the fact); -1 with a message otherwise. */
+int sch_check_attachments(sch_schedule *s);
+
 /* Lowers the schedule to one kernel: parameters are the inputs then the outputs;
  * intermediate stages get buffers (LOCAL scope at their attach point, shrunk to the
  * region bound inference computes). */

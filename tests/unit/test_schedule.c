@@ -1,0 +1,226 @@
+/* test_schedule.c — property tests of schedules (design §12): small int32
+ * computes (an element-wise chain, a matmul, a padded 1-D convolution with its
+ * padding as a separate stage, a two-pass normalisation) get random schedules —
+ * splits with dividing and non-dividing factors, reorders, fuses, compute_at at a
+ * random consumer loop (bound inference), compute_inline, cache_write,
+ * parallel, vectorize (the vectorize pass) — are lowered, compiled with the LLVM
+ * backend, run, and compared bit-exactly (integer arithmetic: order does not
+ * matter) with the TE interpreter's result of the unscheduled definition. */
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "llvm_backend.h"
+#include "passes_vectorize.h"
+#include "schedule.h"
+#include "te_eval.h"
+
+typedef struct program {
+  te_tensor *in[4], *out;
+  int n_in;
+  const char *name;
+} program;
+
+static te_expr *K(te_ctx *c, int64_t v) { return te_const(c, GIR_I32, (double)v); }
+
+/* C = (A * 3 + 1) - A, through two stages */
+static program prog_chain(te_ctx *c) {
+  int64_t s[2] = {9, 13};
+  te_tensor *a = te_placeholder(c, "A", GIR_I32, 2, s);
+  te_var *x[2], *y[2];
+  te_axes(c, 2, s, x);
+  te_expr *ix[2] = {te_v(c, x[0]), te_v(c, x[1])};
+  te_tensor *b = te_compute(c, "B", GIR_I32, 2, s, x, te_add(c, te_mul(c, te_load(c, a, ix), K(c, 3)), K(c, 1)));
+  te_axes(c, 2, s, y);
+  te_expr *iy[2] = {te_v(c, y[0]), te_v(c, y[1])};
+  te_tensor *o = te_compute(c, "C", GIR_I32, 2, s, y, te_sub(c, te_load(c, b, iy), te_load(c, a, iy)));
+  return (program){{a}, o, 1, "chain"};
+}
+
+/* C[i, j] = sum_k A[i, k] * B[k, j] */
+static program prog_matmul(te_ctx *c) {
+  int64_t sa[2] = {11, 7}, sb[2] = {7, 10}, so[2] = {11, 10};
+  te_tensor *a = te_placeholder(c, "A", GIR_I32, 2, sa), *b = te_placeholder(c, "B", GIR_I32, 2, sb);
+  te_var *ax[2], *k = te_var_new(c, "k", 7);
+  te_axes(c, 2, so, ax);
+  te_expr *ia[2] = {te_v(c, ax[0]), te_v(c, k)}, *ib[2] = {te_v(c, k), te_v(c, ax[1])};
+  te_expr *body = te_reduce(c, TE_SUM, &k, 1, te_mul(c, te_load(c, a, ia), te_load(c, b, ib)), NULL);
+  return (program){{a, b}, te_compute(c, "C", GIR_I32, 2, so, ax, body), 2, "matmul"};
+}
+
+/* P[i] = X[i - 2] (0 outside); Y[i] = sum_k P[i + k] * W[k] + 1 */
+static program prog_conv(te_ctx *c) {
+  int64_t sx = 20, sw = 5, sp = 24, sy = 20;
+  te_tensor *x = te_placeholder(c, "X", GIR_I32, 1, &sx), *w = te_placeholder(c, "W", GIR_I32, 1, &sw);
+  te_var *pi;
+  te_axes(c, 1, &sp, &pi);
+  te_expr *src = te_sub(c, te_v(c, pi), te_int(c, 2));
+  te_tensor *p = te_compute(c, "P", GIR_I32, 1, &sp, &pi, te_select(c, te_in_range(c, src, sx), te_load(c, x, &src), K(c, 0)));
+  te_var *yi, *k = te_var_new(c, "k", sw);
+  te_axes(c, 1, &sy, &yi);
+  te_expr *pk = te_add(c, te_v(c, yi), te_v(c, k)), *kk = te_v(c, k);
+  te_expr *body = te_add(c, te_reduce(c, TE_SUM, &k, 1, te_mul(c, te_load(c, p, &pk), te_load(c, w, &kk)), NULL), K(c, 1));
+  return (program){{x, w}, te_compute(c, "Y", GIR_I32, 1, &sy, &yi, body), 2, "conv"};
+}
+
+/* M[i] = max_j A[i, j]; Y[i, j] = A[i, j] - M[i] */
+static program prog_norm(te_ctx *c) {
+  int64_t s[2] = {6, 17}, sm = 6;
+  te_tensor *a = te_placeholder(c, "A", GIR_I32, 2, s);
+  te_var *mi, *j = te_var_new(c, "j", 17);
+  te_axes(c, 1, &sm, &mi);
+  te_expr *ia[2] = {te_v(c, mi), te_v(c, j)};
+  te_tensor *m = te_compute(c, "M", GIR_I32, 1, &sm, &mi, te_reduce(c, TE_RMAX, &j, 1, te_load(c, a, ia), NULL));
+  te_var *ax[2];
+  te_axes(c, 2, s, ax);
+  te_expr *io[2] = {te_v(c, ax[0]), te_v(c, ax[1])}, *im = te_v(c, ax[0]);
+  return (program){{a}, te_compute(c, "Y", GIR_I32, 2, s, ax, te_sub(c, te_load(c, a, io), te_load(c, m, &im))), 1, "norm"};
+}
+
+static int64_t numel(const te_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+  return n;
+}
+
+/* Random primitives on one stage; failures of individual primitives (e.g. an
+ * illegal fuse) are fine: they must leave the schedule valid. */
+static void random_schedule(sch_schedule *s, unsigned *seed, char *log, size_t loglen) {
+  size_t o = 0;
+  for (int step = 0; step < 6; step++) {
+    sch_stage *st = s->stages[rand_r(seed) % s->n_stages];
+    if (st->attach == SCH_INLINE || st->n_leaf == 0) continue;
+    sch_iter *it = st->leaf[rand_r(seed) % st->n_leaf];
+    int op = rand_r(seed) % 8;
+    gir_err e = {{0}};
+    s->err = &e;
+    switch (op) {
+    case 0: case 1: {
+      int64_t f = 1 + rand_r(seed) % 6;
+      if (sch_split(s, st, it, f, NULL, NULL) == 0) o += (size_t)snprintf(log + o, loglen - o, " split(%s,%lld)", st->t->name, (long long)f);
+      break;
+    }
+    case 2: {
+      if (st->n_leaf < 2) break;
+      sch_iter *order[2] = {st->leaf[st->n_leaf - 1], st->leaf[0]};
+      if (sch_reorder(s, st, order, 2) == 0) o += (size_t)snprintf(log + o, loglen - o, " reorder(%s)", st->t->name);
+      break;
+    }
+    case 3:
+      if (st->n_leaf >= 2 && sch_fuse(s, st, st->leaf[0], st->leaf[1], NULL) == 0)
+        o += (size_t)snprintf(log + o, loglen - o, " fuse(%s)", st->t->name);
+      break;
+    case 4: { /* compute_at a later stage's loop */
+      if (st->is_output || st->id + 1 >= s->n_stages) break;
+      sch_stage *c = s->stages[st->id + 1 + rand_r(seed) % (s->n_stages - st->id - 1)];
+      if (c->attach == SCH_INLINE || !c->n_leaf) break;
+      sch_iter *at = c->leaf[rand_r(seed) % c->n_leaf];
+      if (sch_compute_at(s, st, c, at) == 0) o += (size_t)snprintf(log + o, loglen - o, " compute_at(%s,%s)", st->t->name, c->t->name);
+      break;
+    }
+    case 5:
+      if (sch_compute_inline(s, st) == 0) o += (size_t)snprintf(log + o, loglen - o, " inline(%s)", st->t->name);
+      break;
+    case 6:
+      if (!it->reduce && sch_annotate(s, st, it, TIR_PARALLEL) == 0)
+        o += (size_t)snprintf(log + o, loglen - o, " parallel(%s)", st->t->name);
+      break;
+    case 7:
+      if (sch_annotate(s, st, st->leaf[st->n_leaf - 1], TIR_VECTORIZED) == 0)
+        o += (size_t)snprintf(log + o, loglen - o, " vectorize(%s)", st->t->name);
+      break;
+    }
+  }
+}
+
+static int32_t pfor3(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n) { /* uneven chunks */
+  (void)ctx;
+  int64_t a = n / 3, b = (2 * n) / 3;
+  if (a > 0) fn(closure, 0, a);
+  if (b > a) fn(closure, a, b);
+  if (n > b) fn(closure, b, n);
+  return 0;
+}
+
+static int refused;
+
+static void run_trials(program (*make)(te_ctx *), int trials, unsigned seed0, int cache_write) {
+  for (int t = 0; t < trials; t++) {
+    unsigned seed = seed0 + (unsigned)t * 7919u;
+    gir_arena *a = gir_arena_new();
+    gir_err err = {{0}};
+    te_ctx c;
+    te_ctx_init(&c, a, &err);
+    program p = make(&c);
+    /* inputs and reference */
+    void *in[4];
+    te_binding bind[4];
+    for (int i = 0; i < p.n_in; i++) {
+      int64_t n = numel(p.in[i]);
+      int32_t *d = gir_arena_alloc(a, (size_t)(n * 4 + 64));
+      for (int64_t k = 0; k < n; k++) d[k] = (int32_t)(rand_r(&seed) % 201) - 100;
+      in[i] = d;
+      bind[i] = (te_binding){p.in[i], d};
+    }
+    int64_t no = numel(p.out);
+    int32_t *ref = gir_arena_alloc(a, (size_t)(no * 4 + 64)), *got = gir_arena_alloc(a, (size_t)(no * 4 + 64));
+    if (te_eval(&c, p.out, bind, p.n_in, ref, a, 0, &err) < 0) {
+      CHECKF(0, "%s: reference failed: %s", p.name, err.msg);
+      gir_arena_free(a);
+      continue;
+    }
+    sch_schedule *s = sch_create(&c, p.in, p.n_in, &p.out, 1, &err);
+    char log[1024] = "";
+    if (cache_write) {
+      sch_stage *o = sch_stage_of(s, p.out);
+      if (o->n_reduce) sch_cache_write(s, o, TIR_LOCAL);
+    }
+    random_schedule(s, &seed, log, sizeof log);
+    tir_builder b;
+    tir_builder_init(&b, a);
+    gir_err le = {{0}};
+    s->err = &le;
+    tir_func *f = sch_lower(s, &b, "k");
+    if (!f) {
+      /* an illegal combination (compute_at then inlining a reader…) must be refused
+       * with a reason, never lowered wrongly */
+      CHECKF(le.msg[0] != 0, "%s trial %d:%s: lowering failed without a message", p.name, t, log);
+      refused++;
+      gir_arena_free(a);
+      continue;
+    }
+    f->body = tir_vectorize(&b, f->body);
+    const tir_func *fns[1] = {f};
+    tgt_llvm_module *m = tgt_llvm_compile(fns, 1, NULL, &err);
+    tgt_llvm_jit *j = m ? tgt_llvm_jit_new(m, &err) : NULL;
+    kiln_kernel_fn fn = j ? tgt_llvm_jit_lookup(j, "k", &err) : NULL;
+    if (CHECKF(fn != NULL, "%s trial %d:%s: codegen failed: %s", p.name, t, log, err.msg)) {
+      void *args[16];
+      int na = 0;
+      for (int i = 0; i < p.n_in; i++) args[na++] = in[i];
+      args[na++] = got;
+      for (int i = na; i < f->n_params; i++) { /* workspace */
+        const tir_buffer *wb = f->params[i];
+        args[na++] = gir_arena_alloc(a, (size_t)(wb->size * (int64_t)gir_dtype_size(wb->dtype) + 64));
+      }
+      kiln_ctx ctx = {.parallel_for = pfor3};
+      memset(got, 0x5a, (size_t)no * 4);
+      fn(args, &ctx);
+      int bad = 0;
+      for (int64_t k = 0; k < no; k++) bad += got[k] != ref[k];
+      if (!CHECKF(bad == 0, "%s trial %d:%s: %d of %lld elements differ", p.name, t, log, bad, (long long)no)) tir_print_func(f, stdout);
+    }
+    tgt_llvm_jit_free(j);
+    tgt_llvm_module_free(m);
+    gir_arena_free(a);
+  }
+}
+
+int main(void) {
+  run_trials(prog_chain, 40, 1, 0);
+  run_trials(prog_matmul, 40, 2, 0);
+  run_trials(prog_matmul, 30, 3, 1);
+  run_trials(prog_conv, 40, 4, 0);
+  run_trials(prog_norm, 40, 5, 0);
+  printf("%d random schedules were refused as illegal (with a reason)\n", refused);
+  return check_finish("test_schedule");
+}
