@@ -168,8 +168,11 @@ void gir_store_i64(gir_dtype t, void *base, int64_t i, int64_t v) {
   }
 }
 
-/* Float → integer follows C truncation, with NaN and out-of-range values pinned
- * (C leaves them undefined; ONNX leaves them implementation-defined). */
+/* Float → integer: truncation toward zero to int64, NaN → 0 and saturation at the
+ * int64 range (C leaves those undefined), then two's-complement wrap to the target
+ * width. The TE interpreter and generated code follow the same rule; it is what
+ * numpy and ONNX Runtime do on x86 for values inside the int64 range (ONNX leaves
+ * out-of-range casts undefined). */
 static int64_t sat_i64(double d) {
   if (d != d) return 0;
   if (d >= 9.2233720368547758e18) return INT64_MAX;

@@ -27,8 +27,8 @@ gir_dtype gir_dtype_from_onnx(int32_t code);
 gir_dtype gir_dtype_from_name(const char *name);
 
 /* Element access for first-class types: read as double / int64, write with the
- * conversion ONNX Cast defines (float → int truncates toward zero; float16 and
- * bfloat16 round to nearest even). */
+ * conversion of ONNX Cast (float → int truncates toward zero, then wraps to the
+ * width as dtype.c explains; float16 and bfloat16 round to nearest even). */
 double gir_load_f64(gir_dtype t, const void *base, int64_t i);
 int64_t gir_load_i64(gir_dtype t, const void *base, int64_t i);
 void gir_store_f64(gir_dtype t, void *base, int64_t i, double v);

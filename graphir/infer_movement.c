@@ -94,8 +94,10 @@ int gir_infer_pad(gir_graph *g, gir_node *n, gir_err *err) {
     int64_t b = p[i], e = p[i + x->rank];
     if (b > INT64_MAX / 4 || e > INT64_MAX / 4 || b < -x->dims[i] || e < -x->dims[i])
       return gir_errf(err, "pads out of range on axis %d", i);
-    s.dims[i] = x->dims[i] + b + e;
-    if (s.dims[i] < 0) return gir_errf(err, "negative padded size on axis %d", i);
+    __int128 d = (__int128)x->dims[i] + b + e;
+    if (d < 0) return gir_errf(err, "negative padded size on axis %d", i);
+    if (d > INT64_MAX) return gir_errf(err, "padded size overflows on axis %d", i);
+    s.dims[i] = (int64_t)d;
     if (mode == GIR_PAD_REFLECT && (b >= x->dims[i] || e >= x->dims[i]) && (b > 0 || e > 0))
       return gir_errf(err, "reflect padding must be smaller than the dimension (axis %d)", i);
     if (mode != GIR_PAD_CONSTANT && x->dims[i] == 0 && (b > 0 || e > 0))

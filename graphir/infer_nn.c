@@ -40,12 +40,14 @@ static int read_window(const gir_node *n, int k, const int64_t *kernel, window *
 /* Output extent of a sliding window; ceil mode drops a last window that would
  * start in the right padding (the rule ONNX Runtime and PyTorch use). */
 static int64_t window_out(int64_t in, const window *w, int i, int ceil_mode) {
-  int64_t span = w->dil[i] * (w->kernel[i] - 1) + 1;
-  int64_t num = in + w->pads[i] + w->pads[i + w->k] - span;
+  /* kernel, stride, dilation and pads are bounded by 2^20 (read_window), dims by
+   * int64: 128-bit arithmetic cannot overflow */
+  __int128 span = (__int128)w->dil[i] * (w->kernel[i] - 1) + 1;
+  __int128 num = (__int128)in + w->pads[i] + w->pads[i + w->k] - span;
   if (num < 0) return -1;
-  int64_t o = (ceil_mode ? (num + w->strides[i] - 1) / w->strides[i] : num / w->strides[i]) + 1;
-  if (ceil_mode && (o - 1) * w->strides[i] >= in + w->pads[i]) o--;
-  return o;
+  __int128 o = (ceil_mode ? (num + w->strides[i] - 1) / w->strides[i] : num / w->strides[i]) + 1;
+  if (ceil_mode && (o - 1) * w->strides[i] >= (__int128)in + w->pads[i]) o--;
+  return o > INT64_MAX ? -1 : (int64_t)o;
 }
 
 int gir_infer_conv(gir_graph *g, gir_node *n, gir_err *err) {
@@ -87,9 +89,11 @@ int gir_infer_conv_transpose(gir_graph *g, gir_node *n, gir_err *err) {
   for (int i = 0; i < k; i++) {
     if (opad[i] < 0 || opad[i] >= (w.strides[i] > w.dil[i] ? w.strides[i] : w.dil[i]))
       return gir_errf(err, "output_padding out of range on axis %d", i);
-    s.dims[2 + i] = w.strides[i] * (x->dims[2 + i] - 1) + opad[i] + (w.kernel[i] - 1) * w.dil[i] + 1 - w.pads[i] -
-                    w.pads[i + k];
-    if (s.dims[2 + i] < 1) return gir_errf(err, "empty output on spatial axis %d", i);
+    __int128 o = (__int128)w.strides[i] * (x->dims[2 + i] - 1) + opad[i] + (__int128)(w.kernel[i] - 1) * w.dil[i] + 1 -
+                 w.pads[i] - w.pads[i + k];
+    if (o < 1) return gir_errf(err, "empty output on spatial axis %d", i);
+    if (o > INT64_MAX) return gir_errf(err, "output size overflows on spatial axis %d", i);
+    s.dims[2 + i] = (int64_t)o;
   }
   return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
 }

@@ -12,9 +12,8 @@ void gir_materialize_outputs(gir_graph *g) {
     gir_attr_set_ints(g, n, "shape", v->shape.dims, v->shape.rank);
     n->out[0]->dtype = v->dtype;
     n->out[0]->shape = v->shape;
-    n->out[0]->name = v->name;
+    n->out[0]->name = v->name; /* a graph input and an output may share a name: they are different buffers */
     n->out[0]->is_output = 1;
-    v->name = gir_arena_printf(g->arena, "%s.src", v->name);
     v->is_output = 0;
     g->outputs[i] = n->out[0];
   }

@@ -3,11 +3,14 @@
  * the main graph, then drop folded and dead nodes and verify the result. Also the
  * --input-shape parser and the report's lifetime. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "ctx.h"
+#include "function.h"
 
 #define IMP_MAX_OPSET 27 /* newest ai.onnx opset of the onnx release we test against */
 
@@ -28,16 +31,27 @@ static int64_t default_opset(const Onnx__ModelProto *m, gir_err *err) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
     if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))) v = o->version;
   }
-  if (v < 0) /* pre-opset models (IR < 3) mean opset 1; otherwise only other domains are used */
-    return m->n_opset_import == 0 ? 1 : 0;
+  if (v < 0) /* pre-opset models (IR < 3) mean opset 1; otherwise only other domains may be used */
+    return m->n_opset_import == 0 && m->has_ir_version && m->ir_version < 3 ? 1 : 0;
   if (v < 1) return gir_errf(err, "invalid ai.onnx opset version %lld", (long long)v);
   if (v > IMP_MAX_OPSET)
     return gir_errf(err, "ai.onnx opset %lld is newer than kiln supports (up to %d)", (long long)v, IMP_MAX_OPSET);
   return v;
 }
 
-gir_graph *imp_load_buffer(const void *data, size_t n, const char *base_dir, const imp_options *opt,
-                           imp_report *rep, gir_err *err) {
+/* Messages quote names taken from the file; a newline or escape in one must not
+ * break the one-line contract or the user's terminal. */
+static void one_line(gir_err *err) {
+  for (char *p = err->msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
+static gir_graph *load_buffer(const void *data, size_t n, const char *base_dir, const imp_options *opt,
+                              imp_report *rep, gir_err *err) {
+  if (n == 0) {
+    gir_errf(err, "the file is empty (not an ONNX model)");
+    return NULL;
+  }
   if ((int64_t)n > IMP_MAX_FILE_BYTES) {
     gir_errf(err, "model is %zu bytes, above the 2 GiB limit", n);
     return NULL;
@@ -75,7 +89,9 @@ gir_graph *imp_load_buffer(const void *data, size_t n, const char *base_dir, con
   }
   rep->ir_version = g->ir_version;
   imp_ctx c = {.g = g, .err = err, .opt = opt, .rep = rep, .base_dir = base_dir, .model = m, .opset = opset};
-  int rc = imp_scope_push(&c) ? imp_import_graph(&c, m->graph, 1) : gir_errf(err, "out of memory");
+  int rc = !imp_scope_push(&c) ? gir_errf(err, "out of memory")
+           : imp_check_functions(&c, m->graph) < 0 ? -1
+           : imp_import_graph(&c, m->graph, 1);
   if (rc == 0 && rep->n_unsupported) {
     const imp_unsupported *u = &rep->unsupported[0];
     rc = gir_errf(err, "%d unsupported op%s; first: %s%s%s (opset %lld) at node '%s': %s", rep->n_unsupported,
@@ -96,39 +112,57 @@ out:
   return g;
 }
 
-gir_graph *imp_load_file(const char *path, const imp_options *opt, imp_report *rep, gir_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    gir_errf(err, "cannot open '%s': %s", path, strerror(errno));
-    return NULL;
+gir_graph *imp_load_buffer(const void *data, size_t n, const char *base_dir, const imp_options *opt,
+                           imp_report *rep, gir_err *err) {
+  gir_graph *g = load_buffer(data, n, base_dir, opt, rep, err);
+  if (!g) {
+    if (!err->msg[0]) gir_errf(err, "import failed (no reason given: a bug in kiln)");
+    one_line(err);
   }
+  return g;
+}
+
+/* Reads a whole regular file. O_NONBLOCK: opening a FIFO must not wait for a writer. */
+static void *read_file(const char *path, size_t *n, gir_err *err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return gir_errf(err, "cannot open '%s': %s", path, strerror(errno)), NULL;
   struct stat st;
-  if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    gir_errf(err, "'%s' is not a regular file", path);
-    return NULL;
-  }
-  if (st.st_size > IMP_MAX_FILE_BYTES) {
-    fclose(f);
+  void *buf = NULL;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) gir_errf(err, "'%s' is not a regular file", path);
+  else if (st.st_size > IMP_MAX_FILE_BYTES)
     gir_errf(err, "'%s' is %lld bytes, above the 2 GiB limit", path, (long long)st.st_size);
-    return NULL;
+  else if (!(buf = malloc(st.st_size ? (size_t)st.st_size : 1)))
+    gir_errf(err, "'%s': out of memory", path);
+  size_t done = 0;
+  while (buf && done < (size_t)st.st_size) {
+    ssize_t r = read(fd, (char *)buf + done, (size_t)st.st_size - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      gir_errf(err, "cannot read '%s': %s", path, r < 0 ? strerror(errno) : "the file shrank while being read");
+      free(buf);
+      buf = NULL;
+    } else
+      done += (size_t)r;
   }
-  size_t n = (size_t)st.st_size;
-  void *buf = malloc(n ? n : 1);
-  if (!buf || fread(buf, 1, n, f) != n) {
+  close(fd);
+  *n = done;
+  return buf;
+}
+
+gir_graph *imp_load_file(const char *path, const imp_options *opt, imp_report *rep, gir_err *err) {
+  size_t n;
+  void *buf = read_file(path, &n, err);
+  gir_graph *g = NULL;
+  if (buf) {
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    const char *base = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+    g = imp_load_buffer(buf, n, base, opt, rep, err);
+    if (!g) gir_err_prefix(err, "%s", path);
+    free(dir);
     free(buf);
-    fclose(f);
-    gir_errf(err, "cannot read '%s'", path);
-    return NULL;
   }
-  fclose(f);
-  char *dir = strdup(path);
-  char *slash = dir ? strrchr(dir, '/') : NULL;
-  const char *base = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-  gir_graph *g = imp_load_buffer(buf, n, base, opt, rep, err);
-  if (!g && err->msg[0]) gir_err_prefix(err, "%s", path);
-  free(dir);
-  free(buf);
+  if (!g) one_line(err);
   return g;
 }
 
@@ -148,8 +182,11 @@ int imp_parse_input_shape(const char *spec, imp_input_shape *out, gir_err *err) 
     if (end == p || d < 0 || errno) return gir_errf(err, "--input-shape '%s': bad dimension", spec);
     out->dims[out->rank++] = d;
     p = end;
-    if (*p == 'x' || *p == ',') p++;
-    else if (*p) return gir_errf(err, "--input-shape '%s': bad separator '%c'", spec, *p);
+    if (*p == 'x' || *p == ',') {
+      p++;
+      if (!*p) return gir_errf(err, "--input-shape '%s': a dimension is missing after the last separator", spec);
+    } else if (*p)
+      return gir_errf(err, "--input-shape '%s': bad separator '%c'", spec, *p);
   }
   return 0;
 }
