@@ -94,7 +94,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
       .target_name = o->target ? o->target : "host", .triple = tgt_llvm_module_triple(mod),
       .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
       .calls = plan.calls, .n_calls = plan.n_calls, .arena_bytes = plan.mem.arena_bytes,
-      .workspace_bytes = plan.workspace_bytes, .params = plan.params, .params_bytes = plan.params_bytes,
+      .workspace_bytes = 0 /* kernel workspace lives in the arena */, .params = plan.params, .params_bytes = plan.params_bytes,
       .lib = lib, .lib_bytes = (int64_t)lib_bytes};
   if (pack_write_bundle(o->output_path, &bundle, err) < 0) goto out;
   rc = 0;

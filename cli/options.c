@@ -43,7 +43,9 @@ int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a) {
     imp_tensor t;
     gir_err err = {{0}};
     if (imp_read_tensor_file(path, a, &t, &err) < 0) {
-      fprintf(stderr, "kiln: %s\n", err.msg);
+      /* sequence and optional test data decode as garbage tensors */
+      fprintf(stderr, "kiln: test input %s is not a tensor kiln supports (sequence and optional values are not "
+                      "supported): %s\n", path, err.msg);
       return -1;
     }
     ci->known[n] = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 DEB_PKGS=(
   build-essential cmake pkg-config python3 python3-venv
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-  llvm-19-dev libcjson-dev libarchive-dev libxgboost-dev
+  llvm-19-dev libcjson-dev libarchive-dev zlib1g-dev libxgboost-dev
   clang libclang-rt-14-dev
   gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
 )

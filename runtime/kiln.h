@@ -1,0 +1,163 @@
+/* kiln.h — the public API of the kiln runtime: open a compiled bundle
+ * (model.kiln), describe its inputs and outputs, feed inputs, run, read outputs.
+ *
+ * The runtime is a small C99 library that knows nothing of the compiler: the
+ * bundle (a tar archive of manifest.json, plan.json, params.bin and
+ * lib/<target>.so) is the only contract between them. Opening validates
+ * everything in the bundle and allocates everything a run needs (one arena, the
+ * input and output buffers, the thread pool); kiln_model_run allocates nothing.
+ * Every call reports failures as a kiln_status plus a message — the runtime
+ * never aborts on bad input.
+ *
+ * A kiln_model is not thread-safe: use one model per thread (each owns its own
+ * arena and thread pool). */
+#ifndef KILN_H
+#define KILN_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the bundle format this runtime reads (manifest "format_version"). */
+#define KILN_BUNDLE_FORMAT_VERSION 1
+/* Largest tensor rank a bundle may declare. */
+#define KILN_MAX_RANK 8
+/* Most threads a model's pool may have (including the calling thread). */
+#define KILN_MAX_THREADS 256
+
+typedef enum {
+  KILN_OK = 0,
+  KILN_ERR_IO,               /* the bundle file could not be read */
+  KILN_ERR_FORMAT,           /* the bundle is malformed (archive, entries, JSON, plan) */
+  KILN_ERR_CHECKSUM,         /* an entry's size or CRC32 differs from the manifest */
+  KILN_ERR_VERSION,          /* unsupported bundle format version */
+  KILN_ERR_INVALID_ARGUMENT, /* bad argument (NULL pointer, index out of range, byte size…) */
+  KILN_ERR_NAME,             /* no input with that name */
+  KILN_ERR_DTYPE,            /* the data type differs from the model's */
+  KILN_ERR_SHAPE,            /* the shape differs from the model's */
+  KILN_ERR_NOMEM,            /* out of memory */
+  KILN_ERR_LOAD,             /* the kernel library or one of its symbols could not be loaded */
+  KILN_ERR_RUN,              /* a kernel failed, or the model cannot run yet */
+  KILN_STATUS_COUNT
+} kiln_status;
+
+/* A short constant name for a status ("OK", "FORMAT", …); never NULL. */
+const char *kiln_status_str(kiln_status status);
+
+typedef enum {
+  KILN_DTYPE_FLOAT32 = 0,
+  KILN_DTYPE_FLOAT16,
+  KILN_DTYPE_BFLOAT16,
+  KILN_DTYPE_FLOAT64,
+  KILN_DTYPE_INT8,
+  KILN_DTYPE_INT16,
+  KILN_DTYPE_INT32,
+  KILN_DTYPE_INT64,
+  KILN_DTYPE_UINT8,
+  KILN_DTYPE_UINT16,
+  KILN_DTYPE_UINT32,
+  KILN_DTYPE_UINT64,
+  KILN_DTYPE_BOOL,
+  KILN_DTYPE_COUNT
+} kiln_dtype;
+
+/* The bundle's name of a dtype ("float32", …); "invalid" when out of range. */
+const char *kiln_dtype_name(kiln_dtype dtype);
+/* Bytes per element; 0 when out of range. */
+size_t kiln_dtype_size(kiln_dtype dtype);
+/* Looks a dtype up by its bundle name; KILN_ERR_DTYPE when unknown. */
+kiln_status kiln_dtype_from_name(const char *name, kiln_dtype *out);
+
+typedef struct {
+  int32_t threads;         /* threads running the kernels, the caller included; 0 = online cores */
+  int32_t profile;         /* non-zero: time every kernel call (see kiln_model_profile) */
+  int64_t max_entry_bytes; /* largest bundle entry accepted; 0 = KILN_DEFAULT_MAX_ENTRY_BYTES */
+} kiln_options;
+
+#define KILN_DEFAULT_MAX_ENTRY_BYTES ((int64_t)16 << 30)
+
+/* Fills *options with the defaults (all zero). A NULL options pointer given to
+ * kiln_model_open means the same. */
+void kiln_options_init(kiln_options *options);
+
+typedef struct kiln_model kiln_model;
+
+/* Description of one input or output. The name stays valid until close. */
+typedef struct {
+  const char *name;
+  kiln_dtype dtype;
+  int32_t rank;
+  int64_t dims[KILN_MAX_RANK];
+  int64_t elements;
+  int64_t bytes;
+} kiln_tensor_info;
+
+/* Per-kernel timing, one entry per kernel of the plan, in plan order. */
+typedef struct {
+  const char *name;
+  int64_t calls;
+  int64_t total_ns;
+  int64_t flops; /* per call, as the compiler counted them */
+} kiln_kernel_profile;
+
+/* Opens and validates a bundle. On success *model owns everything and must be
+ * closed; on failure *model is NULL and errbuf (when given) holds the message. */
+kiln_status kiln_model_open(const char *path, const kiln_options *options, kiln_model **model,
+                            char *errbuf, size_t errlen);
+/* The same from a bundle already in memory; the caller's bytes are not kept. */
+kiln_status kiln_model_open_memory(const void *data, size_t size, const kiln_options *options,
+                                   kiln_model **model, char *errbuf, size_t errlen);
+/* Frees everything the model owns; NULL is fine. */
+void kiln_model_close(kiln_model *model);
+
+const char *kiln_model_name(const kiln_model *model);
+const char *kiln_model_compiler_version(const kiln_model *model);
+const char *kiln_model_target_name(const kiln_model *model);
+const char *kiln_model_target_triple(const kiln_model *model);
+
+int32_t kiln_model_input_count(const kiln_model *model);
+int32_t kiln_model_output_count(const kiln_model *model);
+kiln_status kiln_model_input_info(const kiln_model *model, int32_t index, kiln_tensor_info *info);
+kiln_status kiln_model_output_info(const kiln_model *model, int32_t index, kiln_tensor_info *info);
+/* Index of the input / output with that name, -1 when there is none. */
+int32_t kiln_model_input_index(const kiln_model *model, const char *name);
+int32_t kiln_model_output_index(const kiln_model *model, const char *name);
+
+/* Copies one input into the model. Checks, in order: arguments non-NULL
+ * (KILN_ERR_INVALID_ARGUMENT), name (KILN_ERR_NAME), dtype (KILN_ERR_DTYPE),
+ * rank and dims (KILN_ERR_SHAPE), bytes == the input's byte size and data
+ * non-NULL (KILN_ERR_INVALID_ARGUMENT). dims may be NULL when rank is 0. */
+kiln_status kiln_model_set_input(kiln_model *model, const char *name, kiln_dtype dtype, int32_t rank,
+                                 const int64_t *dims, const void *data, size_t bytes);
+/* Runs every kernel in order. Every input must have been set (once is enough:
+ * inputs keep their values across runs). Allocates nothing. */
+kiln_status kiln_model_run(kiln_model *model);
+/* Output i of the last successful run: *data points into the model and stays
+ * valid until the next run or close. info may be NULL. */
+kiln_status kiln_model_output(kiln_model *model, int32_t index, const void **data, kiln_tensor_info *info);
+
+/* Changes the number of threads (0 = online cores). A configuration call: it
+ * restarts the pool (and may create threads), unlike run. */
+kiln_status kiln_model_set_threads(kiln_model *model, int32_t threads);
+int32_t kiln_model_threads(const kiln_model *model);
+
+/* Turns per-kernel timing on or off (the counters are kept). */
+kiln_status kiln_model_set_profile(kiln_model *model, int32_t enabled);
+/* The per-kernel counters (zero calls when profiling was never on). */
+kiln_status kiln_model_profile(const kiln_model *model, const kiln_kernel_profile **entries, int32_t *count);
+void kiln_model_profile_reset(kiln_model *model);
+
+int64_t kiln_model_arena_bytes(const kiln_model *model);
+int64_t kiln_model_weights_bytes(const kiln_model *model);
+int64_t kiln_model_workspace_bytes(const kiln_model *model);
+int32_t kiln_model_kernel_count(const kiln_model *model);
+
+/* Message of the last failed call on this model ("" when none failed). */
+const char *kiln_model_last_error(const kiln_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

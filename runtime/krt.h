@@ -1,0 +1,173 @@
+/* krt.h — the runtime's internal contract between its files (never installed).
+ *
+ * Opening a bundle is a short pipeline, one file per step:
+ *   archive.c   tar archive → the expected entries, in memory, each checked
+ *   manifest.c  manifest.json → model description; every entry's size and CRC32
+ *   plan.c      plan.json → kernels and their buffer arguments, range-checked
+ *   library.c   lib/<target>.so → dlopen'ed from a private copy, symbols resolved
+ *   model.c     the public API: runs the steps above, allocates the one memory
+ *               block, precomputes every kernel's buffer array, runs, reports
+ * Every step reports failure through a krt_error (first failure wins) and
+ * leaves whatever it allocated hanging off the model, which kiln_model_close
+ * frees however far the open got. */
+#ifndef KILN_KRT_H
+#define KILN_KRT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln.h"
+#include "kiln_abi.h"
+#include "krt_threadpool.h"
+
+#define KRT_ERR_MAX 512
+#define KRT_ALIGN 64
+/* The archive holds exactly these four entries. */
+#define KRT_ENTRY_COUNT 4
+/* Most kernels / arguments per kernel a plan may have: sanity bounds only. */
+#define KRT_MAX_KERNELS (1 << 20)
+#define KRT_MAX_KERNEL_ARGS 4096
+#define KRT_MAX_TENSORS 65536
+#define KRT_MAX_SYMBOL 255
+
+typedef struct {
+  kiln_status status; /* KILN_OK until the first failure */
+  char msg[KRT_ERR_MAX];
+} krt_error;
+
+/* Records the first failure (later ones are dropped) and returns its status. */
+kiln_status krt_fail(krt_error *err, kiln_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* 64-byte aligned allocation of at least one byte; NULL when out of memory. */
+void *krt_aligned_alloc(size_t bytes);
+/* Rounds up to KRT_ALIGN; 0 when that overflows (callers treat it as too big). */
+uint64_t krt_round_up(uint64_t bytes);
+/* *out = a * b / a + b without overflow past INT64_MAX; 0 when it would overflow. */
+int krt_mul_i64(int64_t a, int64_t b, int64_t *out);
+int krt_add_i64(int64_t a, int64_t b, int64_t *out);
+uint32_t krt_crc32(const unsigned char *data, size_t size);
+
+/* ---- archive.c ---- */
+
+typedef struct {
+  char *name;
+  unsigned char *data; /* 64-byte aligned, owned */
+  size_t size;
+} krt_entry;
+
+typedef struct {
+  krt_entry entries[KRT_ENTRY_COUNT];
+  int32_t count;
+} krt_archive;
+
+/* Reads every entry of a plain tar archive into memory. Accepts only regular
+ * files named manifest.json, plan.json, params.bin or lib/NAME.so, each at most
+ * once and at most max_entry_bytes (and never more than the archive) long. */
+kiln_status krt_archive_read_file(const char *path, int64_t max_entry_bytes, krt_archive *out, krt_error *err);
+kiln_status krt_archive_read_memory(const void *data, size_t size, int64_t max_entry_bytes, krt_archive *out,
+                                    krt_error *err);
+void krt_archive_free(krt_archive *archive);
+krt_entry *krt_archive_find(krt_archive *archive, const char *name);
+
+/* ---- the model, filled in by the steps ---- */
+
+typedef struct {
+  char *name;
+  kiln_dtype dtype;
+  int32_t rank;
+  int64_t dims[KILN_MAX_RANK];
+  int64_t elements;
+  int64_t bytes;
+  unsigned char *data; /* inside the model's block */
+  int32_t set;         /* inputs: set since open */
+} krt_tensor;
+
+typedef enum { KRT_ARG_INPUT, KRT_ARG_OUTPUT, KRT_ARG_ARENA, KRT_ARG_PARAM } krt_arg_kind;
+
+typedef struct {
+  krt_arg_kind kind;
+  int64_t index;  /* input / output */
+  int64_t offset; /* arena / param */
+  int64_t bytes;  /* arena / param */
+} krt_arg;
+
+typedef struct {
+  char *name;
+  char *symbol;
+  int64_t flops;
+  kiln_kernel_fn fn;
+  int64_t first_arg; /* into kiln_model.arg_descs / .args */
+  int32_t arg_count;
+} krt_kernel;
+
+struct kiln_model {
+  char *name, *compiler_version, *target_name, *target_triple;
+  krt_tensor *inputs, *outputs;
+  int32_t input_count, output_count;
+  int64_t arena_bytes, weights_bytes, workspace_bytes;
+
+  krt_kernel *kernels;
+  int32_t kernel_count;
+  krt_arg *arg_descs;
+  void **args; /* precomputed buffer pointers, kernel k's at args + first_arg */
+  int64_t arg_count;
+
+  unsigned char *params; /* params.bin, 64-byte aligned, owned */
+  size_t params_size;
+  unsigned char *block; /* arena, workspace, inputs, outputs: the one allocation */
+  void *lib;            /* dlopen handle */
+
+  krt_pool *pool;
+  kiln_ctx ctx;
+  int32_t threads;
+
+  kiln_kernel_profile *profile;
+  int32_t profiling;
+  int32_t outputs_ready;
+  char last_error[KRT_ERR_MAX];
+};
+
+/* ---- manifest.c ---- */
+
+/* Parses and checks manifest.json, fills the model's description (names,
+ * target, inputs, outputs, sizes), checks that the archive holds exactly the
+ * entries it lists with the sizes and CRC32s it states. */
+kiln_status krt_manifest_load(kiln_model *model, krt_archive *archive, krt_error *err);
+
+/* ---- plan.c ---- */
+
+/* Parses and checks plan.json against the model's description. */
+kiln_status krt_plan_load(kiln_model *model, const krt_entry *plan, krt_error *err);
+/* Fills model->args from the descriptors once every buffer has its place. */
+void krt_plan_bind(kiln_model *model);
+
+/* ---- library.c ---- */
+
+/* dlopens the kernel library from a private copy and resolves every kernel's
+ * symbol, which must lie inside that library. */
+kiln_status krt_library_load(kiln_model *model, const krt_entry *lib, krt_error *err);
+void krt_library_close(void *handle);
+
+/* ---- json.c: cJSON access with type checks and messages naming the field ---- */
+
+struct cJSON;
+/* Parses a whole entry (nothing but whitespace may follow the value). */
+kiln_status krt_json_parse(const krt_entry *entry, struct cJSON **out, krt_error *err);
+/* obj must be an object without duplicated keys. */
+kiln_status krt_json_object(const struct cJSON *obj, const char *where, krt_error *err);
+/* A required member; where names the object ("manifest.json: inputs[0]"). */
+kiln_status krt_json_member(const struct cJSON *obj, const char *key, const char *where,
+                            const struct cJSON **out, krt_error *err);
+kiln_status krt_json_string(const struct cJSON *obj, const char *key, const char *where, const char **out,
+                            krt_error *err);
+/* An integral number in [min, max] (and within ±2^53, where doubles are exact). */
+kiln_status krt_json_int(const struct cJSON *obj, const char *key, const char *where, int64_t min, int64_t max,
+                         int64_t *out, krt_error *err);
+kiln_status krt_json_int_item(const struct cJSON *item, const char *where, int64_t min, int64_t max,
+                              int64_t *out, krt_error *err);
+kiln_status krt_json_array(const struct cJSON *obj, const char *key, const char *where, const struct cJSON **out,
+                           int32_t *count, krt_error *err);
+/* strdup that reports KILN_ERR_NOMEM. */
+kiln_status krt_strdup(const char *s, char **out, krt_error *err);
+
+#endif

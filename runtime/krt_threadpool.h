@@ -1,0 +1,43 @@
+/* krt_threadpool.h — the runtime's thread pool behind kiln_ctx.parallel_for.
+ *
+ * A pool of T threads is the calling thread plus T-1 persistent workers
+ * started once. parallel_for(n) splits [0, n) statically into min(T, n)
+ * contiguous chunks (chunk t = the t-th share, sizes differing by at most one),
+ * wakes the workers by bumping an atomic epoch, runs chunk 0 itself, then any
+ * chunk no worker has claimed yet, and waits for the rest. It never allocates
+ * or creates threads. With T = 1 there are
+ * no workers and parallel_for is a plain call (krt_serial_for). */
+#ifndef KILN_THREADPOOL_H
+#define KILN_THREADPOOL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln.h"
+#include "kiln_abi.h"
+
+typedef struct krt_pool krt_pool;
+
+/* The number of CPUs this process may run on (affinity mask), at least 1. */
+int32_t krt_online_cores(void);
+
+/* Starts a pool of `threads` threads (1..KILN_MAX_THREADS, the caller
+ * included). On failure *pool is NULL and msg says why. */
+kiln_status krt_pool_create(int32_t threads, krt_pool **pool, char *msg, size_t msglen);
+/* Stops and joins the workers; NULL is fine. Must not run during a parallel_for. */
+void krt_pool_destroy(krt_pool *pool);
+int32_t krt_pool_threads(const krt_pool *pool);
+
+/* Points ctx->parallel_for / ctx->pool at this pool (the serial version when
+ * the pool has one thread or pool is NULL). */
+void krt_pool_bind(krt_pool *pool, kiln_ctx *ctx);
+
+/* kiln_ctx.parallel_for implementations. Both return 0, or 1 when fn is NULL
+ * or n < 0. A parallel_for called from inside a task (or concurrently from
+ * another thread) runs its loop serially on the calling thread. */
+int32_t krt_pool_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n);
+int32_t krt_serial_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n);
+
+/* The static partition: chunk t of `chunks` over [0, n). */
+void krt_chunk(int64_t n, int32_t chunks, int32_t t, int64_t *begin, int64_t *end);
+
+#endif

@@ -1,0 +1,152 @@
+/* library.c — loads lib/<target>.so from memory and resolves the kernels.
+ *
+ * dlopen wants a path, and the bundle's library only exists in memory, so it
+ * is written to a private file first: an anonymous memfd (opened through
+ * /proc/self/fd) where the kernel has them, else a mkstemp file in $TMPDIR
+ * that is unlinked right after dlopen. Either way nobody else can swap the
+ * file, nothing is left on disk, and every model gets its own copy (RTLD_LOCAL:
+ * two bundles may export the same symbol names). Build with -DKRT_NO_MEMFD to
+ * use the temporary file always.
+ *
+ * A symbol is accepted only if it lies in an executable segment of that very
+ * library: dlsym also searches the library's dependencies, and a plan naming
+ * "system" or "memcpy" must not make run call into libc with buffer pointers. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "krt.h"
+
+static int write_all(int fd, const unsigned char *data, size_t size) {
+  while (size > 0) {
+    ssize_t w = write(fd, data, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return 0;
+    data += w;
+    size -= (size_t)w;
+  }
+  return 1;
+}
+
+/* Tries an anonymous memfd; returns 0 (and no handle) when memfds or /proc are
+ * not available, so the caller falls back to a temporary file. */
+static int open_via_memfd(const krt_entry *lib, void **handle, char *why, size_t whylen) {
+#if defined(__linux__) && defined(MFD_CLOEXEC) && !defined(KRT_NO_MEMFD)
+  int fd = memfd_create("kiln-kernels", MFD_CLOEXEC);
+  if (fd < 0) return 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  if (access(path, R_OK) != 0 || !write_all(fd, lib->data, lib->size)) {
+    close(fd);
+    return 0;
+  }
+  *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!*handle) {
+    const char *e = dlerror();
+    snprintf(why, whylen, "%s", e ? e : "dlopen failed");
+  }
+  close(fd);
+  return 1;
+#else
+  (void)lib, (void)handle, (void)why, (void)whylen;
+  return 0;
+#endif
+}
+
+static void open_via_tempfile(const krt_entry *lib, void **handle, char *why, size_t whylen) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/kiln-kernels-XXXXXX", dir) >= (int)sizeof path) {
+    snprintf(why, whylen, "TMPDIR is too long");
+    return;
+  }
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    snprintf(why, whylen, "cannot create a temporary file in %s: %s", dir, strerror(errno));
+    return;
+  }
+  if (!write_all(fd, lib->data, lib->size)) {
+    snprintf(why, whylen, "cannot write %.200s: %s", path, strerror(errno));
+  } else {
+    *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!*handle) {
+      const char *e = dlerror();
+      snprintf(why, whylen, "%s", e ? e : "dlopen failed");
+    }
+  }
+  unlink(path);
+  close(fd);
+}
+
+typedef struct {
+  const struct link_map *map;
+  uintptr_t addr;
+  int found_object;
+  int inside; /* 1: executable segment, 2: other segment */
+} symbol_probe;
+
+static int probe_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  symbol_probe *p = data;
+  if (info->dlpi_addr != p->map->l_addr || !info->dlpi_name || !p->map->l_name ||
+      strcmp(info->dlpi_name, p->map->l_name) != 0)
+    return 0;
+  p->found_object = 1;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    if (p->addr >= start && p->addr - start < (uintptr_t)ph->p_memsz) {
+      p->inside = (ph->p_flags & PF_X) ? 1 : 2;
+      break;
+    }
+  }
+  return 1;
+}
+
+static kiln_status resolve(kiln_model *m, const char *lib_name, krt_error *err) {
+  struct link_map *map = NULL;
+  if (dlinfo(m->lib, RTLD_DI_LINKMAP, &map) != 0 || !map)
+    return krt_fail(err, KILN_ERR_LOAD, "%s: cannot inspect the loaded library", lib_name);
+  for (int32_t k = 0; k < m->kernel_count; k++) {
+    krt_kernel *kn = &m->kernels[k];
+    dlerror();
+    void *sym = dlsym(m->lib, kn->symbol);
+    if (!sym)
+      return krt_fail(err, KILN_ERR_LOAD, "plan.json: kernels[%d] '%.64s': symbol '%s' is not exported by %s", k,
+                      kn->name, kn->symbol, lib_name);
+    symbol_probe probe = {map, (uintptr_t)sym, 0, 0};
+    dl_iterate_phdr(probe_object, &probe);
+    if (!probe.found_object || probe.inside == 0)
+      return krt_fail(err, KILN_ERR_LOAD, "plan.json: kernels[%d] '%.64s': symbol '%s' is not defined in %s", k,
+                      kn->name, kn->symbol, lib_name);
+    if (probe.inside != 1)
+      return krt_fail(err, KILN_ERR_LOAD, "plan.json: kernels[%d] '%.64s': symbol '%s' in %s is not code", k,
+                      kn->name, kn->symbol, lib_name);
+    /* POSIX guarantees that a dlsym'd function address converts to a pointer. */
+    memcpy(&kn->fn, &sym, sizeof sym);
+  }
+  return KILN_OK;
+}
+
+kiln_status krt_library_load(kiln_model *m, const krt_entry *lib, krt_error *err) {
+  static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
+  if (lib->size < 64 || memcmp(lib->data, elf_magic, 4) != 0)
+    return krt_fail(err, KILN_ERR_LOAD, "%s: not an ELF shared object", lib->name);
+  char why[KRT_ERR_MAX / 2] = "";
+  void *handle = NULL;
+  if (!open_via_memfd(lib, &handle, why, sizeof why)) open_via_tempfile(lib, &handle, why, sizeof why);
+  if (!handle) return krt_fail(err, KILN_ERR_LOAD, "%s: cannot load: %s", lib->name, why);
+  m->lib = handle;
+  return resolve(m, lib->name, err);
+}
+
+void krt_library_close(void *handle) {
+  if (handle) dlclose(handle);
+}

@@ -1,0 +1,221 @@
+/* manifest.c — manifest.json: what the bundle is and what it must contain.
+ *
+ * The format name and version are checked first, so a future bundle is
+ * reported as a version mismatch rather than as a pile of field errors. Then
+ * every field is type-checked and every tensor's shape made sane (rank ≤ 8, no
+ * negative dims, element and byte counts overflow-checked). Last, the manifest's
+ * "entries" table must name exactly plan.json, params.bin and lib/<target>.so,
+ * the archive must hold exactly those plus manifest.json, and each entry's
+ * size and CRC32 must match — that is what catches a corrupted download. Keys
+ * the runtime does not know are ignored, so a packer may add information
+ * without breaking older runtimes; anything that changes meaning bumps the
+ * format version. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "krt.h"
+
+#define MAX_SIZE ((int64_t)9007199254740992LL) /* 2^53: exact in a JSON double */
+
+static int is_target_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 64 || s[0] == '.') return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+          c == '.'))
+      return 0;
+  }
+  return 1;
+}
+
+static kiln_status parse_tensor(const cJSON *item, const char *where, krt_tensor *t, krt_error *err) {
+  if (krt_json_object(item, where, err) != KILN_OK) return err->status;
+  const char *name, *dtype;
+  if (krt_json_string(item, "name", where, &name, err) != KILN_OK) return err->status;
+  if (!*name) return krt_fail(err, KILN_ERR_FORMAT, "%s: empty name", where);
+  if (krt_json_string(item, "dtype", where, &dtype, err) != KILN_OK) return err->status;
+  if (kiln_dtype_from_name(dtype, &t->dtype) != KILN_OK)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: unknown dtype '%.32s'", where, dtype);
+  const cJSON *shape;
+  int32_t rank;
+  if (krt_json_array(item, "shape", where, &shape, &rank, err) != KILN_OK) return err->status;
+  if (rank > KILN_MAX_RANK)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: rank %d is over the limit of %d", where, rank, KILN_MAX_RANK);
+  t->rank = rank;
+  int64_t elements = 1;
+  int32_t d = 0;
+  for (const cJSON *dim = shape->child; dim; dim = dim->next, d++) {
+    char field[KRT_ERR_MAX / 2];
+    snprintf(field, sizeof field, "%s: shape[%d]", where, d);
+    if (krt_json_int_item(dim, field, 0, MAX_SIZE, &t->dims[d], err) != KILN_OK) return err->status;
+    if (!krt_mul_i64(elements, t->dims[d], &elements))
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: the element count overflows", where);
+  }
+  t->elements = elements;
+  if (!krt_mul_i64(elements, (int64_t)kiln_dtype_size(t->dtype), &t->bytes) || t->bytes > MAX_SIZE)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: the byte size overflows", where);
+  return krt_strdup(name, &t->name, err);
+}
+
+static kiln_status parse_tensors(const cJSON *root, const char *key, krt_tensor **out, int32_t *count,
+                                 krt_error *err) {
+  const cJSON *list;
+  int32_t n;
+  if (krt_json_array(root, key, "manifest.json", &list, &n, err) != KILN_OK) return err->status;
+  if (n > KRT_MAX_TENSORS)
+    return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: %d %s, over the limit of %d", n, key, KRT_MAX_TENSORS);
+  *out = calloc(n > 0 ? (size_t)n : 1, sizeof **out);
+  if (!*out) return krt_fail(err, KILN_ERR_NOMEM, "out of memory for %d %s", n, key);
+  *count = n;
+  int32_t i = 0;
+  for (const cJSON *item = list->child; item; item = item->next, i++) {
+    char where[64];
+    snprintf(where, sizeof where, "manifest.json: %s[%d]", key, i);
+    if (parse_tensor(item, where, &(*out)[i], err) != KILN_OK) return err->status;
+    for (int32_t j = 0; j < i; j++)
+      if (strcmp((*out)[j].name, (*out)[i].name) == 0)
+        return krt_fail(err, KILN_ERR_FORMAT, "%s: name '%.64s' is used by %s[%d] too", where, (*out)[i].name, key, j);
+  }
+  return KILN_OK;
+}
+
+static int parse_crc(const char *s, uint32_t *out) {
+  if (strlen(s) != 8) return 0;
+  uint32_t v = 0;
+  for (int i = 0; i < 8; i++) {
+    char c = s[i];
+    uint32_t d;
+    if (c >= '0' && c <= '9') d = (uint32_t)(c - '0');
+    else if (c >= 'a' && c <= 'f') d = (uint32_t)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') d = (uint32_t)(c - 'A' + 10);
+    else return 0;
+    v = v << 4 | d;
+  }
+  *out = v;
+  return 1;
+}
+
+/* Checks one listed entry against the archive: present, same size, same CRC32. */
+static kiln_status check_entry(const cJSON *entries, const char *name, krt_archive *archive, krt_error *err) {
+  char where[128];
+  snprintf(where, sizeof where, "manifest.json: entries['%s']", name);
+  const cJSON *item = NULL;
+  if (krt_json_member(entries, name, "manifest.json: entries", &item, err) != KILN_OK) return err->status;
+  if (krt_json_object(item, where, err) != KILN_OK) return err->status;
+  int64_t bytes;
+  const char *crc_text;
+  uint32_t crc;
+  if (krt_json_int(item, "bytes", where, 0, MAX_SIZE, &bytes, err) != KILN_OK) return err->status;
+  if (krt_json_string(item, "crc32", where, &crc_text, err) != KILN_OK) return err->status;
+  if (!parse_crc(crc_text, &crc))
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: crc32 must be 8 hex digits, got '%.16s'", where, crc_text);
+  krt_entry *e = krt_archive_find(archive, name);
+  if (!e) return krt_fail(err, KILN_ERR_FORMAT, "bundle: missing entry '%s'", name);
+  if ((uint64_t)bytes != (uint64_t)e->size)
+    return krt_fail(err, KILN_ERR_CHECKSUM, "bundle: '%s' is %zu bytes but the manifest says %lld", name, e->size,
+                    (long long)bytes);
+  uint32_t actual = krt_crc32(e->data, e->size);
+  if (actual != crc)
+    return krt_fail(err, KILN_ERR_CHECKSUM, "bundle: '%s' is corrupt: CRC32 %08x, the manifest says %08x", name,
+                    (unsigned)actual, (unsigned)crc);
+  return KILN_OK;
+}
+
+/* The archive must hold exactly manifest.json + the three listed entries. */
+static kiln_status check_entry_set(krt_archive *archive, const char *lib_name, krt_error *err) {
+  const char *expected[] = {"manifest.json", "plan.json", "params.bin", lib_name};
+  for (int i = 0; i < 4; i++)
+    if (!krt_archive_find(archive, expected[i])) {
+      for (int32_t j = 0; i == 3 && j < archive->count; j++)
+        if (strncmp(archive->entries[j].name, "lib/", 4) == 0)
+          return krt_fail(err, KILN_ERR_FORMAT, "bundle: library entry '%s' does not match the target (expected '%s')",
+                          archive->entries[j].name, lib_name);
+      return krt_fail(err, KILN_ERR_FORMAT, "bundle: missing entry '%s'", expected[i]);
+    }
+  /* Every archive entry is distinct and expected (archive.c) and the four above
+   * are present, so a fifth cannot exist; keep the invariant visible anyway. */
+  if (archive->count != 4) return krt_fail(err, KILN_ERR_FORMAT, "bundle: %d entries, expected 4", archive->count);
+  return KILN_OK;
+}
+
+static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, krt_error *err) {
+  const char *where = "manifest.json";
+  if (krt_json_object(root, where, err) != KILN_OK) return err->status;
+  const char *format;
+  if (krt_json_string(root, "format", where, &format, err) != KILN_OK) return err->status;
+  if (strcmp(format, "kiln-bundle") != 0)
+    return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: format is '%.32s', expected 'kiln-bundle'", format);
+  const cJSON *version;
+  if (krt_json_member(root, "format_version", where, &version, err) != KILN_OK) return err->status;
+  if (!cJSON_IsNumber(version))
+    return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: 'format_version' must be an integer");
+  if (version->valuedouble != KILN_BUNDLE_FORMAT_VERSION)
+    return krt_fail(err, KILN_ERR_VERSION, "bundle format version %g is not supported (this runtime reads version %d)",
+                    version->valuedouble, KILN_BUNDLE_FORMAT_VERSION);
+
+  const char *s;
+  if (krt_json_string(root, "model", where, &s, err) != KILN_OK || krt_strdup(s, &m->name, err) != KILN_OK)
+    return err->status;
+  if (krt_json_string(root, "compiler_version", where, &s, err) != KILN_OK ||
+      krt_strdup(s, &m->compiler_version, err) != KILN_OK)
+    return err->status;
+  const cJSON *target;
+  if (krt_json_member(root, "target", where, &target, err) != KILN_OK) return err->status;
+  if (krt_json_object(target, "manifest.json: target", err) != KILN_OK) return err->status;
+  if (krt_json_string(target, "name", "manifest.json: target", &s, err) != KILN_OK) return err->status;
+  if (!is_target_name(s))
+    return krt_fail(err, KILN_ERR_FORMAT,
+                    "manifest.json: target name '%.64s' must be 1-64 characters of [A-Za-z0-9_.-], not starting "
+                    "with '.'",
+                    s);
+  if (krt_strdup(s, &m->target_name, err) != KILN_OK) return err->status;
+  if (krt_json_string(target, "triple", "manifest.json: target", &s, err) != KILN_OK ||
+      krt_strdup(s, &m->target_triple, err) != KILN_OK)
+    return err->status;
+
+  if (parse_tensors(root, "inputs", &m->inputs, &m->input_count, err) != KILN_OK) return err->status;
+  if (parse_tensors(root, "outputs", &m->outputs, &m->output_count, err) != KILN_OK) return err->status;
+  if (m->output_count == 0) return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: the model has no outputs");
+  if (krt_json_int(root, "arena_bytes", where, 0, MAX_SIZE, &m->arena_bytes, err) != KILN_OK) return err->status;
+  if (krt_json_int(root, "weights_bytes", where, 0, MAX_SIZE, &m->weights_bytes, err) != KILN_OK)
+    return err->status;
+  if (krt_json_int(root, "workspace_bytes", where, 0, MAX_SIZE, &m->workspace_bytes, err) != KILN_OK)
+    return err->status;
+
+  /* entries: exactly plan.json, params.bin and lib/<target>.so. */
+  char lib_name[80];
+  snprintf(lib_name, sizeof lib_name, "lib/%s.so", m->target_name);
+  const cJSON *entries;
+  if (krt_json_member(root, "entries", where, &entries, err) != KILN_OK) return err->status;
+  if (krt_json_object(entries, "manifest.json: entries", err) != KILN_OK) return err->status;
+  for (const cJSON *e = entries->child; e; e = e->next) {
+    const char *key = e->string ? e->string : "";
+    if (strcmp(key, "plan.json") != 0 && strcmp(key, "params.bin") != 0 && strcmp(key, lib_name) != 0)
+      return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: entries: unexpected entry '%.64s' (expected plan.json, "
+                      "params.bin and %s)", key, lib_name);
+  }
+  if (check_entry_set(archive, lib_name, err) != KILN_OK) return err->status;
+  const char *listed[] = {"plan.json", "params.bin", lib_name};
+  for (int i = 0; i < 3; i++)
+    if (check_entry(entries, listed[i], archive, err) != KILN_OK) return err->status;
+
+  krt_entry *params = krt_archive_find(archive, "params.bin");
+  if ((uint64_t)m->weights_bytes != (uint64_t)params->size)
+    return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: weights_bytes is %lld but params.bin is %zu bytes",
+                    (long long)m->weights_bytes, params->size);
+  return KILN_OK;
+}
+
+kiln_status krt_manifest_load(kiln_model *model, krt_archive *archive, krt_error *err) {
+  krt_entry *entry = krt_archive_find(archive, "manifest.json");
+  if (!entry) return krt_fail(err, KILN_ERR_FORMAT, "bundle: missing entry 'manifest.json'");
+  cJSON *root;
+  if (krt_json_parse(entry, &root, err) != KILN_OK) return err->status;
+  load(model, root, archive, err);
+  cJSON_Delete(root);
+  return err->status;
+}

@@ -1,0 +1,376 @@
+/* model.c — the public API: open (validate + allocate everything), set
+ * inputs, run, read outputs, profile, close.
+ *
+ * Open is a straight line of steps (archive → manifest → params → plan →
+ * library → memory → buffer arrays → thread pool); each either succeeds or
+ * leaves a status and a message, and a failed open closes whatever the steps
+ * got to. Memory is one 64-byte aligned block laid out as
+ *   [arena][workspace][input 0]…[input n-1][output 0]…[output m-1]
+ * (each part rounded up to 64 bytes), plus params.bin kept where the archive
+ * reader put it. Inputs are copied in by set_input — so kernels always see
+ * aligned, runtime-owned buffers — and outputs are read in place. After open
+ * the buffer pointer array of every kernel is fixed, so run is only the calls
+ * (and two clock reads per kernel when profiling). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "krt.h"
+
+static kiln_status fail(kiln_model *m, kiln_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static kiln_status fail(kiln_model *m, kiln_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->last_error, sizeof m->last_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- open / close */
+
+static void free_tensors(krt_tensor *t, int32_t count) {
+  for (int32_t i = 0; t && i < count; i++) free(t[i].name);
+  free(t);
+}
+
+void kiln_model_close(kiln_model *m) {
+  if (!m) return;
+  krt_pool_destroy(m->pool);
+  krt_library_close(m->lib);
+  for (int32_t k = 0; m->kernels && k < m->kernel_count; k++) {
+    free(m->kernels[k].name);
+    free(m->kernels[k].symbol);
+  }
+  free(m->kernels);
+  free(m->profile);
+  free(m->arg_descs);
+  free(m->args);
+  free(m->block);
+  free(m->params);
+  free_tensors(m->inputs, m->input_count);
+  free_tensors(m->outputs, m->output_count);
+  free(m->name);
+  free(m->compiler_version);
+  free(m->target_name);
+  free(m->target_triple);
+  free(m);
+}
+
+/* Lays out and allocates the one block; points every tensor into it. */
+static kiln_status allocate_block(kiln_model *m, krt_error *err) {
+  uint64_t total = krt_round_up((uint64_t)m->arena_bytes);
+  uint64_t ws_offset = total;
+  int ok = total != 0 || m->arena_bytes == 0;
+  uint64_t part = krt_round_up((uint64_t)m->workspace_bytes);
+  ok = ok && total <= UINT64_MAX - part;
+  total += part;
+  for (int32_t pass = 0; pass < 2 && ok; pass++) {
+    krt_tensor *list = pass == 0 ? m->inputs : m->outputs;
+    int32_t count = pass == 0 ? m->input_count : m->output_count;
+    for (int32_t i = 0; i < count && ok; i++) {
+      part = krt_round_up((uint64_t)list[i].bytes);
+      ok = total <= UINT64_MAX - part;
+      list[i].data = (unsigned char *)(uintptr_t)total; /* an offset until the block exists */
+      total += part;
+    }
+  }
+  if (!ok || total > (uint64_t)INT64_MAX || total > (uint64_t)SIZE_MAX)
+    return krt_fail(err, KILN_ERR_NOMEM, "the arena, workspace, inputs and outputs do not fit in memory");
+  m->block = krt_aligned_alloc((size_t)total);
+  if (!m->block)
+    return krt_fail(err, KILN_ERR_NOMEM, "cannot allocate %llu bytes for the arena, workspace, inputs and outputs",
+                    (unsigned long long)total);
+  memset(m->block, 0, (size_t)total);
+  for (int32_t pass = 0; pass < 2; pass++) {
+    krt_tensor *list = pass == 0 ? m->inputs : m->outputs;
+    int32_t count = pass == 0 ? m->input_count : m->output_count;
+    for (int32_t i = 0; i < count; i++) list[i].data = m->block + (uintptr_t)list[i].data;
+  }
+  m->ctx.workspace = m->block + ws_offset;
+  m->ctx.workspace_bytes = m->workspace_bytes;
+  return KILN_OK;
+}
+
+static kiln_status start_pool(kiln_model *m, int32_t threads, krt_error *err) {
+  if (threads == 0) threads = krt_online_cores();
+  char msg[KRT_ERR_MAX / 2];
+  kiln_status s = krt_pool_create(threads, &m->pool, msg, sizeof msg);
+  if (s != KILN_OK) return krt_fail(err, s, "thread pool: %s", msg);
+  m->threads = threads;
+  krt_pool_bind(m->pool, &m->ctx);
+  return KILN_OK;
+}
+
+static kiln_status check_options(const kiln_options *o, krt_error *err) {
+  if (o->threads < 0 || o->threads > KILN_MAX_THREADS)
+    return krt_fail(err, KILN_ERR_INVALID_ARGUMENT, "options: threads %d is outside [0, %d]", o->threads,
+                    KILN_MAX_THREADS);
+  if (o->max_entry_bytes < 0)
+    return krt_fail(err, KILN_ERR_INVALID_ARGUMENT, "options: max_entry_bytes %lld is negative",
+                    (long long)o->max_entry_bytes);
+  return KILN_OK;
+}
+
+/* Everything after the archive has been read. */
+static kiln_status build(kiln_model *m, krt_archive *archive, const kiln_options *o, krt_error *err) {
+  if (krt_manifest_load(m, archive, err) != KILN_OK) return err->status;
+  krt_entry *params = krt_archive_find(archive, "params.bin");
+  m->params = params->data; /* taken over: 64-byte aligned already */
+  m->params_size = params->size;
+  params->data = NULL;
+  if (krt_plan_load(m, krt_archive_find(archive, "plan.json"), err) != KILN_OK) return err->status;
+  char lib_name[80];
+  snprintf(lib_name, sizeof lib_name, "lib/%s.so", m->target_name);
+  if (krt_library_load(m, krt_archive_find(archive, lib_name), err) != KILN_OK) return err->status;
+  if (allocate_block(m, err) != KILN_OK) return err->status;
+  krt_plan_bind(m);
+  if (start_pool(m, o->threads, err) != KILN_OK) return err->status;
+  m->profiling = o->profile != 0;
+  return KILN_OK;
+}
+
+static kiln_status finish_open(krt_error *err, kiln_model *m, kiln_model **out, char *errbuf, size_t errlen) {
+  if (err->status != KILN_OK) {
+    kiln_model_close(m);
+    if (errbuf && errlen > 0) snprintf(errbuf, errlen, "%s", err->msg);
+    return err->status;
+  }
+  if (errbuf && errlen > 0) errbuf[0] = '\0';
+  *out = m;
+  return KILN_OK;
+}
+
+typedef struct {
+  const char *path;
+  const void *data;
+  size_t size;
+} bundle_source;
+
+static kiln_status open_any(const bundle_source *src, const kiln_options *options, kiln_model **out, char *errbuf,
+                            size_t errlen) {
+  krt_error err = {KILN_OK, ""};
+  if (!out) {
+    krt_fail(&err, KILN_ERR_INVALID_ARGUMENT, "kiln_model_open: model pointer is NULL");
+    return finish_open(&err, NULL, out, errbuf, errlen);
+  }
+  *out = NULL;
+  kiln_options o;
+  kiln_options_init(&o);
+  if (options) o = *options;
+  if (check_options(&o, &err) != KILN_OK) return finish_open(&err, NULL, out, errbuf, errlen);
+  kiln_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    krt_fail(&err, KILN_ERR_NOMEM, "out of memory for the model");
+    return finish_open(&err, NULL, out, errbuf, errlen);
+  }
+  m->threads = 1;
+  krt_archive archive;
+  if (src->path) krt_archive_read_file(src->path, o.max_entry_bytes, &archive, &err);
+  else krt_archive_read_memory(src->data, src->size, o.max_entry_bytes, &archive, &err);
+  if (err.status == KILN_OK) build(m, &archive, &o, &err);
+  krt_archive_free(&archive);
+  return finish_open(&err, m, out, errbuf, errlen);
+}
+
+kiln_status kiln_model_open(const char *path, const kiln_options *options, kiln_model **model, char *errbuf,
+                            size_t errlen) {
+  if (!path) {
+    if (model) *model = NULL;
+    if (errbuf && errlen > 0) snprintf(errbuf, errlen, "kiln_model_open: path is NULL");
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  bundle_source src = {path, NULL, 0};
+  return open_any(&src, options, model, errbuf, errlen);
+}
+
+kiln_status kiln_model_open_memory(const void *data, size_t size, const kiln_options *options, kiln_model **model,
+                                   char *errbuf, size_t errlen) {
+  if (!data && size > 0) {
+    if (model) *model = NULL;
+    if (errbuf && errlen > 0) snprintf(errbuf, errlen, "kiln_model_open_memory: data is NULL");
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  bundle_source src = {NULL, data, size};
+  return open_any(&src, options, model, errbuf, errlen);
+}
+
+/* ---------------------------------------------------------------- description */
+
+const char *kiln_model_name(const kiln_model *m) { return m ? m->name : ""; }
+const char *kiln_model_compiler_version(const kiln_model *m) { return m ? m->compiler_version : ""; }
+const char *kiln_model_target_name(const kiln_model *m) { return m ? m->target_name : ""; }
+const char *kiln_model_target_triple(const kiln_model *m) { return m ? m->target_triple : ""; }
+int32_t kiln_model_input_count(const kiln_model *m) { return m ? m->input_count : 0; }
+int32_t kiln_model_output_count(const kiln_model *m) { return m ? m->output_count : 0; }
+int64_t kiln_model_arena_bytes(const kiln_model *m) { return m ? m->arena_bytes : 0; }
+int64_t kiln_model_weights_bytes(const kiln_model *m) { return m ? m->weights_bytes : 0; }
+int64_t kiln_model_workspace_bytes(const kiln_model *m) { return m ? m->workspace_bytes : 0; }
+int32_t kiln_model_kernel_count(const kiln_model *m) { return m ? m->kernel_count : 0; }
+int32_t kiln_model_threads(const kiln_model *m) { return m ? m->threads : 0; }
+const char *kiln_model_last_error(const kiln_model *m) { return m ? m->last_error : "model is NULL"; }
+
+static void fill_info(const krt_tensor *t, kiln_tensor_info *info) {
+  memset(info, 0, sizeof *info);
+  info->name = t->name;
+  info->dtype = t->dtype;
+  info->rank = t->rank;
+  memcpy(info->dims, t->dims, sizeof info->dims);
+  info->elements = t->elements;
+  info->bytes = t->bytes;
+}
+
+kiln_status kiln_model_input_info(const kiln_model *m, int32_t index, kiln_tensor_info *info) {
+  if (!m || !info || index < 0 || index >= m->input_count) return KILN_ERR_INVALID_ARGUMENT;
+  fill_info(&m->inputs[index], info);
+  return KILN_OK;
+}
+
+kiln_status kiln_model_output_info(const kiln_model *m, int32_t index, kiln_tensor_info *info) {
+  if (!m || !info || index < 0 || index >= m->output_count) return KILN_ERR_INVALID_ARGUMENT;
+  fill_info(&m->outputs[index], info);
+  return KILN_OK;
+}
+
+static int32_t find(const krt_tensor *list, int32_t count, const char *name) {
+  for (int32_t i = 0; name && i < count; i++)
+    if (strcmp(list[i].name, name) == 0) return i;
+  return -1;
+}
+
+int32_t kiln_model_input_index(const kiln_model *m, const char *name) {
+  return m ? find(m->inputs, m->input_count, name) : -1;
+}
+
+int32_t kiln_model_output_index(const kiln_model *m, const char *name) {
+  return m ? find(m->outputs, m->output_count, name) : -1;
+}
+
+/* ---------------------------------------------------------------- inputs, run, outputs */
+
+static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (int32_t i = 0; i < rank && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+static kiln_status unknown_input(kiln_model *m, const char *name) {
+  char list[256] = "";
+  size_t n = 0;
+  for (int32_t i = 0; i < m->input_count && n < sizeof list; i++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s'", i ? ", " : "", m->inputs[i].name);
+  if (m->input_count == 0) snprintf(list, sizeof list, "none");
+  return fail(m, KILN_ERR_NAME, "set_input: the model has no input named '%.64s' (its inputs: %s)", name, list);
+}
+
+kiln_status kiln_model_set_input(kiln_model *m, const char *name, kiln_dtype dtype, int32_t rank,
+                                 const int64_t *dims, const void *data, size_t bytes) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  if (!name) return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: name is NULL");
+  int32_t i = find(m->inputs, m->input_count, name);
+  if (i < 0) return unknown_input(m, name);
+  krt_tensor *t = &m->inputs[i];
+  if (dtype != t->dtype)
+    return fail(m, KILN_ERR_DTYPE, "set_input: input '%s' is %s, got %s", t->name, kiln_dtype_name(t->dtype),
+                kiln_dtype_name(dtype));
+  char want[256], got[256];
+  format_dims(want, sizeof want, t->rank, t->dims);
+  if (rank < 0 || rank > KILN_MAX_RANK)
+    return fail(m, KILN_ERR_SHAPE, "set_input: input '%s' has shape %s, got rank %d", t->name, want, rank);
+  if (rank > 0 && !dims)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: input '%s': dims is NULL with rank %d", t->name, rank);
+  int same = rank == t->rank;
+  for (int32_t d = 0; same && d < rank; d++) same = dims[d] == t->dims[d];
+  if (!same) {
+    format_dims(got, sizeof got, rank, dims);
+    return fail(m, KILN_ERR_SHAPE, "set_input: input '%s' has shape %s, got %s", t->name, want, got);
+  }
+  if ((uint64_t)bytes != (uint64_t)t->bytes)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: input '%s' (%s %s) is %lld bytes, got %zu", t->name,
+                kiln_dtype_name(t->dtype), want, (long long)t->bytes, bytes);
+  if (!data && bytes > 0) return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: input '%s': data is NULL", t->name);
+  if (bytes > 0) memcpy(t->data, data, bytes);
+  t->set = 1;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_run(kiln_model *m) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  for (int32_t i = 0; i < m->input_count; i++)
+    if (!m->inputs[i].set) return fail(m, KILN_ERR_RUN, "run: input '%s' has not been set", m->inputs[i].name);
+  m->outputs_ready = 0;
+  for (int32_t k = 0; k < m->kernel_count; k++) {
+    const krt_kernel *kn = &m->kernels[k];
+    int32_t rc;
+    if (m->profiling) {
+      int64_t t0 = now_ns();
+      rc = kn->fn(m->args + kn->first_arg, &m->ctx);
+      m->profile[k].total_ns += now_ns() - t0;
+      m->profile[k].calls++;
+    } else {
+      rc = kn->fn(m->args + kn->first_arg, &m->ctx);
+    }
+    if (rc != 0) return fail(m, KILN_ERR_RUN, "run: kernel %d '%s' failed with status %d", k, kn->name, (int)rc);
+  }
+  m->outputs_ready = 1;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_output(kiln_model *m, int32_t index, const void **data, kiln_tensor_info *info) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  if (!data) return fail(m, KILN_ERR_INVALID_ARGUMENT, "output: data pointer is NULL");
+  *data = NULL;
+  if (index < 0 || index >= m->output_count)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "output: index %d is out of range (the model has %d outputs)", index,
+                m->output_count);
+  if (!m->outputs_ready) return fail(m, KILN_ERR_RUN, "output: no successful run yet");
+  *data = m->outputs[index].data;
+  if (info) fill_info(&m->outputs[index], info);
+  return KILN_OK;
+}
+
+/* ---------------------------------------------------------------- threads, profile */
+
+kiln_status kiln_model_set_threads(kiln_model *m, int32_t threads) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  if (threads < 0 || threads > KILN_MAX_THREADS)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_threads: %d is outside [0, %d]", threads, KILN_MAX_THREADS);
+  int32_t want = threads == 0 ? krt_online_cores() : threads;
+  if (want == m->threads && m->pool) return KILN_OK;
+  krt_pool_destroy(m->pool);
+  m->pool = NULL;
+  m->threads = 1;
+  krt_pool_bind(NULL, &m->ctx); /* serial until the new pool is up */
+  krt_error err = {KILN_OK, ""};
+  if (start_pool(m, want, &err) != KILN_OK) return fail(m, err.status, "set_threads: %s (running serially)", err.msg);
+  return KILN_OK;
+}
+
+kiln_status kiln_model_set_profile(kiln_model *m, int32_t enabled) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  m->profiling = enabled != 0;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_profile(const kiln_model *m, const kiln_kernel_profile **entries, int32_t *count) {
+  if (!m || !entries || !count) return KILN_ERR_INVALID_ARGUMENT;
+  *entries = m->profile;
+  *count = m->kernel_count;
+  return KILN_OK;
+}
+
+void kiln_model_profile_reset(kiln_model *m) {
+  for (int32_t k = 0; m && k < m->kernel_count; k++) {
+    m->profile[k].calls = 0;
+    m->profile[k].total_ns = 0;
+  }
+}

@@ -1,0 +1,170 @@
+/* plan.c — plan.json: the ordered kernel calls and where each buffer lives.
+ *
+ * A kernel argument is a graph input or output (by index), a range of the arena
+ * (intermediate values and workspace) or a range of params.bin (constants).
+ * Every range is checked here, once, so that run can hand raw pointers to the
+ * kernels without looking: offset and bytes are non-negative integers,
+ * offset + bytes does not overflow and stays inside the arena / params.bin,
+ * and offsets are 64-byte aligned (the memory planner's alignment, which the
+ * generated code is allowed to assume). Every graph output must be passed to
+ * at least one kernel, otherwise nothing would ever write it.
+ *
+ * After the model's memory block is allocated, krt_plan_bind turns the
+ * descriptors into the flat array of buffer pointers run passes to kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "krt.h"
+
+#define MAX_SIZE ((int64_t)9007199254740992LL) /* 2^53 */
+
+static int is_identifier(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > KRT_MAX_SYMBOL) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return 0;
+  }
+  return 1;
+}
+
+static kiln_status parse_range(const cJSON *item, const char *where, const char *what, int64_t limit, krt_arg *arg,
+                               krt_error *err) {
+  if (krt_json_int(item, "offset", where, 0, MAX_SIZE, &arg->offset, err) != KILN_OK) return err->status;
+  if (krt_json_int(item, "bytes", where, 0, MAX_SIZE, &arg->bytes, err) != KILN_OK) return err->status;
+  if (arg->offset % KRT_ALIGN != 0)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: %s offset %lld is not %d-byte aligned", where, what,
+                    (long long)arg->offset, KRT_ALIGN);
+  int64_t end;
+  if (!krt_add_i64(arg->offset, arg->bytes, &end) || end > limit)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: %s range [%lld, %lld + %lld) is past the end of the %s (%lld bytes)",
+                    where, what, (long long)arg->offset, (long long)arg->offset, (long long)arg->bytes, what,
+                    (long long)limit);
+  return KILN_OK;
+}
+
+static kiln_status parse_arg(const kiln_model *m, const cJSON *item, const char *where, krt_arg *arg,
+                             krt_error *err) {
+  if (krt_json_object(item, where, err) != KILN_OK) return err->status;
+  const char *kind;
+  if (krt_json_string(item, "kind", where, &kind, err) != KILN_OK) return err->status;
+  if (strcmp(kind, "input") == 0 || strcmp(kind, "output") == 0) {
+    int is_input = kind[0] == 'i';
+    int32_t count = is_input ? m->input_count : m->output_count;
+    arg->kind = is_input ? KRT_ARG_INPUT : KRT_ARG_OUTPUT;
+    if (count == 0) return krt_fail(err, KILN_ERR_FORMAT, "%s: refers to an %s but the model has none", where, kind);
+    return krt_json_int(item, "index", where, 0, count - 1, &arg->index, err);
+  }
+  if (strcmp(kind, "arena") == 0) {
+    arg->kind = KRT_ARG_ARENA;
+    return parse_range(item, where, "arena", m->arena_bytes, arg, err);
+  }
+  if (strcmp(kind, "param") == 0) {
+    arg->kind = KRT_ARG_PARAM;
+    return parse_range(item, where, "params.bin", (int64_t)m->params_size, arg, err);
+  }
+  return krt_fail(err, KILN_ERR_FORMAT, "%s: unknown argument kind '%.32s' (expected input, output, arena or param)",
+                  where, kind);
+}
+
+static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
+  if (krt_json_object(root, "plan.json", err) != KILN_OK) return err->status;
+  const cJSON *kernels;
+  int32_t n;
+  if (krt_json_array(root, "kernels", "plan.json", &kernels, &n, err) != KILN_OK) return err->status;
+  if (n == 0) return krt_fail(err, KILN_ERR_FORMAT, "plan.json: no kernels");
+  if (n > KRT_MAX_KERNELS)
+    return krt_fail(err, KILN_ERR_FORMAT, "plan.json: %d kernels, over the limit of %d", n, KRT_MAX_KERNELS);
+
+  /* Count the arguments first so that everything is allocated once. */
+  int64_t total = 0;
+  int32_t k = 0;
+  for (const cJSON *kernel = kernels->child; kernel; kernel = kernel->next, k++) {
+    char where[64];
+    snprintf(where, sizeof where, "plan.json: kernels[%d]", k);
+    if (krt_json_object(kernel, where, err) != KILN_OK) return err->status;
+    const cJSON *args;
+    int32_t count;
+    if (krt_json_array(kernel, "args", where, &args, &count, err) != KILN_OK) return err->status;
+    if (count > KRT_MAX_KERNEL_ARGS)
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: %d arguments, over the limit of %d", where, count,
+                      KRT_MAX_KERNEL_ARGS);
+    total += count;
+  }
+  m->kernels = calloc((size_t)n, sizeof *m->kernels);
+  m->profile = calloc((size_t)n, sizeof *m->profile);
+  m->arg_descs = calloc(total > 0 ? (size_t)total : 1, sizeof *m->arg_descs);
+  m->args = calloc(total > 0 ? (size_t)total : 1, sizeof *m->args);
+  if (!m->kernels || !m->profile || !m->arg_descs || !m->args)
+    return krt_fail(err, KILN_ERR_NOMEM, "out of memory for a plan of %d kernels", n);
+  m->kernel_count = n;
+  m->arg_count = total;
+
+  int64_t next = 0;
+  k = 0;
+  for (const cJSON *kernel = kernels->child; kernel; kernel = kernel->next, k++) {
+    krt_kernel *kn = &m->kernels[k];
+    char where[64];
+    snprintf(where, sizeof where, "plan.json: kernels[%d]", k);
+    const char *s;
+    if (krt_json_string(kernel, "name", where, &s, err) != KILN_OK) return err->status;
+    if (!*s) return krt_fail(err, KILN_ERR_FORMAT, "%s: empty name", where);
+    if (krt_strdup(s, &kn->name, err) != KILN_OK) return err->status;
+    if (krt_json_string(kernel, "symbol", where, &s, err) != KILN_OK) return err->status;
+    if (!is_identifier(s))
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: symbol '%.64s' is not a C identifier of at most %d characters",
+                      where, s, KRT_MAX_SYMBOL);
+    if (krt_strdup(s, &kn->symbol, err) != KILN_OK) return err->status;
+    if (krt_json_int(kernel, "flops", where, 0, MAX_SIZE, &kn->flops, err) != KILN_OK) return err->status;
+    const cJSON *args;
+    int32_t count;
+    if (krt_json_array(kernel, "args", where, &args, &count, err) != KILN_OK) return err->status;
+    kn->first_arg = next;
+    kn->arg_count = count;
+    int32_t a = 0;
+    for (const cJSON *arg = args->child; arg; arg = arg->next, a++) {
+      char arg_where[96];
+      snprintf(arg_where, sizeof arg_where, "%s.args[%d]", where, a);
+      if (parse_arg(m, arg, arg_where, &m->arg_descs[next++], err) != KILN_OK) return err->status;
+    }
+    m->profile[k].name = kn->name;
+    m->profile[k].flops = kn->flops;
+  }
+
+  unsigned char *used = calloc((size_t)m->output_count, 1);
+  if (!used) return krt_fail(err, KILN_ERR_NOMEM, "out of memory checking the plan's outputs");
+  for (int64_t i = 0; i < total; i++)
+    if (m->arg_descs[i].kind == KRT_ARG_OUTPUT) used[m->arg_descs[i].index] = 1;
+  for (int32_t o = 0; o < m->output_count; o++)
+    if (!used[o]) {
+      free(used);
+      return krt_fail(err, KILN_ERR_FORMAT, "plan.json: output %d ('%.64s') is not passed to any kernel", o,
+                      m->outputs[o].name);
+    }
+  free(used);
+  return KILN_OK;
+}
+
+kiln_status krt_plan_load(kiln_model *model, const krt_entry *plan, krt_error *err) {
+  cJSON *root;
+  if (krt_json_parse(plan, &root, err) != KILN_OK) return err->status;
+  load(model, root, err);
+  cJSON_Delete(root);
+  return err->status;
+}
+
+void krt_plan_bind(kiln_model *m) {
+  for (int64_t i = 0; i < m->arg_count; i++) {
+    const krt_arg *a = &m->arg_descs[i];
+    switch (a->kind) {
+    case KRT_ARG_INPUT: m->args[i] = m->inputs[a->index].data; break;
+    case KRT_ARG_OUTPUT: m->args[i] = m->outputs[a->index].data; break;
+    case KRT_ARG_ARENA: m->args[i] = m->block + a->offset; break;
+    case KRT_ARG_PARAM: m->args[i] = m->params + a->offset; break;
+    }
+  }
+}
