@@ -135,6 +135,16 @@ int gir_infer_pool(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
 }
 
+int gir_infer_pool_index(gir_graph *g, gir_node *n, gir_err *err) {
+  /* the windows of a max pool; storage_order 1 (column-major indices) only for 2-D */
+  int64_t so = gir_attr_int(n, "storage_order", 0);
+  if (so != 0 && (so != 1 || n->in[0]->shape.rank != 4)) return gir_errf(err, "storage_order must be 0, or 1 for 2-D");
+  if (gir_attr_int(n, "fn", -1) != GIR_POOL_MAX) return gir_errf(err, "pool_index needs fn=max");
+  if (gir_infer_pool(g, n, err) < 0) return -1;
+  n->out[0]->dtype = GIR_I64;
+  return 0;
+}
+
 int gir_infer_lrn(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   if (n->in[0]->shape.rank < 3 || gir_attr_int(n, "size", 0) < 1) return gir_errf(err, "lrn needs rank >= 3 and size >= 1");

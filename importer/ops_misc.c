@@ -42,7 +42,15 @@ int imp_cv_Dropout(imp_ctx *c, imp_node *n) {
   if (n->n_in > 2 && n->in[2]) {
     const void *tm = imp_const_data(c, n->in[2], "input 'training_mode'");
     if (!tm) return -1;
-    if (*(const uint8_t *)tm) return imp_unsupported_node(c, n, "training_mode=true (random dropout)");
+    /* training with ratio 0 drops nothing: deterministic, the identity */
+    double ratio = 0.5;
+    if (n->n_in > 1 && n->in[1]) {
+      const void *r = imp_const_data(c, n->in[1], "input 'ratio'");
+      if (!r) return -1;
+      ratio = gir_load_f64(n->in[1]->dtype, r, 0);
+    }
+    if (*(const uint8_t *)tm && ratio != 0)
+      return imp_unsupported_node(c, n, "training_mode=true with ratio %g (random dropout)", ratio);
   }
   gir_value *x = n->in[0];
   if (imp_set_output(c, n, 0, x) < 0) return -1;

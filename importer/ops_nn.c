@@ -10,7 +10,7 @@
  * the quantization ops into cast/round/clamp around integer matmul/conv, Einsum
  * into transpose/reshape/matmul/reduce. Softmax-family ops before opset 13
  * coerce their input to 2-D at `axis`; that coercion is spelled out as reshapes.
- * What cannot be expressed (training-mode statistics, MaxPool indices, float8 and
+ * What cannot be expressed (float8 and
  * sub-byte quantized types) is reported unsupported with the reason. */
 #include <math.h>
 #include <string.h>
@@ -394,13 +394,48 @@ int imp_cv_MatMul(imp_ctx *c, imp_node *n) {
 /* Inference mode: y = (x - mean) * (scale / sqrt(var + eps)) + bias, with the
  * per-channel vectors reshaped to [C,1,...] (or, opset 7 spatial=0, used as the
  * [C,D1,...] tensors they are). */
+/* Training mode (opset 14+), as the onnx reference: Y is normalized with the
+ * batch statistics (population variance over every axis but the channel axis 1);
+ * running_mean / running_var are the inputs moved toward them by momentum:
+ *   m_b = mean(x), v_b = mean((x - m_b)^2)
+ *   y = scale (x - m_b) / sqrt(v_b + eps) + B
+ *   running_mean = mean * momentum + m_b * (1 - momentum)   (running_var alike) */
+static int batchnorm_training(imp_ctx *c, imp_node *n, gir_value *x, gir_value *const *p) {
+  if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
+  int r = x->shape.rank;
+  if (r < 2) return imp_fail(c, "X needs rank >= 2 (N, C, ...)");
+  int64_t ch = x->shape.dims[1], axes[GIR_MAX_RANK];
+  int32_t na = 0;
+  for (int i = 0; i < r; i++)
+    if (i != 1) axes[na++] = i;
+  for (int i = 0; i < 4; i++)
+    if (gir_value_numel(p[i]) != ch) return imp_fail(c, "input %d needs C=%lld values", i + 1, (long long)ch);
+  double eps = imp_attr_float(n, "epsilon", 1e-5), momentum = imp_attr_float(n, "momentum", 0.9);
+  gir_value *mb = imp_reduce(c, GIR_REDUCE_MEAN, x, axes, na, 1); /* [1, C, 1, ...] */
+  gir_value *d = sub(c, x, mb);
+  gir_value *vb = imp_reduce(c, GIR_REDUCE_MEAN, mul(c, d, d), axes, na, 1);
+  gir_value *scale = along_axis(c, imp_cast(c, p[0], x->dtype), r, 1), *bias = along_axis(c, imp_cast(c, p[1], x->dtype), r, 1);
+  gir_value *y = add(c, divide(c, mul(c, scale, d), imp_unary(c, GIR_UNARY_SQRT, add(c, vb, imp_scalar_like(c, x, eps)))), bias);
+  if (imp_set_output(c, n, 0, y) < 0) return -1;
+  int64_t cdim = ch;
+  for (int k = 0; k < 2; k++) {
+    if (!out_wanted(n, 1 + k)) continue;
+    gir_value *run = p[2 + k], *batch = imp_reshape(c, k ? vb : mb, 1, &cdim);
+    if (!batch) return -1;
+    batch = imp_cast(c, batch, run->dtype);
+    gir_value *upd = add(c, mul(c, imp_reshape(c, run, 1, &cdim), imp_scalar_like(c, run, momentum)),
+                         mul(c, batch, imp_scalar_like(c, run, 1 - momentum)));
+    if (imp_set_output(c, n, 1 + k, upd) < 0) return -1;
+  }
+  return 0;
+}
+
 int imp_cv_BatchNormalization(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *p[4] = {in_at(n, 1), in_at(n, 2), in_at(n, 3), in_at(n, 4)};
   if (!x || !p[0] || !p[1] || !p[2] || !p[3]) return imp_fail(c, "needs inputs X, scale, B, mean and var");
   if (n->opset < 7 && imp_attr(n, "is_test") && !imp_attr_int(n, "is_test", 0))
     return imp_unsupported_node(c, n, "training mode (is_test=0)");
-  if (n->opset >= 14 && imp_attr_int(n, "training_mode", 0))
-    return imp_unsupported_node(c, n, "training_mode=1 (batch statistics and running-mean updates)");
+  if (n->opset >= 14 && imp_attr_int(n, "training_mode", 0)) return batchnorm_training(c, n, x, p);
   for (int i = 1; i < n->n_out; i++)
     if (out_wanted(n, i)) return imp_unsupported_node(c, n, "training outputs (mean, var, saved statistics)");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
@@ -594,7 +629,7 @@ static int cv_pool(imp_ctx *c, imp_node *n, gir_pool_fn fn) {
   int dil_ok, ceil_ok = n->opset >= 10, count_pad = 0;
   int64_t p = 0;
   if (fn == GIR_POOL_MAX) {
-    if (out_wanted(n, 1)) return imp_unsupported_node(c, n, "the Indices output of MaxPool");
+    if (out_wanted(n, 1) && n->opset < 8) return imp_fail(c, "MaxPool has one output before opset 8");
     dil_ok = n->opset >= 10;
   } else if (fn == GIR_POOL_AVG) {
     dil_ok = n->opset >= 19;
@@ -620,7 +655,17 @@ static int cv_pool(imp_ctx *c, imp_node *n, gir_pool_fn fn) {
   gir_attr_set_int(c->g, g, "ceil", ceil);
   gir_attr_set_int(c->g, g, "count_include_pad", count_pad);
   if (fn == GIR_POOL_LP) gir_attr_set_int(c->g, g, "p", p);
-  return imp_set_output(c, n, 0, imp_finish(c, g));
+  if (imp_set_output(c, n, 0, imp_finish(c, g)) < 0) return -1;
+  if (fn == GIR_POOL_MAX && out_wanted(n, 1)) { /* Indices: flat positions of the maxima */
+    gir_node *ix = imp_new_node(c, GIR_OP_pool_index, &x, 1, 1);
+    gir_attr_set_int(c->g, ix, "fn", GIR_POOL_MAX);
+    gir_attr_set_ints(c->g, ix, "kernel", w.kernel, w.k);
+    set_window_attrs(c, ix, &w);
+    gir_attr_set_int(c->g, ix, "ceil", ceil);
+    gir_attr_set_int(c->g, ix, "storage_order", imp_attr_int(n, "storage_order", 0));
+    if (imp_set_output(c, n, 1, imp_finish(c, ix)) < 0) return -1;
+  }
+  return 0;
 }
 
 int imp_cv_MaxPool(imp_ctx *c, imp_node *n) { return cv_pool(c, n, GIR_POOL_MAX); }

@@ -165,6 +165,50 @@ int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
   return 0;
 }
 
+/* The first maximum of each window (taps in row-major order, padding skipped),
+ * as a flat index into x: ((n*C + c) * H + h) * W + w, or with storage_order 1
+ * (2-D only) (n*C + c) * H * W + h + w * H, like ONNX Runtime. */
+int lower_compute_pool_index(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0];
+  int k = x->rank - 2;
+  int64_t st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK], ks[GIR_MAX_RANK];
+  spatial(n, "kernel", k, 1, ks);
+  spatial(n, "strides", k, 1, st);
+  spatial(n, "dilations", k, 1, dl);
+  spatial(n, "pads", 2 * k, 0, pd);
+  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  for (int i = 0; i < k; i++) rv[i] = te_var_new(c, "rk", ks[i]);
+  te_expr *xi[GIR_MAX_RANK], *inside = NULL;
+  xi[0] = te_v(c, ax[0]);
+  xi[1] = te_v(c, ax[1]);
+  for (int i = 0; i < k; i++) {
+    te_expr *base = te_sub(c, te_mul(c, te_v(c, ax[2 + i]), te_int(c, st[i])), te_int(c, pd[i]));
+    xi[2 + i] = te_add(c, base, te_mul(c, te_v(c, rv[i]), te_int(c, dl[i])));
+    te_expr *ok = te_in_range(c, xi[2 + i], x->shape[2 + i]);
+    inside = inside ? te_and(c, inside, ok) : ok;
+  }
+  gir_dtype t = acc_type(x->dtype);
+  te_expr *v = te_select(c, inside, te_cast(c, t, te_load(c, x, xi)), te_const(c, t, -INFINITY));
+  te_expr *tap = te_argreduce(c, TE_ARGMAX, rv, k, v, 0);
+  /* tap → input position on each spatial axis → flat index */
+  te_expr *flat = te_add(c, te_mul(c, te_v(c, ax[0]), te_int(c, x->shape[1])), te_v(c, ax[1]));
+  te_expr *pos[GIR_MAX_RANK];
+  int64_t below = 1;
+  for (int i = k - 1; i >= 0; i--) {
+    te_expr *ki = te_bin(c, TE_MOD, te_div(c, tap, te_int(c, below)), te_int(c, ks[i]));
+    below *= ks[i];
+    pos[i] = te_add(c, te_sub(c, te_mul(c, te_v(c, ax[2 + i]), te_int(c, st[i])), te_int(c, pd[i])), te_mul(c, ki, te_int(c, dl[i])));
+  }
+  if (gir_attr_int(n, "storage_order", 0) == 1) {
+    te_expr *hw = te_mul(c, flat, te_int(c, x->shape[2] * x->shape[3]));
+    flat = te_add(c, hw, te_add(c, pos[0], te_mul(c, pos[1], te_int(c, x->shape[2]))));
+  } else
+    for (int i = 0; i < k; i++) flat = te_add(c, te_mul(c, flat, te_int(c, x->shape[2 + i])), pos[i]);
+  out[0] = lower_stage(c, n, 0, ax, flat);
+  return 0;
+}
+
 int lower_compute_lrn(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int64_t size = gir_attr_int(n, "size", 1);
