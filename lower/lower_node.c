@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "compute.h"
 #include "lower.h"
+#include "tir_passes.h"
 
 int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err) {
   te_tensor *in[64] = {0}, *outs[8] = {0}, *params[64];
@@ -38,6 +39,7 @@ int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, l
   if (!s || lower_default_schedule(s, 2) < 0) return gir_err_prefix(err, "scheduling %s", n->name);
   out->fn = sch_lower(s, b, name);
   if (!out->fn) return gir_err_prefix(err, "lowering %s", n->name);
+  out->fn->body = tir_optimize(b, out->fn->body);
   out->n_ws = out->fn->n_params - np - n->n_out;
   out->ws_bytes = gir_arena_calloc(b->arena, (size_t)out->n_ws + 1, sizeof *out->ws_bytes);
   for (int i = 0; i < out->n_ws; i++) {

@@ -10,7 +10,7 @@
  * never write one location) and no lazy if_then_else over v (a vector select
  * would evaluate both sides). Otherwise the loop stays serial — still correct,
  * and loop partition may make it vectorizable first. */
-#include "passes_vectorize.h"
+#include "tir_passes.h"
 
 typedef struct vctx {
   tir_builder *b;

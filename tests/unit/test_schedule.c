@@ -10,7 +10,7 @@
 #include <string.h>
 #include "check.h"
 #include "llvm_backend.h"
-#include "passes_vectorize.h"
+#include "tir_passes.h"
 #include "schedule.h"
 #include "te_eval.h"
 

@@ -1,0 +1,17 @@
+/* lower_passes.c — the fixed loop-IR pipeline after schedule lowering. The
+ * simplifier first cleans the index arithmetic bound inference and split/fuse
+ * produce, so that loop partition can solve boundary conditions; partition peels
+ * padding and non-dividing-split guards off the main loops, which the vectorizer
+ * then accepts; unrolling expands UNROLLED loops into straight code; a last
+ * simplification folds what unrolling exposed. */
+#include "tir_passes.h"
+
+#define UNROLL_MAX_EXTENT 64
+
+tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s) {
+  s = tir_simplify(b, s);
+  s = tir_loop_partition(b, s);
+  s = tir_vectorize(b, s);
+  s = tir_unroll(b, s, UNROLL_MAX_EXTENT);
+  return tir_simplify(b, s);
+}

@@ -1,0 +1,64 @@
+/* tir_eval.h — an interpreter for the loop IR. It is the reference that loop
+ * passes are tested against: a pass (simplify, unroll, partition...) must not
+ * change what a function computes, and running the function before and after
+ * on the same buffers shows it. It is also the home of the scalar semantics of
+ * every operator (tir_value_unop/binop/cast), which the simplifier's constant
+ * folder calls so that folding and running can never disagree.
+ *
+ * Values follow lower/te_eval.c exactly: integers travel as int64 wrapped to
+ * their dtype's width (uint64 as its bit pattern, bool as 0/1), floats as double
+ * rounded to their dtype's precision after every operation. Integer division or
+ * modulo by zero gives 0. Vector expressions are evaluated lane by lane (a
+ * scalar operand of a vector node is the same in every lane); a vector store
+ * evaluates every lane of index and value before it writes any. PARALLEL loops
+ * run serially. Loads and stores out of a buffer's [0, size) are errors, as is
+ * exceeding the work budget; LOCAL/SHARED buffers are zeroed on allocation. */
+#ifndef TIR_EVAL_H
+#define TIR_EVAL_H
+#include "tir.h"
+
+typedef union tir_value {
+  int64_t i; /* integers and bool */
+  double f;  /* floats */
+} tir_value;
+
+/* Where variables and buffers live during a run. */
+typedef struct tir_env {
+  gir_arena *scratch;  /* allocations of ALLOCATE statements */
+  int32_t n_vars, n_buffers;
+  tir_value *vars;     /* by var id */
+  void **bufs;         /* by buffer id; NULL = unbound */
+  void **local_cache;  /* by buffer id: memory reused by repeated ALLOCATEs */
+  int64_t budget, work; /* expression nodes evaluated; budget 0 = unbounded */
+  gir_err *err;
+  int failed;
+} tir_env;
+
+/* n_vars / n_buffers: every id used is below these (a builder's next_var /
+ * next_buffer). Returns -1 (message in err) when out of memory. */
+int tir_env_init(tir_env *env, gir_arena *scratch, int32_t n_vars, int32_t n_buffers, int64_t budget, gir_err *err);
+void tir_env_bind(tir_env *env, const tir_buffer *buf, void *data);
+void tir_env_set(tir_env *env, const tir_var *v, tir_value x);
+void tir_env_set_int(tir_env *env, const tir_var *v, int64_t x);
+
+/* The value of one lane of e (lane 0 for scalars). On error env->failed is set
+ * and the value is 0. */
+tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane);
+/* Runs s. 0 on success, -1 with a message in env->err. */
+int tir_eval_stmt(tir_env *env, const tir_stmt *s);
+/* Runs f on buffers[i] for f->params[i]. */
+int tir_eval_func(const tir_func *f, void *const *buffers, gir_arena *scratch, int64_t budget, gir_err *err);
+
+/* --- scalar semantics (also the constant folder's) --- */
+
+int64_t tir_wrap_int(gir_dtype t, int64_t v);   /* to t's width: sign- or zero-extended, bool 0/1 */
+double tir_round_float(gir_dtype t, double v);  /* to t's precision */
+/* The value of an INT or FLOAT constant node, wrapped / rounded to its dtype. */
+tir_value tir_const_value(const tir_expr *e);
+/* op applied to operand(s) of dtype t (the result has t, or bool for
+ * comparisons, ISNAN and ISINF). */
+tir_value tir_value_unop(te_unop op, gir_dtype t, tir_value a);
+tir_value tir_value_binop(te_binop op, gir_dtype t, tir_value a, tir_value b);
+tir_value tir_value_cast(gir_dtype to, gir_dtype from, tir_value a);
+
+#endif

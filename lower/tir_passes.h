@@ -1,0 +1,35 @@
+/* tir_passes.h — loop-IR passes that rewrite a kernel's statement tree. Each one
+ * preserves what the tree computes (tests/unit/test_passes.c runs random loop
+ * nests through them with the interpreter of tir_eval.h) and says in a line
+ * what it requires and what it guarantees. Everything new is built in the
+ * builder's arena. The simplifier and substitution live in simplify.h. */
+#ifndef TIR_PASSES_H
+#define TIR_PASSES_H
+#include "simplify.h"
+
+/* Requires: nothing. Guarantees: no UNROLLED loop remains — those with a
+ * constant extent <= max_extent are replaced by one copy of their body per
+ * iteration (variable replaced by its value, then simplified), the others
+ * become SERIAL. Copies are simplified before their own loops are looked at,
+ * so inner extents that depend on the outer variable count as constants. */
+tir_stmt *tir_unroll(tir_builder *b, tir_stmt *s, int64_t max_extent);
+
+/* Requires: nothing. Guarantees: a loop with constant bounds whose body tests
+ * conditions linear in its variable (if statements, if_then_else and select
+ * conditions: padding and non-divisible-split guards) is split into a prologue,
+ * a main loop on the range where those conditions are provably true (and are
+ * therefore gone), and an epilogue; each piece is simplified (pieces of extent
+ * 1 become straight-line code) and partitioned further. Vectorized loops are
+ * left whole. As TVM's LoopPartition, without the need for "likely" hints. */
+tir_stmt *tir_loop_partition(tir_builder *b, tir_stmt *s);
+
+/* Requires: flat buffer indices. Guarantees: VECTORIZED loops become vector
+ * statements (ramp/broadcast, vector loads and stores) where that is safe, the
+ * others SERIAL loops (pass_vectorize.c). */
+tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
+
+/* The loop-IR pipeline every kernel goes through after schedule lowering:
+ * simplify → loop partition → vectorize → unroll → simplify (lower_passes.c). */
+tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s);
+
+#endif
