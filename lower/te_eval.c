@@ -1,17 +1,12 @@
-/* te_eval.c — the TE interpreter (see te_eval.h). Values travel as a small union:
- * floats as double rounded to their dtype's precision after every operation (so
- * float32 arithmetic matches what compiled code computes), integers as int64
- * wrapped to their dtype's width (two's complement overflow, which ONNX specifies),
- * uint64 as its bit pattern. Integer division by zero yields 0 instead of trapping:
- * bad data must never crash the compiler. */
+/* te_eval.c — the TE interpreter (see te_eval.h). The value of every operator on
+ * scalars comes from scalar.c (shared with the loop-IR interpreter and the
+ * simplifier); this file walks expressions, loads, reductions and stages. */
 #include <math.h>
 #include <string.h>
+#include "scalar.h"
 #include "te_eval.h"
 
-typedef union val {
-  int64_t i;
-  double f;
-} val;
+typedef tir_value val;
 
 typedef struct interp {
   te_ctx *c;
@@ -22,28 +17,6 @@ typedef struct interp {
   gir_err *err;
   int failed;
 } interp;
-
-static double round_to(gir_dtype t, double v) {
-  switch (t) {
-  case GIR_F32: return (double)(float)v;
-  case GIR_F16: return gir_f16_to_f32(gir_f32_to_f16((float)v));
-  case GIR_BF16: return gir_bf16_to_f32(gir_f32_to_bf16((float)v));
-  default: return v;
-  }
-}
-
-static int64_t wrap(gir_dtype t, int64_t v) {
-  switch (t) {
-  case GIR_I8: return (int8_t)(uint8_t)v;
-  case GIR_I16: return (int16_t)(uint16_t)v;
-  case GIR_I32: return (int32_t)(uint32_t)v;
-  case GIR_U8: return (uint8_t)v;
-  case GIR_U16: return (uint16_t)v;
-  case GIR_U32: return (uint32_t)v;
-  case GIR_BOOL: return v != 0;
-  default: return v;
-  }
-}
 
 static val fval(double f) { return (val){.f = f}; }
 static val ival(int64_t i) { return (val){.i = i}; }
@@ -75,166 +48,16 @@ static int64_t dtype_max(gir_dtype t) {
 }
 
 static val eval_unary(interp *in, const te_expr *e) {
-  val a = eval(in, e->u.un.a);
-  gir_dtype t = e->u.un.a->dtype;
-  if (gir_dtype_is_float(t)) {
-    double x = a.f, r;
-    switch (e->u.un.op) {
-    case TE_NEG: r = -x; break;
-    case TE_ABS: r = fabs(x); break;
-    case TE_EXP: r = exp(x); break;
-    case TE_LOG: r = log(x); break;
-    case TE_SQRT: r = sqrt(x); break;
-    case TE_SIN: r = sin(x); break;
-    case TE_COS: r = cos(x); break;
-    case TE_TAN: r = tan(x); break;
-    case TE_ASIN: r = asin(x); break;
-    case TE_ACOS: r = acos(x); break;
-    case TE_ATAN: r = atan(x); break;
-    case TE_SINH: r = sinh(x); break;
-    case TE_COSH: r = cosh(x); break;
-    case TE_ASINH: r = asinh(x); break;
-    case TE_ACOSH: r = acosh(x); break;
-    case TE_ATANH: r = atanh(x); break;
-    case TE_TANH: r = tanh(x); break;
-    case TE_ERF: r = erf(x); break;
-    case TE_FLOOR: r = floor(x); break;
-    case TE_CEIL: r = ceil(x); break;
-    case TE_ROUND: r = nearbyint(x); break; /* default rounding mode: half to even */
-    case TE_TRUNC: r = trunc(x); break;
-    case TE_ISNAN: return ival(isnan(x));
-    case TE_ISINF: return ival(isinf(x));
-    default: r = x; break;
-    }
-    return fval(round_to(t, r));
-  }
-  int64_t x = a.i, r;
-  switch (e->u.un.op) {
-  case TE_NEG: r = (int64_t)(0 - (uint64_t)x); break;
-  case TE_ABS: r = x < 0 && t != GIR_U64 ? (int64_t)(0 - (uint64_t)x) : x; break;
-  case TE_NOT: r = !x; break;
-  case TE_BITNOT: r = ~x; break;
-  case TE_ISNAN: case TE_ISINF: return ival(0);
-  default: r = x; break; /* floor/ceil/round/trunc of integers */
-  }
-  return ival(wrap(t, r));
-}
-
-static int64_t ipow(int64_t b, int64_t e) {
-  if (e < 0) return b == 1 ? 1 : b == -1 ? (e & 1 ? -1 : 1) : 0;
-  uint64_t r = 1, x = (uint64_t)b;
-  while (e) {
-    if (e & 1) r *= x;
-    x *= x;
-    e >>= 1;
-  }
-  return (int64_t)r;
+  return tir_value_unop(e->u.un.op, e->u.un.a->dtype, eval(in, e->u.un.a));
 }
 
 static val eval_binary(interp *in, const te_expr *e) {
   val a = eval(in, e->u.bin.a), b = eval(in, e->u.bin.b);
-  gir_dtype t = e->u.bin.a->dtype;
-  te_binop op = e->u.bin.op;
-  if (gir_dtype_is_float(t)) {
-    double x = a.f, y = b.f, r;
-    switch (op) {
-    case TE_ADD: r = x + y; break;
-    case TE_SUB: r = x - y; break;
-    case TE_MUL: r = x * y; break;
-    case TE_DIV: r = x / y; break;
-    case TE_FLOORDIV: r = floor(x / y); break;
-    case TE_MOD: r = fmod(x, y); break;
-    case TE_FLOORMOD: r = x - floor(x / y) * y; break;
-    case TE_MIN: r = isnan(x) || isnan(y) ? NAN : x < y ? x : y; break;
-    case TE_MAX: r = isnan(x) || isnan(y) ? NAN : x > y ? x : y; break;
-    case TE_POW: r = pow(x, y); break;
-    case TE_EQ: return ival(x == y);
-    case TE_NE: return ival(x != y);
-    case TE_LT: return ival(x < y);
-    case TE_LE: return ival(x <= y);
-    case TE_GT: return ival(x > y);
-    case TE_GE: return ival(x >= y);
-    default: r = 0; break; /* logical ops are never built on floats */
-    }
-    return fval(round_to(t, r));
-  }
-  int64_t x = a.i, y = b.i, r;
-  uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
-  int u64 = t == GIR_U64;
-  int bits = gir_dtype_bits(t);
-  switch (op) {
-  case TE_ADD: r = (int64_t)(ux + uy); break;
-  case TE_SUB: r = (int64_t)(ux - uy); break;
-  case TE_MUL: r = (int64_t)(ux * uy); break;
-  case TE_DIV:
-    if (y == 0) r = 0;
-    else if (u64) r = (int64_t)(ux / uy);
-    else if (x == INT64_MIN && y == -1) r = x;
-    else r = x / y;
-    break;
-  case TE_FLOORDIV:
-    if (y == 0) r = 0;
-    else if (u64) r = (int64_t)(ux / uy);
-    else if (x == INT64_MIN && y == -1) r = x;
-    else {
-      r = x / y;
-      if ((x % y != 0) && ((x < 0) != (y < 0))) r--;
-    }
-    break;
-  case TE_MOD:
-    if (y == 0) r = 0;
-    else if (u64) r = (int64_t)(ux % uy);
-    else if (y == -1) r = 0;
-    else r = x % y;
-    break;
-  case TE_FLOORMOD:
-    if (y == 0) r = 0;
-    else if (u64) r = (int64_t)(ux % uy);
-    else if (y == -1) r = 0;
-    else {
-      r = x % y;
-      if (r != 0 && ((r < 0) != (y < 0))) r += y;
-    }
-    break;
-  case TE_MIN: r = u64 ? (int64_t)(ux < uy ? ux : uy) : (x < y ? x : y); break;
-  case TE_MAX: r = u64 ? (int64_t)(ux > uy ? ux : uy) : (x > y ? x : y); break;
-  case TE_POW: r = ipow(x, y); break;
-  case TE_AND: r = t == GIR_BOOL ? (x && y) : (x & y); break;
-  case TE_OR: r = t == GIR_BOOL ? (x || y) : (x | y); break;
-  case TE_XOR: r = t == GIR_BOOL ? ((!x) != (!y)) : (x ^ y); break;
-  case TE_SHL: r = (uy >= (uint64_t)bits) ? 0 : (int64_t)(ux << uy); break;
-  case TE_SHR: {
-    uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1);
-    r = (uy >= (uint64_t)bits) ? 0 : (int64_t)((ux & mask) >> uy);
-    break;
-  }
-  case TE_EQ: return ival(x == y);
-  case TE_NE: return ival(x != y);
-  case TE_LT: return ival(u64 ? ux < uy : x < y);
-  case TE_LE: return ival(u64 ? ux <= uy : x <= y);
-  case TE_GT: return ival(u64 ? ux > uy : x > y);
-  case TE_GE: return ival(u64 ? ux >= uy : x >= y);
-  default: r = 0; break;
-  }
-  return ival(wrap(t, r));
+  return tir_value_binop(e->u.bin.op, e->u.bin.a->dtype, a, b);
 }
 
 static val eval_cast(interp *in, const te_expr *e) {
-  gir_dtype from = e->u.cast.a->dtype, to = e->dtype;
-  val a = eval(in, e->u.cast.a);
-  if (gir_dtype_is_float(to)) {
-    double d = gir_dtype_is_float(from) ? a.f : from == GIR_U64 ? (double)(uint64_t)a.i : (double)a.i;
-    return fval(round_to(to, d));
-  }
-  if (to == GIR_BOOL) return ival(gir_dtype_is_float(from) ? a.f != 0 : a.i != 0);
-  if (gir_dtype_is_float(from)) {
-    double d = a.f;
-    if (d != d) return ival(0);
-    if (to == GIR_U64) return ival(d <= 0 ? 0 : d >= 1.8446744073709552e19 ? -1 : (int64_t)(uint64_t)d);
-    int64_t i = d >= 9.2233720368547758e18 ? INT64_MAX : d <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)d;
-    return ival(wrap(to, i));
-  }
-  return ival(wrap(to, a.i));
+  return tir_value_cast(e->dtype, e->u.cast.a->dtype, eval(in, e->u.cast.a));
 }
 
 static void *materialize(interp *in, te_tensor *t);
@@ -306,25 +129,9 @@ static val eval_reduce(interp *in, const te_expr *e) {
           best_idx = lin;
           have = 1;
         }
-      } else if (gir_dtype_is_float(st)) {
-        double r;
-        switch (comb) {
-        case TE_SUM: r = acc.f + v.f; break;
-        case TE_PROD: r = acc.f * v.f; break;
-        case TE_RMAX: r = isnan(acc.f) || isnan(v.f) ? NAN : acc.f > v.f ? acc.f : v.f; break;
-        default: r = isnan(acc.f) || isnan(v.f) ? NAN : acc.f < v.f ? acc.f : v.f; break;
-        }
-        acc.f = round_to(st, r);
       } else {
-        int64_t r;
-        int u64 = st == GIR_U64;
-        switch (comb) {
-        case TE_SUM: r = (int64_t)((uint64_t)acc.i + (uint64_t)v.i); break;
-        case TE_PROD: r = (int64_t)((uint64_t)acc.i * (uint64_t)v.i); break;
-        case TE_RMAX: r = u64 ? ((uint64_t)acc.i > (uint64_t)v.i ? acc.i : v.i) : (acc.i > v.i ? acc.i : v.i); break;
-        default: r = u64 ? ((uint64_t)acc.i < (uint64_t)v.i ? acc.i : v.i) : (acc.i < v.i ? acc.i : v.i); break;
-        }
-        acc.i = wrap(st, r);
+        static const te_binop op_of[] = {[TE_SUM] = TE_ADD, [TE_PROD] = TE_MUL, [TE_RMAX] = TE_MAX, [TE_RMIN] = TE_MIN};
+        acc = tir_value_binop(op_of[comb], st, acc, v);
       }
     }
     /* odometer over the reduce axes, last fastest */
@@ -345,7 +152,7 @@ static val eval(interp *in, const te_expr *e) {
   }
   switch (e->kind) {
   case TE_INT: return ival(e->u.i);
-  case TE_FLOAT: return fval(round_to(e->dtype, e->u.f));
+  case TE_FLOAT: return fval(tir_round_float(e->dtype, e->u.f));
   case TE_VAR: return ival(in->var[e->u.var->id]);
   case TE_LOAD: return eval_load(in, e);
   case TE_UNARY: return eval_unary(in, e);

@@ -15,12 +15,9 @@
  * exceeding the work budget; LOCAL/SHARED buffers are zeroed on allocation. */
 #ifndef TIR_EVAL_H
 #define TIR_EVAL_H
+#include "scalar.h"
 #include "tir.h"
 
-typedef union tir_value {
-  int64_t i; /* integers and bool */
-  double f;  /* floats */
-} tir_value;
 
 /* Where variables and buffers live during a run. */
 typedef struct tir_env {
@@ -49,16 +46,8 @@ int tir_eval_stmt(tir_env *env, const tir_stmt *s);
 /* Runs f on buffers[i] for f->params[i]. */
 int tir_eval_func(const tir_func *f, void *const *buffers, gir_arena *scratch, int64_t budget, gir_err *err);
 
-/* --- scalar semantics (also the constant folder's) --- */
-
-int64_t tir_wrap_int(gir_dtype t, int64_t v);   /* to t's width: sign- or zero-extended, bool 0/1 */
-double tir_round_float(gir_dtype t, double v);  /* to t's precision */
-/* The value of an INT or FLOAT constant node, wrapped / rounded to its dtype. */
+/* The value of an INT or FLOAT constant node, wrapped / rounded to its dtype
+ * (the operators' scalar semantics are in scalar.h). */
 tir_value tir_const_value(const tir_expr *e);
-/* op applied to operand(s) of dtype t (the result has t, or bool for
- * comparisons, ISNAN and ISINF). */
-tir_value tir_value_unop(te_unop op, gir_dtype t, tir_value a);
-tir_value tir_value_binop(te_binop op, gir_dtype t, tir_value a, tir_value b);
-tir_value tir_value_cast(gir_dtype to, gir_dtype from, tir_value a);
 
 #endif
