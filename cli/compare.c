@@ -35,8 +35,12 @@ int cli_compare_output(const gir_value *v, const void *data, const char *dir, in
         ok = d <= atol + rtol * fabs(y);
         if (d > worst) worst = d;
       }
-    } else
-      ok = gir_load_i64(v->dtype, data, k) == gir_load_i64(t.dtype, t.data, k);
+    } else {
+      int64_t x = gir_load_i64(v->dtype, data, k), y = gir_load_i64(t.dtype, t.data, k);
+      ok = x == y;
+      double d = fabs((double)x - (double)y);
+      if (d > worst) worst = d;
+    }
     if (!ok && bad++ == 0) first = k;
   }
   if (bad) {

@@ -963,10 +963,12 @@ int imp_cv_Resize(imp_ctx *c, imp_node *n) {
     if (!sc) return -1;
     if (cnt != na) return imp_fail(c, "scales has %d entries for %d axes", cnt, na);
     for (int i = 0; i < na; i++) {
-      double o = sc[i] * (double)x->shape.dims[ax[i]];
+      /* the product in float32, as ONNX Runtime computes it (5 x 1.4f is 7.0 there,
+       * 6.99… in double): what a model exported with scale 1.4 expects */
+      double o = (double)((float)sc[i] * (float)x->shape.dims[ax[i]]);
       if (!(sc[i] > 0) || !(o < 9e18)) return imp_fail(c, "scale %g is invalid", sc[i]);
       a.scales[ax[i]] = sc[i];
-      a.sizes[ax[i]] = (int64_t)o; /* truncation, as the reference's astype(int) */
+      a.sizes[ax[i]] = (int64_t)o; /* floor (o > 0) */
     }
   } else {
     int64_t *sz = imp_const_ints(c, zv, "input 'sizes'", &cnt);

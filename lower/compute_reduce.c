@@ -155,7 +155,9 @@ int lower_compute_layer_norm(te_ctx *c, const gir_node *n, te_tensor *const *in,
   if (axis < 0) axis += x->rank;
   int rms = (int)gir_attr_int(n, "rms", 0), r = x->rank, nr = r - (int)axis;
   double eps = gir_attr_float(n, "epsilon", 1e-5);
-  gir_dtype t = acc_type(x->dtype);
+  /* statistics in double: a float32 sum over a row with a large mean loses what
+   * (x - mean) / std then magnifies */
+  gir_dtype t = GIR_F64;
   int64_t sshape[GIR_MAX_RANK], count = 1;
   for (int i = 0; i < r; i++) {
     sshape[i] = i < axis ? x->shape[i] : 1;

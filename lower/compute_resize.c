@@ -17,6 +17,9 @@ typedef struct axis_map {
 /* The source coordinate of output index x (double), as the onnx reference. */
 static double x_ori_value(gir_resize_coord mode, const axis_map *a, double x) {
   switch (mode) {
+  /* align_corners and tf_crop_and_resize divide by in * scale - 1, as the onnx
+   * reference (and so the conformance data) does; ONNX Runtime uses the integer
+   * output length instead, which differs when in * scale is not whole */
   case GIR_COORD_ALIGN_CORNERS: return a->out_w == 1 ? 0 : x * (double)(a->in - 1) / (a->out_w - 1);
   case GIR_COORD_ASYMMETRIC: return x / a->scale;
   case GIR_COORD_TF_CROP_AND_RESIZE:
