@@ -84,7 +84,7 @@ def run_one(kiln, d, timeout):
         return t, "passed", ""
     if p.returncode < 0 or p.returncode > 2:
         return t, "failed", "crash (exit %d) %s" % (p.returncode, msg[-200:])
-    if re.search(r"unsupported op|which kiln does not support|is not supported", msg):
+    if re.search(r"unsupported op|which kiln does not support|(is|are) not supported|not a tensor kiln supports", msg):
         return t, "unsupported", msg.split(": ", 1)[-1][:200]
     mism = [l.strip() for l in p.stdout.splitlines() if "MISMATCH" in l]
     return t, "failed", (mism[0] if mism else msg)[:240]
