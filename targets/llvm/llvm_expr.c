@@ -1,0 +1,775 @@
+/* llvm_expr.c — loop IR expressions, loads and stores → LLVM IR.
+ *
+ * The reference for every operation is the TE interpreter (lower/te_eval.c): the
+ * code here computes the same bits, operation by operation, so that a kernel and
+ * the interpreter agree exactly except where the loop IR allows a difference
+ * (FMA contraction; libm's float versions of exp, sin... against double ones).
+ * That dictates the less obvious choices:
+ * - float16 / bfloat16 live in registers as float, rounded back to their format
+ *   after every inexact operation (fptrunc+fpext for half, the interpreter's
+ *   integer rounding for bfloat16, whose NaN pattern it also copies);
+ * - integer division and modulo guard the divisor with selects (0 → result 0,
+ *   -1 → negation / 0, so INT_MIN / -1 wraps instead of trapping), shifts by the
+ *   bit width or more give 0, SHR is logical on signed types too;
+ * - bool arithmetic other than logic and comparison is done on u8 then tested
+ *   != 0, the interpreter's wrap-to-bool;
+ * - float → int casts saturate to the int64 range (llvm.fptosi.sat, NaN → 0)
+ *   then truncate; int64 → float goes through double, as the interpreter does;
+ * - floordiv / floormod on floats are evaluated in double, then rounded.
+ * Vector expressions use LLVM vector types. Math functions without an LLVM
+ * intrinsic call libm (expf / exp by width), lane by lane for vectors.
+ *
+ * IF_THEN_ELSE evaluates only the chosen operand, with real branches and a phi.
+ * With a vector condition, all-true and all-false take the vector operand
+ * whole; a mixed condition evaluates each lane's chosen operand as a scalar, so
+ * the lanes not taken never load. `emit(e, lane)` with lane >= 0 produces that
+ * scalar lane of a vector expression; lane -1 produces the whole value. */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+#include "llvm_internal.h"
+
+static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane);
+
+/* --- types and constants --- */
+
+LLVMTypeRef tgt_llvm_reg_type(tgt_lcg *g, gir_dtype t, int lanes) {
+  LLVMTypeRef s;
+  switch (t) {
+  case GIR_F32: case GIR_F16: case GIR_BF16: s = g->t_float; break;
+  case GIR_F64: s = g->t_double; break;
+  case GIR_I8: case GIR_U8: s = g->t_i8; break;
+  case GIR_I16: case GIR_U16: s = g->t_i16; break;
+  case GIR_I32: case GIR_U32: s = g->t_i32; break;
+  case GIR_I64: case GIR_U64: s = g->t_i64; break;
+  case GIR_BOOL: s = g->t_i1; break;
+  default: assert(!"not a first-class dtype"); s = g->t_i8; break;
+  }
+  return lanes > 1 ? LLVMVectorType(s, (unsigned)lanes) : s;
+}
+
+LLVMTypeRef tgt_llvm_mem_type(tgt_lcg *g, gir_dtype t) {
+  switch (t) {
+  case GIR_F16: return g->t_half;
+  case GIR_BF16: return g->t_i16;
+  case GIR_BOOL: return g->t_i8;
+  default: return tgt_llvm_reg_type(g, t, 1);
+  }
+}
+
+static LLVMTypeRef vec_of(LLVMTypeRef s, int lanes) { return lanes > 1 ? LLVMVectorType(s, (unsigned)lanes) : s; }
+
+static LLVMValueRef lane_ix(tgt_lcg *g, int k) { return LLVMConstInt(g->t_i32, (unsigned long long)k, 0); }
+
+static LLVMValueRef splat(tgt_lcg *g, LLVMValueRef v, int lanes) {
+  if (lanes <= 1) return v;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), (unsigned)lanes);
+  LLVMValueRef x = LLVMBuildInsertElement(g->b, LLVMGetPoison(vt), v, lane_ix(g, 0), "");
+  return LLVMBuildShuffleVector(g->b, x, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(g->t_i32, (unsigned)lanes)),
+                                "");
+}
+
+/* Integer constant v (two's complement, truncated to the type) of scalar type t. */
+static LLVMValueRef cint(tgt_lcg *g, LLVMTypeRef t, int64_t v, int lanes) {
+  unsigned w = LLVMGetIntTypeWidth(t);
+  uint64_t u = (uint64_t)v;
+  if (w < 64) u &= (1ull << w) - 1;
+  return splat(g, LLVMConstInt(t, u, 0), lanes);
+}
+
+static LLVMValueRef cfp(tgt_lcg *g, LLVMTypeRef t, double v, int lanes) { return splat(g, LLVMConstReal(t, v), lanes); }
+
+static LLVMTypeRef scalar_type(LLVMTypeRef t) {
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+
+static LLVMTypeRef scalar_of(LLVMValueRef v) { return scalar_type(LLVMTypeOf(v)); }
+
+/* The interpreter's rounding of a float constant to its dtype. */
+static double round_const(gir_dtype t, double v) {
+  switch (t) {
+  case GIR_F32: return (float)v;
+  case GIR_F16: return gir_f16_to_f32(gir_f32_to_f16((float)v));
+  case GIR_BF16: return gir_bf16_to_f32(gir_f32_to_bf16((float)v));
+  default: return v;
+  }
+}
+
+/* --- calls --- */
+
+static LLVMValueRef intrin(tgt_lcg *g, const char *name, LLVMTypeRef *over, int n_over, LLVMValueRef *args,
+                           int n_args) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  assert(id && "unknown intrinsic");
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, over, (size_t)n_over);
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, (unsigned)n_args, "");
+}
+
+static LLVMValueRef intrin1(tgt_lcg *g, const char *name, LLVMValueRef a) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  return intrin(g, name, &t, 1, &a, 1);
+}
+
+static LLVMValueRef intrin2(tgt_lcg *g, const char *name, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef args[2] = {a, b};
+  return intrin(g, name, &t, 1, args, 2);
+}
+
+/* A libm function of one or two arguments of the scalar float type t. */
+static LLVMValueRef libm_fn(tgt_lcg *g, const char *base, LLVMTypeRef t, int n_args) {
+  char name[32];
+  snprintf(name, sizeof name, "%s%s", base, t == g->t_float ? "f" : "");
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+  if (!f) {
+    LLVMTypeRef ps[2] = {t, t};
+    f = LLVMAddFunction(g->mod, name, LLVMFunctionType(t, ps, (unsigned)n_args, 0));
+  }
+  return f;
+}
+
+/* Calls the scalar function f on each lane of a (and b, if not NULL). */
+static LLVMValueRef call_lanes(tgt_lcg *g, LLVMValueRef f, LLVMValueRef a, LLVMValueRef b, int lanes) {
+  LLVMTypeRef ft = LLVMGlobalGetValueType(f);
+  unsigned n = b ? 2 : 1;
+  if (lanes <= 1) {
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(g->b, ft, f, args, n, "");
+  }
+  LLVMValueRef r = LLVMGetPoison(LLVMVectorType(LLVMGetReturnType(ft), (unsigned)lanes));
+  for (int k = 0; k < lanes; k++) {
+    LLVMValueRef args[2] = {LLVMBuildExtractElement(g->b, a, lane_ix(g, k), ""),
+                            b ? LLVMBuildExtractElement(g->b, b, lane_ix(g, k), "") : NULL};
+    r = LLVMBuildInsertElement(g->b, r, LLVMBuildCall2(g->b, ft, f, args, n, ""), lane_ix(g, k), "");
+  }
+  return r;
+}
+
+/* kiln.ipow(b, e): the interpreter's integer power on int64 (negative exponents
+ * give 0 except for bases 1 and -1), made once per module. */
+static LLVMValueRef ipow_fn(tgt_lcg *g) {
+  if (g->ipow) return g->ipow;
+  LLVMTypeRef i64 = g->t_i64, ps[2] = {i64, i64};
+  LLVMValueRef f = LLVMAddFunction(g->mod, "kiln.ipow", LLVMFunctionType(i64, ps, 2, 0));
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+  LLVMValueRef base = LLVMGetParam(f, 0), ex = LLVMGetParam(f, 1);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, f, "entry");
+  LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(g->ctx, f, "neg");
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, f, "head");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, f, "body");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, f, "done");
+  LLVMValueRef zero = LLVMConstInt(i64, 0, 0), one = LLVMConstInt(i64, 1, 0), m1 = LLVMConstInt(i64, ~0ull, 0);
+
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, ex, zero, ""), neg, head);
+
+  LLVMPositionBuilderAtEnd(b, neg);
+  LLVMValueRef odd = LLVMBuildTrunc(b, ex, g->t_i1, "");
+  LLVMValueRef alt = LLVMBuildSelect(b, odd, m1, one, "");
+  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, base, m1, ""), alt, zero, "");
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, base, one, ""), one, r, "");
+  LLVMBuildRet(b, r);
+
+  LLVMPositionBuilderAtEnd(b, head);
+  LLVMValueRef acc = LLVMBuildPhi(b, i64, "acc"), x = LLVMBuildPhi(b, i64, "x"), k = LLVMBuildPhi(b, i64, "k");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, k, zero, ""), body, done);
+
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef bit = LLVMBuildTrunc(b, k, g->t_i1, "");
+  LLVMValueRef acc2 = LLVMBuildSelect(b, bit, LLVMBuildMul(b, acc, x, ""), acc, "");
+  LLVMValueRef x2 = LLVMBuildMul(b, x, x, "");
+  LLVMValueRef k2 = LLVMBuildLShr(b, k, one, "");
+  LLVMBuildBr(b, head);
+
+  LLVMValueRef acc_in[2] = {one, acc2}, x_in[2] = {base, x2}, k_in[2] = {ex, k2};
+  LLVMBasicBlockRef from[2] = {entry, body};
+  LLVMAddIncoming(acc, acc_in, from, 2);
+  LLVMAddIncoming(x, x_in, from, 2);
+  LLVMAddIncoming(k, k_in, from, 2);
+
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRet(b, acc);
+  LLVMDisposeBuilder(b);
+  return g->ipow = f;
+}
+
+/* --- float formats --- */
+
+/* bfloat16 rounding of a float register, as gir_f32_to_bf16: nearest even,
+ * NaN keeps its top bits and gets the quiet bit. */
+static LLVMValueRef round_bf16(tgt_lcg *g, LLVMValueRef v, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = vec_of(g->t_i32, lanes);
+  LLVMValueRef x = LLVMBuildBitCast(B, v, it, "");
+  LLVMValueRef hi = cint(g, g->t_i32, (int64_t)0xffff0000u, lanes);
+  LLVMValueRef mag = LLVMBuildAnd(B, x, cint(g, g->t_i32, 0x7fffffff, lanes), "");
+  LLVMValueRef nan = LLVMBuildICmp(B, LLVMIntUGT, mag, cint(g, g->t_i32, 0x7f800000, lanes), "");
+  LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, cint(g, g->t_i32, 16, lanes), ""), cint(g, g->t_i32, 1, lanes), "");
+  LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, cint(g, g->t_i32, 0x7fff, lanes), ""), "");
+  r = LLVMBuildAnd(B, r, hi, "");
+  LLVMValueRef q = LLVMBuildAnd(B, LLVMBuildOr(B, x, cint(g, g->t_i32, 0x400000, lanes), ""), hi, "");
+  return LLVMBuildBitCast(B, LLVMBuildSelect(B, nan, q, r, ""), vec_of(g->t_float, lanes), "");
+}
+
+/* float → float16 bits (i16), as gir_f32_to_f16: nearest even, overflow to
+ * inf, NaN quiet with its top payload bits. Subnormal results round through a
+ * float addition of 0.5 (the FPU rounds to nearest even for us). */
+static LLVMValueRef soft_f32_to_f16(tgt_lcg *g, LLVMValueRef v, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = vec_of(g->t_i32, lanes), ft = vec_of(g->t_float, lanes);
+#define K(c) cint(g, g->t_i32, (int64_t)(c), lanes)
+  LLVMValueRef x = LLVMBuildBitCast(B, v, it, "");
+  LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, x, K(16), ""), K(0x8000), "");
+  LLVMValueRef mag = LLVMBuildAnd(B, x, K(0x7fffffff), "");
+  /* normal: rebias, round on the 13 dropped bits */
+  LLVMValueRef r = LLVMBuildLShr(B, LLVMBuildSub(B, mag, K(0x38000000), ""), K(13), "");
+  LLVMValueRef rem = LLVMBuildAnd(B, mag, K(0x1fff), "");
+  LLVMValueRef up = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntUGT, rem, K(0x1000), ""),
+                                LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, rem, K(0x1000), ""),
+                                             LLVMBuildTrunc(B, r, vec_of(g->t_i1, lanes), ""), ""), "");
+  LLVMValueRef normal = LLVMBuildAdd(B, r, LLVMBuildZExt(B, up, it, ""), "");
+  /* subnormal: |x| + 0.5 leaves the rounded f16 mantissa in the low bits */
+  LLVMValueRef absf = LLVMBuildBitCast(B, mag, ft, "");
+  LLVMValueRef sub = LLVMBuildSub(B, LLVMBuildBitCast(B, LLVMBuildFAdd(B, absf, cfp(g, g->t_float, 0.5, lanes), ""), it, ""),
+                                  K(0x3f000000), "");
+  LLVMValueRef nan = LLVMBuildOr(B, K(0x7e00), LLVMBuildAnd(B, LLVMBuildLShr(B, mag, K(13), ""), K(0x3ff), ""), "");
+  LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, mag, K(0x38800000), ""), sub, normal, "");
+  res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, mag, K(0x477ff000), ""), K(0x7c00), res, "");
+  res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, mag, K(0x7f800000), ""), nan, res, "");
+  res = LLVMBuildOr(B, res, sign, "");
+#undef K
+  return LLVMBuildTrunc(B, res, vec_of(g->t_i16, lanes), "");
+}
+
+/* float16 bits (i16) → float, as gir_f16_to_f32. */
+static LLVMValueRef soft_f16_to_f32(tgt_lcg *g, LLVMValueRef h, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = vec_of(g->t_i32, lanes), ft = vec_of(g->t_float, lanes);
+#define K(c) cint(g, g->t_i32, (int64_t)(c), lanes)
+  LLVMValueRef x = LLVMBuildZExt(B, h, it, "");
+  LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, x, K(0x8000), ""), K(16), "");
+  LLVMValueRef e = LLVMBuildAnd(B, LLVMBuildLShr(B, x, K(10), ""), K(0x1f), "");
+  LLVMValueRef m = LLVMBuildAnd(B, x, K(0x3ff), "");
+  LLVMValueRef m13 = LLVMBuildShl(B, m, K(13), "");
+  LLVMValueRef normal = LLVMBuildOr(B, LLVMBuildShl(B, LLVMBuildAdd(B, e, K(112), ""), K(23), ""), m13, "");
+  LLVMValueRef special = LLVMBuildOr(B, K(0x7f800000), m13, "");
+  LLVMValueRef sub = LLVMBuildBitCast(B, LLVMBuildFMul(B, LLVMBuildUIToFP(B, m, ft, ""), cfp(g, g->t_float, 0x1p-24, lanes), ""),
+                                      it, ""); /* m * 2^-24, exact; 0 when m is 0 */
+  LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, e, K(0), ""), sub, normal, "");
+  res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, e, K(0x1f), ""), special, res, "");
+#undef K
+  return LLVMBuildBitCast(B, LLVMBuildOr(B, res, sign, ""), ft, "");
+}
+
+static LLVMValueRef f32_to_half(tgt_lcg *g, LLVMValueRef v, int lanes) {
+  if (!g->soft_half) return LLVMBuildFPTrunc(g->b, v, vec_of(g->t_half, lanes), "");
+  return LLVMBuildBitCast(g->b, soft_f32_to_f16(g, v, lanes), vec_of(g->t_half, lanes), "");
+}
+
+static LLVMValueRef half_to_f32(tgt_lcg *g, LLVMValueRef h, int lanes) {
+  if (!g->soft_half) return LLVMBuildFPExt(g->b, h, vec_of(g->t_float, lanes), "");
+  return soft_f16_to_f32(g, LLVMBuildBitCast(g->b, h, vec_of(g->t_i16, lanes), ""), lanes);
+}
+
+/* Rounds a float register to dtype t's precision (no-op for float32/64). */
+static LLVMValueRef round_to(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
+  if (t == GIR_F16) {
+    if (g->soft_half) return soft_f16_to_f32(g, soft_f32_to_f16(g, v, lanes), lanes);
+    LLVMValueRef h = LLVMBuildFPTrunc(g->b, v, vec_of(g->t_half, lanes), "");
+    return LLVMBuildFPExt(g->b, h, vec_of(g->t_float, lanes), "");
+  }
+  if (t == GIR_BF16) return round_bf16(g, v, lanes);
+  return v;
+}
+
+static LLVMValueRef from_mem(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
+  LLVMBuilderRef B = g->b;
+  switch (t) {
+  case GIR_F16: return half_to_f32(g, v, lanes);
+  case GIR_BF16: {
+    LLVMValueRef x = LLVMBuildZExt(B, v, vec_of(g->t_i32, lanes), "");
+    x = LLVMBuildShl(B, x, cint(g, g->t_i32, 16, lanes), "");
+    return LLVMBuildBitCast(B, x, vec_of(g->t_float, lanes), "");
+  }
+  case GIR_BOOL: return LLVMBuildICmp(B, LLVMIntNE, v, cint(g, g->t_i8, 0, lanes), "");
+  default: return v;
+  }
+}
+
+/* Registers of float16/bfloat16 are already rounded, so these narrowings are exact. */
+static LLVMValueRef to_mem(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
+  LLVMBuilderRef B = g->b;
+  switch (t) {
+  case GIR_F16: return f32_to_half(g, v, lanes);
+  case GIR_BF16: {
+    LLVMValueRef x = LLVMBuildBitCast(B, v, vec_of(g->t_i32, lanes), "");
+    x = LLVMBuildLShr(B, x, cint(g, g->t_i32, 16, lanes), "");
+    return LLVMBuildTrunc(B, x, vec_of(g->t_i16, lanes), "");
+  }
+  case GIR_BOOL: return LLVMBuildZExt(B, v, vec_of(g->t_i8, lanes), "");
+  default: return v;
+  }
+}
+
+/* --- operations --- */
+
+static const char *libm_name(te_unop op) {
+  switch (op) {
+  case TE_EXP: return "exp";
+  case TE_LOG: return "log";
+  case TE_SIN: return "sin";
+  case TE_COS: return "cos";
+  case TE_TAN: return "tan";
+  case TE_ASIN: return "asin";
+  case TE_ACOS: return "acos";
+  case TE_ATAN: return "atan";
+  case TE_SINH: return "sinh";
+  case TE_COSH: return "cosh";
+  case TE_ASINH: return "asinh";
+  case TE_ACOSH: return "acosh";
+  case TE_ATANH: return "atanh";
+  case TE_TANH: return "tanh";
+  case TE_ERF: return "erf";
+  default: return NULL;
+  }
+}
+
+/* Round half to even without llvm.roundeven: for |x| < 2^23 (2^52 for double),
+ * |x| + 2^23 - 2^23 rounds in the FPU's nearest-even mode; larger values are
+ * integers already. The sign is put back, so -0.4 gives -0. */
+static LLVMValueRef soft_roundeven(tgt_lcg *g, LLVMValueRef a, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef ft = scalar_of(a);
+  LLVMValueRef big = cfp(g, ft, ft == g->t_double ? 0x1p52 : 0x1p23, lanes);
+  LLVMValueRef ax = intrin1(g, "llvm.fabs", a);
+  LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFAdd(B, ax, big, ""), big, "");
+  r = intrin2(g, "llvm.copysign", r, a);
+  return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, ax, big, ""), r, a, ""); /* NaN and big: a */
+}
+
+static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, int lanes) {
+  LLVMBuilderRef B = g->b;
+  if (gir_dtype_is_float(t)) {
+    LLVMTypeRef ft = scalar_of(a);
+    switch (op) {
+    case TE_NEG: return LLVMBuildFNeg(B, a, "");
+    case TE_ABS: return intrin1(g, "llvm.fabs", a);
+    case TE_SQRT: return round_to(g, t, intrin1(g, "llvm.sqrt", a), lanes);
+    case TE_FLOOR: return intrin1(g, "llvm.floor", a);
+    case TE_CEIL: return intrin1(g, "llvm.ceil", a);
+    case TE_ROUND: return g->soft_roundeven ? soft_roundeven(g, a, lanes) : intrin1(g, "llvm.roundeven", a);
+    case TE_TRUNC: return intrin1(g, "llvm.trunc", a);
+    case TE_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, a, a, "");
+    case TE_ISINF: return LLVMBuildFCmp(B, LLVMRealOEQ, intrin1(g, "llvm.fabs", a), cfp(g, ft, INFINITY, lanes), "");
+    case TE_NOT: case TE_BITNOT: return a; /* meaningless on floats; the interpreter passes them through */
+    default: {
+      const char *name = libm_name(op);
+      assert(name);
+      return round_to(g, t, call_lanes(g, libm_fn(g, name, ft, 1), a, NULL, lanes), lanes);
+    }
+    }
+  }
+  if (t == GIR_BOOL) {
+    switch (op) {
+    case TE_NOT: return LLVMBuildXor(B, a, cint(g, g->t_i1, 1, lanes), "");
+    case TE_BITNOT: return cint(g, g->t_i1, 1, lanes); /* ~0 and ~1 are both non-zero */
+    case TE_ISNAN: case TE_ISINF: return cint(g, g->t_i1, 0, lanes);
+    default: return a; /* -x, |x| and the roundings of 0/1 are themselves */
+    }
+  }
+  LLVMTypeRef it = scalar_of(a);
+  switch (op) {
+  case TE_NEG: return LLVMBuildNeg(B, a, "");
+  case TE_ABS: {
+    if (!gir_dtype_is_signed(t)) return a;
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef args[2] = {a, LLVMConstInt(g->t_i1, 0, 0)}; /* INT_MIN stays INT_MIN */
+    return intrin(g, "llvm.abs", &ty, 1, args, 2);
+  }
+  case TE_NOT: return LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntEQ, a, cint(g, it, 0, lanes), ""), LLVMTypeOf(a), "");
+  case TE_BITNOT: return LLVMBuildNot(B, a, "");
+  case TE_ISNAN: case TE_ISINF: return cint(g, g->t_i1, 0, lanes);
+  default: return a; /* floor, ceil, round, trunc of an integer; math functions are never built on integers */
+  }
+}
+
+static LLVMValueRef fbin(tgt_lcg *g, te_binop op, gir_dtype t, LLVMValueRef a, LLVMValueRef b, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef r;
+  switch (op) {
+  case TE_ADD: r = LLVMBuildFAdd(B, a, b, ""); break;
+  case TE_SUB: r = LLVMBuildFSub(B, a, b, ""); break;
+  case TE_MUL: r = LLVMBuildFMul(B, a, b, ""); break;
+  case TE_DIV: r = LLVMBuildFDiv(B, a, b, ""); break;
+  case TE_MOD: return LLVMBuildFRem(B, a, b, ""); /* fmod is exact */
+  case TE_FLOORDIV: case TE_FLOORMOD: {
+    LLVMTypeRef dt = vec_of(g->t_double, lanes);
+    LLVMValueRef x = t == GIR_F64 ? a : LLVMBuildFPExt(B, a, dt, "");
+    LLVMValueRef y = t == GIR_F64 ? b : LLVMBuildFPExt(B, b, dt, "");
+    LLVMValueRef q = intrin1(g, "llvm.floor", LLVMBuildFDiv(B, x, y, ""));
+    LLVMValueRef d = op == TE_FLOORDIV ? q : LLVMBuildFSub(B, x, LLVMBuildFMul(B, q, y, ""), "");
+    r = t == GIR_F64 ? d : LLVMBuildFPTrunc(B, d, vec_of(g->t_float, lanes), "");
+    return round_to(g, t, r, lanes);
+  }
+  case TE_MIN: return intrin2(g, "llvm.minimum", a, b);
+  case TE_MAX: return intrin2(g, "llvm.maximum", a, b);
+  case TE_POW: r = call_lanes(g, libm_fn(g, "pow", scalar_of(a), 2), a, b, lanes); break;
+  case TE_EQ: return LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
+  case TE_NE: return LLVMBuildFCmp(B, LLVMRealUNE, a, b, "");
+  case TE_LT: return LLVMBuildFCmp(B, LLVMRealOLT, a, b, "");
+  case TE_LE: return LLVMBuildFCmp(B, LLVMRealOLE, a, b, "");
+  case TE_GT: return LLVMBuildFCmp(B, LLVMRealOGT, a, b, "");
+  case TE_GE: return LLVMBuildFCmp(B, LLVMRealOGE, a, b, "");
+  default: return LLVMConstNull(LLVMTypeOf(a)); /* logic and shifts are never built on floats */
+  }
+  /* Contraction (FMA) is the one fast-math freedom the loop IR grants. Not on
+   * float16/bfloat16: fusing across their per-operation rounding would make
+   * results differ from the interpreter's for no gain (they are computed in float). */
+  if (op <= TE_DIV && (t == GIR_F32 || t == GIR_F64) && LLVMCanValueUseFastMathFlags(r))
+    LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
+  return round_to(g, t, r, lanes);
+}
+
+/* Integer div / floordiv / mod / floormod that never trap: divisor 0 gives 0;
+ * a signed divisor -1 gives the wrapped negation (quotients) or 0 (remainders). */
+static LLVMValueRef idiv(tgt_lcg *g, te_binop op, int is_signed, LLVMValueRef a, LLVMValueRef b, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = scalar_of(a);
+  LLVMValueRef zero = cint(g, it, 0, lanes), one = cint(g, it, 1, lanes);
+  LLVMValueRef y0 = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+  int quotient = op == TE_DIV || op == TE_FLOORDIV;
+  if (!is_signed) {
+    LLVMValueRef safe = LLVMBuildSelect(B, y0, one, b, "");
+    LLVMValueRef r = quotient ? LLVMBuildUDiv(B, a, safe, "") : LLVMBuildURem(B, a, safe, "");
+    return LLVMBuildSelect(B, y0, zero, r, "");
+  }
+  LLVMValueRef ym1 = LLVMBuildICmp(B, LLVMIntEQ, b, cint(g, it, -1, lanes), "");
+  LLVMValueRef safe = LLVMBuildSelect(B, LLVMBuildOr(B, y0, ym1, ""), one, b, "");
+  LLVMValueRef r;
+  if (quotient) {
+    r = LLVMBuildSDiv(B, a, safe, "");
+    if (op == TE_FLOORDIV) {
+      /* round toward -inf: one less when the remainder is non-zero and its sign differs from the divisor's */
+      LLVMValueRef rem = LLVMBuildSRem(B, a, safe, "");
+      LLVMValueRef adj = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, rem, zero, ""),
+                                      LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, rem, safe, ""), zero, ""), "");
+      r = LLVMBuildSub(B, r, LLVMBuildZExt(B, adj, LLVMTypeOf(a), ""), "");
+    }
+    r = LLVMBuildSelect(B, ym1, LLVMBuildNeg(B, a, ""), r, "");
+  } else {
+    r = LLVMBuildSRem(B, a, safe, "");
+    if (op == TE_FLOORMOD) {
+      LLVMValueRef adj = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+                                      LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, safe, ""), zero, ""), "");
+      r = LLVMBuildSelect(B, adj, LLVMBuildAdd(B, r, safe, ""), r, "");
+    }
+    r = LLVMBuildSelect(B, ym1, zero, r, "");
+  }
+  return LLVMBuildSelect(B, y0, zero, r, "");
+}
+
+static LLVMValueRef ibin(tgt_lcg *g, te_binop op, gir_dtype t, LLVMValueRef a, LLVMValueRef b, int lanes) {
+  LLVMBuilderRef B = g->b;
+  if (t == GIR_BOOL) {
+    switch (op) {
+    case TE_AND: return LLVMBuildAnd(B, a, b, "");
+    case TE_OR: return LLVMBuildOr(B, a, b, "");
+    case TE_XOR: return LLVMBuildXor(B, a, b, "");
+    case TE_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+    case TE_NE: return LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+    case TE_LT: return LLVMBuildICmp(B, LLVMIntULT, a, b, "");
+    case TE_LE: return LLVMBuildICmp(B, LLVMIntULE, a, b, "");
+    case TE_GT: return LLVMBuildICmp(B, LLVMIntUGT, a, b, "");
+    case TE_GE: return LLVMBuildICmp(B, LLVMIntUGE, a, b, "");
+    default: { /* arithmetic on 0/1 as the interpreter does it: in a wider integer, then != 0 */
+      LLVMTypeRef bt = vec_of(g->t_i8, lanes);
+      LLVMValueRef r = ibin(g, op, GIR_U8, LLVMBuildZExt(B, a, bt, ""), LLVMBuildZExt(B, b, bt, ""), lanes);
+      return LLVMBuildICmp(B, LLVMIntNE, r, cint(g, g->t_i8, 0, lanes), "");
+    }
+    }
+  }
+  int sg = gir_dtype_is_signed(t), w = gir_dtype_bits(t);
+  LLVMTypeRef it = scalar_of(a);
+  switch (op) {
+  case TE_ADD: return LLVMBuildAdd(B, a, b, "");
+  case TE_SUB: return LLVMBuildSub(B, a, b, "");
+  case TE_MUL: return LLVMBuildMul(B, a, b, "");
+  case TE_DIV: case TE_FLOORDIV: case TE_MOD: case TE_FLOORMOD: return idiv(g, op, sg, a, b, lanes);
+  case TE_MIN: return intrin2(g, sg ? "llvm.smin" : "llvm.umin", a, b);
+  case TE_MAX: return intrin2(g, sg ? "llvm.smax" : "llvm.umax", a, b);
+  case TE_POW: {
+    LLVMTypeRef wt = vec_of(g->t_i64, lanes);
+    LLVMValueRef x = a, y = b;
+    if (w < 64) {
+      x = sg ? LLVMBuildSExt(B, a, wt, "") : LLVMBuildZExt(B, a, wt, "");
+      y = sg ? LLVMBuildSExt(B, b, wt, "") : LLVMBuildZExt(B, b, wt, "");
+    }
+    LLVMValueRef r = call_lanes(g, ipow_fn(g), x, y, lanes);
+    return w < 64 ? LLVMBuildTrunc(B, r, LLVMTypeOf(a), "") : r;
+  }
+  case TE_AND: return LLVMBuildAnd(B, a, b, "");
+  case TE_OR: return LLVMBuildOr(B, a, b, "");
+  case TE_XOR: return LLVMBuildXor(B, a, b, "");
+  case TE_SHL: case TE_SHR: {
+    /* the count is unsigned: a negative one is huge, so it also gives 0 */
+    LLVMValueRef zero = cint(g, it, 0, lanes);
+    LLVMValueRef big = LLVMBuildICmp(B, LLVMIntUGE, b, cint(g, it, w, lanes), "");
+    LLVMValueRef n = LLVMBuildSelect(B, big, zero, b, "");
+    LLVMValueRef r = op == TE_SHL ? LLVMBuildShl(B, a, n, "") : LLVMBuildLShr(B, a, n, "");
+    return LLVMBuildSelect(B, big, zero, r, "");
+  }
+  case TE_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+  case TE_NE: return LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+  case TE_LT: return LLVMBuildICmp(B, sg ? LLVMIntSLT : LLVMIntULT, a, b, "");
+  case TE_LE: return LLVMBuildICmp(B, sg ? LLVMIntSLE : LLVMIntULE, a, b, "");
+  case TE_GT: return LLVMBuildICmp(B, sg ? LLVMIntSGT : LLVMIntUGT, a, b, "");
+  case TE_GE: return LLVMBuildICmp(B, sg ? LLVMIntSGE : LLVMIntUGE, a, b, "");
+  default: assert(!"unknown binop"); return a;
+  }
+}
+
+static LLVMValueRef cast(tgt_lcg *g, gir_dtype from, gir_dtype to, LLVMValueRef v, int lanes) {
+  LLVMBuilderRef B = g->b;
+  if (from == to) return v;
+  int ff = gir_dtype_is_float(from);
+  if (gir_dtype_is_float(to)) {
+    LLVMTypeRef dt = vec_of(g->t_double, lanes), ft = vec_of(g->t_float, lanes);
+    LLVMValueRef f;
+    if (ff) {
+      if (to == GIR_F64) return LLVMBuildFPExt(B, v, dt, "");
+      f = from == GIR_F64 ? LLVMBuildFPTrunc(B, v, ft, "") : v;
+    } else {
+      int sg = gir_dtype_is_signed(from);
+      if (to == GIR_F64) return sg ? LLVMBuildSIToFP(B, v, dt, "") : LLVMBuildUIToFP(B, v, dt, "");
+      if (gir_dtype_bits(from) == 64) { /* the interpreter goes through double: round twice, as it does */
+        LLVMValueRef d = sg ? LLVMBuildSIToFP(B, v, dt, "") : LLVMBuildUIToFP(B, v, dt, "");
+        f = LLVMBuildFPTrunc(B, d, ft, "");
+      } else {
+        f = sg ? LLVMBuildSIToFP(B, v, ft, "") : LLVMBuildUIToFP(B, v, ft, "");
+      }
+    }
+    return round_to(g, to, f, lanes);
+  }
+  if (to == GIR_BOOL)
+    return ff ? LLVMBuildFCmp(B, LLVMRealUNE, v, cfp(g, scalar_of(v), 0, lanes), "")
+              : LLVMBuildICmp(B, LLVMIntNE, v, cint(g, scalar_of(v), 0, lanes), "");
+  LLVMTypeRef dst = tgt_llvm_reg_type(g, to, lanes);
+  if (ff) {
+    /* NaN → 0, saturate at the int64 range (uint64: at [0, 2^64)), then wrap to the width */
+    LLVMTypeRef over[2] = {vec_of(g->t_i64, lanes), LLVMTypeOf(v)};
+    LLVMValueRef i = intrin(g, to == GIR_U64 ? "llvm.fptoui.sat" : "llvm.fptosi.sat", over, 2, &v, 1);
+    return gir_dtype_bits(to) == 64 ? i : LLVMBuildTrunc(B, i, dst, "");
+  }
+  unsigned fw = LLVMGetIntTypeWidth(scalar_of(v)), tw = LLVMGetIntTypeWidth(scalar_type(dst));
+  if (fw == tw) return v;
+  if (tw < fw) return LLVMBuildTrunc(B, v, dst, "");
+  return gir_dtype_is_signed(from) ? LLVMBuildSExt(B, v, dst, "") : LLVMBuildZExt(B, v, dst, "");
+}
+
+LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to) {
+  unsigned fw = LLVMGetIntTypeWidth(LLVMTypeOf(v)), tw = LLVMGetIntTypeWidth(to);
+  if (fw == tw) return v;
+  return tw < fw ? LLVMBuildTrunc(g->b, v, to, "") : LLVMBuildSExt(g->b, v, to, "");
+}
+
+/* --- memory --- */
+
+static int is_unit_ramp(const tir_expr *ix) {
+  return ix->kind == TIR_RAMP && ix->u.ramp.stride->kind == TIR_INT && ix->u.ramp.stride->u.i == 1;
+}
+
+/* &buf[idx]; idx scalar or a vector (then a vector of pointers). */
+static LLVMValueRef elem_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef idx) {
+  LLVMValueRef base = g->bufs[buf->id];
+  assert(base && "buffer not bound (checked before emission)");
+  return LLVMBuildInBoundsGEP2(g->b, tgt_llvm_mem_type(g, buf->dtype), base, &idx, 1, "");
+}
+
+static LLVMValueRef all_true(tgt_lcg *g, int lanes) { return cint(g, g->t_i1, 1, lanes); }
+
+static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) {
+  const tir_buffer *buf = e->u.load.buf;
+  const tir_expr *ix = e->u.load.index;
+  LLVMTypeRef mt = tgt_llvm_mem_type(g, buf->dtype);
+  unsigned esz = (unsigned)gir_dtype_size(buf->dtype);
+  LLVMValueRef v;
+  if (lane >= 0 || e->lanes == 1) {
+    v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, buf, emit(g, ix, lane)), "");
+    LLVMSetAlignment(v, esz);
+    return from_mem(g, buf->dtype, v, 1);
+  }
+  int n = e->lanes;
+  LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)n);
+  if (is_unit_ramp(ix)) {
+    v = LLVMBuildLoad2(g->b, vt, elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)), "");
+    LLVMSetAlignment(v, esz);
+  } else if (ix->kind == TIR_BROADCAST) {
+    v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, buf, emit(g, ix->u.bcast.value, -1)), "");
+    LLVMSetAlignment(v, esz);
+    v = splat(g, v, n);
+  } else {
+    LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
+    LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n), LLVMGetPoison(vt)};
+    v = intrin(g, "llvm.masked.gather", over, 2, args, 4);
+  }
+  return from_mem(g, buf->dtype, v, n);
+}
+
+void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s) {
+  const tir_buffer *buf = s->u.store.buf;
+  const tir_expr *ix = s->u.store.index;
+  int n = s->u.store.value->lanes;
+  unsigned esz = (unsigned)gir_dtype_size(buf->dtype);
+  LLVMValueRef v = to_mem(g, buf->dtype, emit(g, s->u.store.value, -1), n), st;
+  if (n == 1) {
+    st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, emit(g, ix, -1)));
+    LLVMSetAlignment(st, esz);
+  } else if (is_unit_ramp(ix)) {
+    st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)));
+    LLVMSetAlignment(st, esz);
+  } else { /* scatter: lanes written in order, so the last of equal indices wins */
+    LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
+    LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
+    LLVMValueRef args[4] = {v, ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n)};
+    intrin(g, "llvm.masked.scatter", over, 2, args, 4);
+  }
+}
+
+LLVMValueRef tgt_llvm_alloca(tgt_lcg *g, LLVMTypeRef t, unsigned align, const char *name) {
+  LLVMBuilderRef ab = LLVMCreateBuilderInContext(g->ctx);
+  LLVMPositionBuilderBefore(ab, LLVMGetBasicBlockTerminator(g->entry));
+  LLVMValueRef a = LLVMBuildAlloca(ab, t, name);
+  LLVMSetAlignment(a, align);
+  LLVMDisposeBuilder(ab);
+  return a;
+}
+
+/* --- lazy selection --- */
+
+static LLVMBasicBlockRef new_block(tgt_lcg *g, const char *name) {
+  return LLVMAppendBasicBlockInContext(g->ctx, g->cur, name);
+}
+
+/* c ? a : b with a scalar condition, evaluating only the chosen side. */
+static LLVMValueRef lazy_pick(tgt_lcg *g, LLVMValueRef c, const tir_expr *a, const tir_expr *b, int lane) {
+  LLVMBasicBlockRef bt = new_block(g, "ite.then"), bf = new_block(g, "ite.else"), end = new_block(g, "ite.end");
+  LLVMBuildCondBr(g->b, c, bt, bf);
+  LLVMPositionBuilderAtEnd(g->b, bt);
+  LLVMValueRef va = emit(g, a, lane);
+  LLVMBasicBlockRef ea = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, end);
+  LLVMPositionBuilderAtEnd(g->b, bf);
+  LLVMValueRef vb = emit(g, b, lane);
+  LLVMBasicBlockRef eb = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, end);
+  LLVMPositionBuilderAtEnd(g->b, end);
+  LLVMValueRef phi = LLVMBuildPhi(g->b, LLVMTypeOf(va), "");
+  LLVMValueRef vals[2] = {va, vb};
+  LLVMBasicBlockRef from[2] = {ea, eb};
+  LLVMAddIncoming(phi, vals, from, 2);
+  return phi;
+}
+
+static LLVMValueRef if_then_else(tgt_lcg *g, const tir_expr *e, int lane) {
+  const tir_expr *c = e->u.sel.c, *a = e->u.sel.a, *b = e->u.sel.b;
+  if (lane >= 0 || c->lanes == 1) return lazy_pick(g, emit(g, c, lane), a, b, lane);
+  int n = e->lanes;
+  LLVMValueRef cv = emit(g, c, -1);
+  LLVMValueRef all = intrin1(g, "llvm.vector.reduce.and", cv), any = intrin1(g, "llvm.vector.reduce.or", cv);
+  LLVMBasicBlockRef b_all = new_block(g, "ite.all"), b_rest = new_block(g, "ite.rest"),
+                    b_none = new_block(g, "ite.none"), b_mixed = new_block(g, "ite.mixed"),
+                    end = new_block(g, "ite.end");
+  LLVMBuildCondBr(g->b, all, b_all, b_rest);
+  LLVMPositionBuilderAtEnd(g->b, b_rest);
+  LLVMBuildCondBr(g->b, any, b_mixed, b_none);
+
+  LLVMValueRef vals[3];
+  LLVMBasicBlockRef from[3];
+  LLVMPositionBuilderAtEnd(g->b, b_all);
+  vals[0] = emit(g, a, -1);
+  from[0] = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, end);
+
+  LLVMPositionBuilderAtEnd(g->b, b_none);
+  vals[1] = emit(g, b, -1);
+  from[1] = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, end);
+
+  LLVMPositionBuilderAtEnd(g->b, b_mixed);
+  LLVMValueRef r = LLVMGetPoison(LLVMTypeOf(vals[0]));
+  for (int k = 0; k < n; k++) {
+    LLVMValueRef ck = LLVMBuildExtractElement(g->b, cv, lane_ix(g, k), "");
+    r = LLVMBuildInsertElement(g->b, r, lazy_pick(g, ck, a, b, k), lane_ix(g, k), "");
+  }
+  vals[2] = r;
+  from[2] = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, end);
+
+  LLVMPositionBuilderAtEnd(g->b, end);
+  LLVMValueRef phi = LLVMBuildPhi(g->b, LLVMTypeOf(vals[0]), "");
+  LLVMAddIncoming(phi, vals, from, 3);
+  return phi;
+}
+
+/* --- expressions --- */
+
+static LLVMValueRef ramp(tgt_lcg *g, const tir_expr *e, int lane) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef base = emit(g, e->u.ramp.base, -1), stride = emit(g, e->u.ramp.stride, -1);
+  LLVMTypeRef st = LLVMTypeOf(base);
+  int fl = gir_dtype_is_float(e->dtype);
+  if (lane >= 0) {
+    LLVMValueRef k = fl ? LLVMConstReal(st, lane) : cint(g, st, lane, 1);
+    return fl ? LLVMBuildFAdd(B, base, LLVMBuildFMul(B, stride, k, ""), "")
+              : LLVMBuildAdd(B, base, LLVMBuildMul(B, stride, k, ""), "");
+  }
+  int n = e->lanes;
+  LLVMValueRef *steps = gir_arena_calloc(g->scratch, (size_t)n, sizeof *steps);
+  assert(steps);
+  for (int k = 0; k < n; k++) steps[k] = fl ? LLVMConstReal(st, k) : cint(g, st, k, 1);
+  LLVMValueRef iota = LLVMConstVector(steps, (unsigned)n);
+  if (fl) return LLVMBuildFAdd(B, splat(g, base, n), LLVMBuildFMul(B, splat(g, stride, n), iota, ""), "");
+  return LLVMBuildAdd(B, splat(g, base, n), LLVMBuildMul(B, splat(g, stride, n), iota, ""), "");
+}
+
+static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
+  if (e->lanes == 1) lane = -1;
+  int lanes = lane >= 0 ? 1 : e->lanes;
+  switch (e->kind) {
+  case TIR_INT:
+    if (gir_dtype_is_float(e->dtype))
+      return LLVMConstReal(tgt_llvm_reg_type(g, e->dtype, 1), round_const(e->dtype, (double)e->u.i));
+    return cint(g, tgt_llvm_reg_type(g, e->dtype, 1), e->u.i, 1);
+  case TIR_FLOAT:
+    assert(gir_dtype_is_float(e->dtype));
+    return LLVMConstReal(tgt_llvm_reg_type(g, e->dtype, 1), round_const(e->dtype, e->u.f));
+  case TIR_VAR: {
+    LLVMValueRef v = g->vars[e->u.var->id];
+    assert(v && "variable out of scope (checked before emission)");
+    return v;
+  }
+  case TIR_LOAD: return load(g, e, lane);
+  case TIR_UNARY: return unary(g, e->u.un.op, e->u.un.a->dtype, emit(g, e->u.un.a, lane), lanes);
+  case TIR_BINARY: {
+    gir_dtype t = e->u.bin.a->dtype;
+    LLVMValueRef a = emit(g, e->u.bin.a, lane), b = emit(g, e->u.bin.b, lane);
+    return gir_dtype_is_float(t) ? fbin(g, e->u.bin.op, t, a, b, lanes) : ibin(g, e->u.bin.op, t, a, b, lanes);
+  }
+  case TIR_SELECT: {
+    LLVMValueRef c = emit(g, e->u.sel.c, lane), a = emit(g, e->u.sel.a, lane), b = emit(g, e->u.sel.b, lane);
+    return LLVMBuildSelect(g->b, c, a, b, "");
+  }
+  case TIR_IF_THEN_ELSE: return if_then_else(g, e, lane);
+  case TIR_CAST: return cast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
+  case TIR_RAMP: return ramp(g, e, lane);
+  case TIR_BROADCAST: {
+    LLVMValueRef v = emit(g, e->u.bcast.value, -1);
+    return lane >= 0 ? v : splat(g, v, e->lanes);
+  }
+  default: assert(!"unknown expression kind"); return NULL;
+  }
+}
+
+LLVMValueRef tgt_llvm_expr(tgt_lcg *g, const tir_expr *e) { return emit(g, e, -1); }

@@ -1,0 +1,56 @@
+/* llvm_internal.h — state shared by the two halves of the loop IR → LLVM IR
+ * translator: llvm_expr.c (types, conversions, expressions, loads and stores)
+ * and llvm_stmt.c (statements, loops, outlined parallel tasks, the kernel
+ * wrapper). Not part of the backend's contract: only targets/llvm includes it.
+ *
+ * Registers hold float16 and bfloat16 values as float rounded to their format
+ * after every operation (the TE interpreter's model), bool as i1; memory holds
+ * them as half, i16 and i8. Targets without float16 conversion instructions
+ * (soft_half) convert with integer code instead of fptrunc/fpext, which would
+ * become libcalls that older libgcc (riscv64 gcc 12) lacks. */
+#ifndef TGT_LLVM_INTERNAL_H
+#define TGT_LLVM_INTERNAL_H
+#include <llvm-c/Core.h>
+#include "arena.h"
+#include "err.h"
+#include "tir.h"
+
+typedef struct tgt_lcg {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  gir_arena *scratch; /* per-compile scratch (environments, names), freed at the end */
+  gir_err *err;
+  const char *cpu, *features; /* function attributes, "" to omit */
+  int soft_half;              /* no float16 conversion instructions: convert with integer code */
+  int soft_roundeven;         /* llvm.roundeven does not select on vectors (32-bit ARM) */
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_float, t_double, t_ptr;
+  unsigned md_loop;           /* "llvm.loop" metadata kind */
+  LLVMValueRef ipow;          /* kiln.ipow, created on first use */
+
+  /* the kernel being translated */
+  const tir_func *fn;
+  int32_t n_tasks;
+
+  /* the LLVM function being emitted (the kernel's body or an outlined task) */
+  LLVMValueRef cur;
+  LLVMBasicBlockRef entry; /* holds the allocas, ends with a branch */
+  LLVMValueRef ctx_ptr, status_ptr;
+  LLVMValueRef *vars; /* by tir_var id: the value in cur, NULL out of scope */
+  LLVMValueRef *bufs; /* by tir_buffer id: the base pointer in cur */
+} tgt_lcg;
+
+/* llvm_expr.c */
+LLVMTypeRef tgt_llvm_reg_type(tgt_lcg *g, gir_dtype t, int lanes);
+LLVMTypeRef tgt_llvm_mem_type(tgt_lcg *g, gir_dtype t);
+LLVMValueRef tgt_llvm_expr(tgt_lcg *g, const tir_expr *e);
+void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s);
+/* An alloca in the current function's entry block. */
+LLVMValueRef tgt_llvm_alloca(tgt_lcg *g, LLVMTypeRef t, unsigned align, const char *name);
+/* Converts an integer value to the integer type `to` (sign-extending). */
+LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to);
+
+/* llvm_stmt.c */
+int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f);
+
+#endif

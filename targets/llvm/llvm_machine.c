@@ -1,0 +1,378 @@
+/* llvm_machine.c — the LLVM backend's driver: named targets, target machines,
+ * one compile (translate every kernel into a fresh context and module, verify,
+ * run the standard default<On> pipeline), and the outputs (object file, textual
+ * IR, assembly).
+ *
+ * The host is compiled for with LLVMGetHostCPUName / LLVMGetHostCPUFeatures (the
+ * -mcpu=native equivalent); a given triple defaults to the "generic" CPU. Code
+ * is position independent, so one object serves a shared library and the JIT.
+ * Emitting runs the code generator's own IR passes, which change the module, so
+ * every emit works on a clone and a module can be emitted any number of times.
+ *
+ * The LLVM targets are registered once per process (pthread_once: registration
+ * is idempotent but not thread safe); everything else belongs to a module. */
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include "llvm_backend.h"
+#include "llvm_internal.h"
+
+struct tgt_llvm_module {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMTargetMachineRef tm;
+  char *triple;
+  int host;
+};
+
+static pthread_once_t targets_once = PTHREAD_ONCE_INIT;
+
+static void init_targets(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeX86AsmParser();
+  LLVMInitializeAArch64TargetInfo();
+  LLVMInitializeAArch64Target();
+  LLVMInitializeAArch64TargetMC();
+  LLVMInitializeAArch64AsmPrinter();
+  LLVMInitializeAArch64AsmParser();
+  LLVMInitializeARMTargetInfo();
+  LLVMInitializeARMTarget();
+  LLVMInitializeARMTargetMC();
+  LLVMInitializeARMAsmPrinter();
+  LLVMInitializeARMAsmParser();
+  LLVMInitializeRISCVTargetInfo();
+  LLVMInitializeRISCVTarget();
+  LLVMInitializeRISCVTargetMC();
+  LLVMInitializeRISCVAsmPrinter();
+  LLVMInitializeRISCVAsmParser();
+}
+
+/* --- named targets --- */
+
+typedef struct named_target {
+  const char *name, *triple, *cpu, *features, *abi;
+} named_target;
+
+static const named_target named[] = {
+    {"host", NULL, NULL, NULL, NULL},
+    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", NULL},
+    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "x86-64-v3", "", NULL},
+    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "x86-64-v4", "", NULL},
+    {"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon", NULL},
+    {"armv7", "armv7-unknown-linux-gnueabihf", "generic", "+neon", NULL},
+    {"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c", "lp64d"},
+};
+
+static const char *const named_list[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512",
+                                         "aarch64", "armv7", "riscv64", NULL};
+
+const char *const *tgt_llvm_target_names(void) { return named_list; }
+
+int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err) {
+  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+    if (name && !strcmp(name, named[i].name)) {
+      *out = (tgt_llvm_options){named[i].triple, named[i].cpu, named[i].features, named[i].abi, 3, 0};
+      return 0;
+    }
+  return gir_errf(err, "unknown target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64)",
+                  name ? name : "(null)");
+}
+
+/* --- compile --- */
+
+static char *dup_message(char *m) { /* LLVM's message → malloc'ed copy; disposes m */
+  char *s = strdup(m ? m : "");
+  if (m) LLVMDisposeMessage(m);
+  return s;
+}
+
+static char *host_triple(void) {
+  char *t = LLVMGetDefaultTargetTriple();
+  char *n = LLVMNormalizeTargetTriple(t);
+  LLVMDisposeMessage(t);
+  return dup_message(n);
+}
+
+void tgt_llvm_module_free(tgt_llvm_module *m) {
+  if (!m) return;
+  if (m->mod) LLVMDisposeModule(m->mod);
+  if (m->ctx) LLVMContextDispose(m->ctx);
+  if (m->tm) LLVMDisposeTargetMachine(m->tm);
+  free(m->triple);
+  free(m);
+}
+
+const char *tgt_llvm_module_triple(const tgt_llvm_module *m) { return m->triple; }
+int tgt_llvm_module_is_host(const tgt_llvm_module *m) { return m->host; }
+
+static LLVMCodeGenOptLevel cg_level(int o) {
+  return o <= 0 ? LLVMCodeGenLevelNone : o == 1 ? LLVMCodeGenLevelLess : o == 2 ? LLVMCodeGenLevelDefault
+                                                                               : LLVMCodeGenLevelAggressive;
+}
+
+/* Same architecture, OS and environment (the vendor field does not matter). */
+static int same_platform(const char *a, const char *b) {
+  const char *da = strchr(a, '-'), *db = strchr(b, '-');
+  if (!da || !db || da - a != db - b || strncmp(a, b, (size_t)(da - a))) return 0;
+  const char *ra = strchr(da + 1, '-'), *rb = strchr(db + 1, '-');
+  return ra && rb && !strcmp(ra, rb);
+}
+
+static int make_machine(tgt_llvm_module *m, const tgt_llvm_options *opt, char **cpu_out, char **features_out,
+                        gir_err *err) {
+  char *host = host_triple();
+  if (!host) return gir_errf(err, "out of memory");
+  if (opt->triple) {
+    m->triple = dup_message(LLVMNormalizeTargetTriple(opt->triple));
+  } else {
+    m->triple = strdup(host);
+  }
+  if (!m->triple) {
+    free(host);
+    return gir_errf(err, "out of memory");
+  }
+  m->host = same_platform(m->triple, host);
+  free(host);
+
+  LLVMTargetRef target;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(m->triple, &target, &msg)) {
+    gir_errf(err, "llvm: unknown target triple %s: %s", m->triple, msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  if (msg) LLVMDisposeMessage(msg);
+  char *cpu = opt->cpu ? strdup(opt->cpu) : opt->triple ? strdup("generic") : dup_message(LLVMGetHostCPUName());
+  char *feat = opt->features ? strdup(opt->features) : opt->triple ? strdup("") : dup_message(LLVMGetHostCPUFeatures());
+  if (!cpu || !feat) {
+    free(cpu);
+    free(feat);
+    return gir_errf(err, "out of memory");
+  }
+  LLVMTargetMachineOptionsRef to = LLVMCreateTargetMachineOptions();
+  LLVMTargetMachineOptionsSetCPU(to, cpu);
+  LLVMTargetMachineOptionsSetFeatures(to, feat);
+  if (opt->abi) LLVMTargetMachineOptionsSetABI(to, opt->abi);
+  LLVMTargetMachineOptionsSetCodeGenOptLevel(to, cg_level(opt->opt_level));
+  LLVMTargetMachineOptionsSetRelocMode(to, LLVMRelocPIC);
+  m->tm = LLVMCreateTargetMachineWithOptions(target, m->triple, to);
+  LLVMDisposeTargetMachineOptions(to);
+  if (!m->tm) {
+    gir_errf(err, "llvm: cannot make a target machine for %s (cpu %s, features '%s')", m->triple, cpu, feat);
+    free(cpu);
+    free(feat);
+    return -1;
+  }
+  *cpu_out = cpu;
+  *features_out = feat;
+  return 0;
+}
+
+/* Whether `features` (a comma-separated "+a,-b" list) turns `name` on. */
+static int has_feature(const char *features, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = features; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n + 1 && p[0] == '+' && !strncmp(p + 1, name, n)) return 1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Has the target float16 <-> float32 conversion instructions? (Else fptrunc /
+ * fpext to half become libcalls, missing from some targets' libgcc.) */
+static int native_half(const char *triple, const char *cpu, const char *features) {
+  if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) return 1;
+  static const char *const feats[] = {"f16c", "fp16", "fullfp16", "zfhmin", "zfh", "zhinxmin", "zhinx"};
+  for (size_t i = 0; i < sizeof feats / sizeof feats[0]; i++)
+    if (has_feature(features, feats[i])) return 1;
+  if (has_feature(features, "avx512f")) return !strstr(features, "-f16c"); /* AVX-512 implies F16C */
+  return !strncmp(triple, "x86_64", 6) && (!strcmp(cpu, "x86-64-v3") || !strcmp(cpu, "x86-64-v4")) &&
+         !strstr(features, "-f16c");
+}
+
+static int optimize(tgt_llvm_module *m, int level, gir_err *err) {
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  int on = level >= 2;
+  LLVMPassBuilderOptionsSetLoopVectorization(po, on);
+  LLVMPassBuilderOptionsSetSLPVectorization(po, on);
+  LLVMPassBuilderOptionsSetLoopInterleaving(po, on);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, level >= 1);
+  LLVMErrorRef e = LLVMRunPasses(m->mod, pipeline, m->tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    gir_errf(err, "llvm: %s failed: %s", pipeline, msg);
+    LLVMDisposeErrorMessage(msg);
+    return -1;
+  }
+  return 0;
+}
+
+tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const tgt_llvm_options *opt, gir_err *err) {
+  pthread_once(&targets_once, init_targets);
+  tgt_llvm_options host = {.opt_level = 3};
+  if (!opt) opt = &host;
+  if (opt->opt_level < 0 || opt->opt_level > 3) {
+    gir_errf(err, "llvm: optimization level %d is not in 0..3", opt->opt_level);
+    return NULL;
+  }
+  tgt_llvm_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    gir_errf(err, "out of memory");
+    return NULL;
+  }
+  char *cpu = NULL, *feat = NULL;
+  if (make_machine(m, opt, &cpu, &feat, err) < 0) {
+    tgt_llvm_module_free(m);
+    return NULL;
+  }
+  m->ctx = LLVMContextCreate();
+  m->mod = LLVMModuleCreateWithNameInContext("kiln", m->ctx);
+  LLVMSetTarget(m->mod, m->triple);
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
+  LLVMSetModuleDataLayout(m->mod, dl);
+  LLVMDisposeTargetData(dl);
+
+  tgt_lcg g = {.ctx = m->ctx, .mod = m->mod, .err = err, .cpu = cpu, .features = feat};
+  g.soft_half = opt->portable || !native_half(m->triple, cpu, feat);
+  g.soft_roundeven = opt->portable || !strncmp(m->triple, "arm", 3) || !strncmp(m->triple, "thumb", 5);
+  g.b = LLVMCreateBuilderInContext(m->ctx);
+  g.scratch = gir_arena_new();
+  g.t_void = LLVMVoidTypeInContext(m->ctx);
+  g.t_i1 = LLVMInt1TypeInContext(m->ctx);
+  g.t_i8 = LLVMInt8TypeInContext(m->ctx);
+  g.t_i16 = LLVMInt16TypeInContext(m->ctx);
+  g.t_i32 = LLVMInt32TypeInContext(m->ctx);
+  g.t_i64 = LLVMInt64TypeInContext(m->ctx);
+  g.t_half = LLVMHalfTypeInContext(m->ctx);
+  g.t_float = LLVMFloatTypeInContext(m->ctx);
+  g.t_double = LLVMDoubleTypeInContext(m->ctx);
+  g.t_ptr = LLVMPointerTypeInContext(m->ctx, 0);
+  g.md_loop = LLVMGetMDKindIDInContext(m->ctx, "llvm.loop", 9);
+  int rc = g.scratch ? 0 : gir_errf(err, "out of memory");
+  for (int32_t i = 0; i < n && rc == 0; i++) rc = tgt_llvm_emit_func(&g, fns[i]);
+  LLVMDisposeBuilder(g.b);
+  gir_arena_free(g.scratch);
+  free(cpu);
+  free(feat);
+
+  if (rc == 0) {
+    char *msg = NULL;
+    if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg))
+      rc = gir_errf(err, "llvm: internal error, invalid IR generated: %.400s", msg ? msg : "");
+    if (msg) LLVMDisposeMessage(msg);
+  }
+  if (rc == 0) rc = optimize(m, opt->opt_level, err);
+  if (rc < 0) {
+    tgt_llvm_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* --- outputs --- */
+
+static int emit_mem(const tgt_llvm_module *m, LLVMCodeGenFileType kind, LLVMMemoryBufferRef *out, gir_err *err) {
+  LLVMModuleRef clone = LLVMCloneModule(m->mod);
+  char *msg = NULL;
+  LLVMBool bad = LLVMTargetMachineEmitToMemoryBuffer(m->tm, clone, kind, &msg, out);
+  LLVMDisposeModule(clone);
+  if (bad) {
+    gir_errf(err, "llvm: cannot emit %s for %s: %s", kind == LLVMObjectFile ? "an object" : "assembly", m->triple,
+             msg ? msg : "");
+    if (msg) LLVMDisposeMessage(msg);
+    return -1;
+  }
+  if (msg) LLVMDisposeMessage(msg);
+  return 0;
+}
+
+/* Copies a memory buffer into malloc'ed bytes (plus a NUL) and disposes it. */
+static int take(LLVMMemoryBufferRef mb, void **data, size_t *size, gir_err *err) {
+  size_t n = LLVMGetBufferSize(mb);
+  char *p = malloc(n + 1);
+  if (!p) {
+    LLVMDisposeMemoryBuffer(mb);
+    return gir_errf(err, "out of memory");
+  }
+  memcpy(p, LLVMGetBufferStart(mb), n);
+  p[n] = 0;
+  LLVMDisposeMemoryBuffer(mb);
+  *data = p;
+  *size = n;
+  return 0;
+}
+
+int tgt_llvm_emit_object_mem(const tgt_llvm_module *m, void **data, size_t *size, gir_err *err) {
+  LLVMMemoryBufferRef mb;
+  if (emit_mem(m, LLVMObjectFile, &mb, err) < 0) return -1;
+  return take(mb, data, size, err);
+}
+
+int tgt_llvm_asm_string(const tgt_llvm_module *m, char **text, size_t *size, gir_err *err) {
+  LLVMMemoryBufferRef mb;
+  if (emit_mem(m, LLVMAssemblyFile, &mb, err) < 0) return -1;
+  return take(mb, (void **)text, size, err);
+}
+
+int tgt_llvm_ir_string(const tgt_llvm_module *m, char **text, size_t *size, gir_err *err) {
+  char *s = LLVMPrintModuleToString(m->mod);
+  size_t n = strlen(s);
+  char *p = malloc(n + 1);
+  if (p) memcpy(p, s, n + 1);
+  LLVMDisposeMessage(s);
+  if (!p) return gir_errf(err, "out of memory");
+  *text = p;
+  *size = n;
+  return 0;
+}
+
+static int write_all(const void *data, size_t n, FILE *out, const char *what, gir_err *err) {
+  if (fwrite(data, 1, n, out) != n) return gir_errf(err, "cannot write %s", what);
+  return 0;
+}
+
+int tgt_llvm_emit_object(const tgt_llvm_module *m, const char *path, gir_err *err) {
+  void *data;
+  size_t n;
+  if (tgt_llvm_emit_object_mem(m, &data, &n, err) < 0) return -1;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    free(data);
+    return gir_errf(err, "cannot create %s", path);
+  }
+  int rc = write_all(data, n, f, path, err);
+  if (fclose(f) != 0 && rc == 0) rc = gir_errf(err, "cannot write %s", path);
+  free(data);
+  return rc;
+}
+
+int tgt_llvm_dump_ir(const tgt_llvm_module *m, FILE *out, gir_err *err) {
+  char *s;
+  size_t n;
+  if (tgt_llvm_ir_string(m, &s, &n, err) < 0) return -1;
+  int rc = write_all(s, n, out, "the IR dump", err);
+  free(s);
+  return rc;
+}
+
+int tgt_llvm_dump_asm(const tgt_llvm_module *m, FILE *out, gir_err *err) {
+  char *s;
+  size_t n;
+  if (tgt_llvm_asm_string(m, &s, &n, err) < 0) return -1;
+  int rc = write_all(s, n, out, "the assembly dump", err);
+  free(s);
+  return rc;
+}

@@ -1,0 +1,253 @@
+/* test_cross.c — the LLVM backend's objects for other machines: one small kernel
+ * (a parallel loop, vectors, a gather, libm, float16 and bfloat16 conversions)
+ * compiled for aarch64, armv7 and riscv64, each object linked into a shared
+ * library with Debian's cross compiler (-Wl,--no-undefined, so every libcall the
+ * code generator emitted must resolve in that target's libgcc/libm/libc), and the
+ * library's ELF header checked: machine, class, float ABI, the exported kernel.
+ * The host's object goes the same way and is then dlopen-ed and run, the path a
+ * bundle's lib/<target>.so takes.
+ *
+ * A second kernel runs every unary op, every float binary op, integer div / pow /
+ * shifts and a few casts, so that every libcall the backend can produce is linked.
+ *
+ * A target is skipped (SKIP with the reason, counted as skipped) only when its
+ * cross compiler is not installed. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "llvm_backend.h"
+#include "tir.h"
+
+typedef struct built {
+  gir_arena *arena;
+  tir_func f, ops;
+} built;
+
+/* kern(A f32[64], B f32[64], C f32[64], H f16[64], Z bf16[64], Q i64[64]):
+ *   parallel r in [0, 4): C[v] = A[v] * B[v] + C[v] (16 lanes at row r);
+ *                         H[v] = half(exp(A[v]));  Z[v] = bfloat16(A[rev]) (a gather)
+ *   for i in [0, 64): Q[i] = floordiv(i - 30, 7) */
+static void build_kernel(built *k) {
+  k->arena = gir_arena_new();
+  tir_builder bb, *b = &bb;
+  tir_builder_init(b, k->arena);
+  static const char *const names[6] = {"A", "B", "C", "H", "Z", "Q"};
+  static const gir_dtype types[6] = {GIR_F32, GIR_F32, GIR_F32, GIR_F16, GIR_BF16, GIR_I64};
+  tir_buffer **ps = gir_arena_alloc(k->arena, sizeof(tir_buffer *) * 6);
+  for (int i = 0; i < 6; i++) ps[i] = tir_buffer_new(b, names[i], types[i], 64, TIR_GLOBAL, i);
+  tir_var *r = tir_var_new(b, "r", GIR_I64), *i = tir_var_new(b, "i", GIR_I64);
+  tir_expr *base = tir_bin(b, TE_MUL, tir_var_ref(b, r), tir_i64(b, 16));
+  tir_expr *v = tir_ramp(b, base, tir_i64(b, 1), 16);
+  tir_expr *rev = tir_ramp(b, tir_bin(b, TE_SUB, tir_i64(b, 63), base), tir_i64(b, -1), 16);
+  tir_expr *fma = tir_bin(b, TE_ADD, tir_bin(b, TE_MUL, tir_load(b, ps[0], v), tir_load(b, ps[1], v)), tir_load(b, ps[2], v));
+  tir_stmt *body[3] = {tir_store(b, ps[2], v, fma),
+                       tir_store(b, ps[3], v, tir_cast(b, GIR_F16, tir_un(b, TE_EXP, tir_load(b, ps[0], v)))),
+                       tir_store(b, ps[4], v, tir_cast(b, GIR_BF16, tir_load(b, ps[0], rev)))};
+  tir_stmt *par = tir_for(b, r, tir_i64(b, 0), tir_i64(b, 4), TIR_PARALLEL, tir_seq(b, body, 3));
+  tir_expr *q = tir_bin(b, TE_FLOORDIV, tir_bin(b, TE_SUB, tir_var_ref(b, i), tir_i64(b, 30)), tir_i64(b, 7));
+  tir_stmt *ser = tir_for(b, i, tir_i64(b, 0), tir_i64(b, 64), TIR_SERIAL, tir_store(b, ps[5], tir_var_ref(b, i), q));
+  k->f = (tir_func){"kern", 6, ps, tir_seq2(b, par, ser), b->next_var, b->next_buffer};
+
+  /* ops(X f32[64], Y f32[64], O f32[64 * 64], H f16[64], Q i64[64], U u64[64], S i8[64]): every
+   * unary and float binary op on 4-lane vectors, integer div / pow / shifts, casts —
+   * whatever libcalls they need must link on the target. */
+  tir_buffer **os = gir_arena_alloc(k->arena, sizeof(tir_buffer *) * 7);
+  static const char *const onames[7] = {"X", "Y", "O", "H", "Q", "U", "S"};
+  static const gir_dtype otypes[7] = {GIR_F32, GIR_F32, GIR_F32, GIR_F16, GIR_I64, GIR_U64, GIR_I8};
+  static const int64_t osizes[7] = {64, 64, 64 * 64, 64, 64, 64, 64};
+  for (int j = 0; j < 7; j++) os[j] = tir_buffer_new(b, onames[j], otypes[j], osizes[j], TIR_GLOBAL, j);
+  tir_var *w = tir_var_new(b, "w", GIR_I64);
+  tir_expr *wv = tir_ramp(b, tir_bin(b, TE_MUL, tir_var_ref(b, w), tir_i64(b, 4)), tir_i64(b, 1), 4);
+  tir_stmt *st[96];
+  int n = 0, slot = 0;
+  tir_expr *x = tir_load(b, os[0], wv), *y = tir_load(b, os[1], wv);
+#define OUT(val) tir_store(b, os[2], tir_bin(b, TE_ADD, wv, tir_broadcast(b, tir_i64(b, 64 * slot++), 4)), (val))
+  for (int op = 0; op < TE_UNOP_COUNT; op++) {
+    tir_expr *u = tir_un(b, op, x);
+    st[n++] = OUT(u->dtype == GIR_BOOL ? tir_cast(b, GIR_F32, u) : u);
+  }
+  for (int op = 0; op < TE_BINOP_COUNT; op++) {
+    if (op >= TE_AND && op <= TE_SHR) continue;
+    tir_expr *e = tir_bin(b, op, x, y);
+    st[n++] = OUT(e->dtype == GIR_BOOL ? tir_cast(b, GIR_F32, e) : e);
+  }
+  st[n++] = OUT(tir_cast(b, GIR_F32, tir_load(b, os[3], wv)));
+  st[n++] = tir_store(b, os[3], wv, tir_cast(b, GIR_F16, tir_bin(b, TE_ADD, x, y)));
+  tir_expr *qq = tir_load(b, os[4], wv), *uu = tir_load(b, os[5], wv);
+  st[n++] = tir_store(b, os[4], wv, tir_bin(b, TE_POW, tir_bin(b, TE_FLOORMOD, qq, tir_cast(b, GIR_I64, y)), tir_bin(b, TE_SHR, qq, qq)));
+  st[n++] = tir_store(b, os[5], wv, tir_bin(b, TE_DIV, uu, tir_bin(b, TE_SHL, uu, tir_cast(b, GIR_U64, x))));
+  st[n++] = tir_store(b, os[6], wv, tir_cast(b, GIR_I8, x));
+  st[n++] = OUT(tir_cast(b, GIR_F32, uu));
+  st[n++] = OUT(tir_cast(b, GIR_F32, tir_cast(b, GIR_F16, qq)));
+  st[n++] = OUT(tir_cast(b, GIR_F32, tir_cast(b, GIR_BF16, tir_cast(b, GIR_F64, x))));
+#undef OUT
+  k->ops = (tir_func){"ops", 7, os, tir_for(b, w, tir_i64(b, 0), tir_i64(b, 16), TIR_SERIAL, tir_seq(b, st, n)), b->next_var,
+                      b->next_buffer};
+  k->f.n_vars = k->ops.n_vars, k->f.n_buffers = k->ops.n_buffers;
+}
+
+static int have(const char *tool) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+  return system(cmd) == 0;
+}
+
+/* The first line a command prints (empty on failure). */
+static void first_line(const char *cmd, char *out, size_t n) {
+  out[0] = 0;
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  if (!fgets(out, (int)n, p)) out[0] = 0;
+  pclose(p);
+}
+
+typedef struct elf_info {
+  int ok, cls;
+  unsigned machine, flags;
+} elf_info;
+
+static elf_info read_elf(const char *path) {
+  elf_info e = {0};
+  unsigned char h[64] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return e;
+  size_t n = fread(h, 1, sizeof h, f);
+  fclose(f);
+  if (n < 52 || memcmp(h, "\177ELF", 4) || h[5] != 1) return e; /* little endian only here */
+  e.ok = 1;
+  e.cls = h[4] == 2 ? 64 : 32;
+  e.machine = (unsigned)(h[18] | h[19] << 8);
+  size_t fo = e.cls == 64 ? 48 : 36;
+  e.flags = (unsigned)(h[fo] | h[fo + 1] << 8 | h[fo + 2] << 16 | (unsigned)h[fo + 3] << 24);
+  return e;
+}
+
+typedef struct cross {
+  const char *target, *cc, *nm, *file_says;
+  unsigned machine;
+  int cls;
+  unsigned flag_mask, flag_value; /* float ABI bits */
+} cross;
+
+static void test_target(const tir_func *const *fs, const cross *c, const char *dir) {
+  if (!have(c->cc)) {
+    CHECK_SKIP("%s: %s is not installed", c->target, c->cc);
+    return;
+  }
+  gir_err err = {0};
+  tgt_llvm_options o;
+  if (!CHECK(tgt_llvm_named_target(c->target, &o, &err) == 0)) return;
+  tgt_llvm_module *m = tgt_llvm_compile(fs, 2, &o, &err);
+  if (!CHECKF(m != NULL, "%s: %s", c->target, err.msg)) return;
+  char obj[512], so[512], cmd[2048], line[512];
+  snprintf(obj, sizeof obj, "%s/kern_%s.o", dir, c->target);
+  snprintf(so, sizeof so, "%s/libkern_%s.so", dir, c->target);
+  int emitted = CHECKF(tgt_llvm_emit_object(m, obj, &err) == 0, "%s: %s", c->target, err.msg);
+  tgt_llvm_module_free(m);
+  if (!emitted) return;
+  elf_info eo = read_elf(obj);
+  CHECKF(eo.ok && eo.machine == c->machine, "%s: object e_machine %u", c->target, eo.machine);
+
+  snprintf(cmd, sizeof cmd, "%s -shared -Wl,--no-undefined -o %s %s -lm 2>&1", c->cc, so, obj);
+  FILE *p = popen(cmd, "r");
+  char log[2048] = "";
+  size_t used = 0;
+  if (p) {
+    while (used < sizeof log - 1 && fgets(log + used, (int)(sizeof log - used), p)) used = strlen(log);
+  }
+  int rc = p ? pclose(p) : -1;
+  if (!CHECKF(rc == 0, "%s: link failed: %s\n%s", c->target, cmd, log)) return;
+
+  elf_info e = read_elf(so);
+  CHECKF(e.ok && e.machine == c->machine, "%s: library e_machine %u, want %u", c->target, e.machine, c->machine);
+  CHECKF(e.cls == c->cls, "%s: ELF class %d, want %d", c->target, e.cls, c->cls);
+  CHECKF((e.flags & c->flag_mask) == c->flag_value, "%s: e_flags 0x%x", c->target, e.flags);
+  if (have("file")) {
+    snprintf(cmd, sizeof cmd, "file -b %s", so);
+    first_line(cmd, line, sizeof line);
+    CHECKF(strstr(line, c->file_says) != NULL, "%s: file says '%s'", c->target, line);
+  } else {
+    CHECK_SKIP("%s: `file` is not installed; the ELF header was checked directly", c->target);
+  }
+  if (have(c->nm)) {
+    snprintf(cmd, sizeof cmd, "%s -D --defined-only %s | grep -c -E ' T (kern|ops)$'", c->nm, so);
+    first_line(cmd, line, sizeof line);
+    CHECKF(atoi(line) == 2, "%s: kern and ops are not both exported (%s)", c->target, line);
+  } else {
+    CHECK_SKIP("%s: %s is not installed, exported symbols not checked", c->target, c->nm);
+  }
+}
+
+static int32_t serial_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n) {
+  (void)ctx;
+  fn(closure, 0, n / 2); /* two chunks, so the task's begin is not always 0 */
+  fn(closure, n / 2, n);
+  return 0;
+}
+
+/* The host object as a shared library, loaded with dlopen and run. */
+static void test_host_library(const tir_func *const *fs, const char *dir) {
+  if (!have("cc")) {
+    CHECK_SKIP("host: cc is not installed");
+    return;
+  }
+  gir_err err = {0};
+  tgt_llvm_module *m = tgt_llvm_compile(fs, 2, NULL, &err);
+  if (!CHECKF(m != NULL, "host: %s", err.msg)) return;
+  char obj[512], so[512], cmd[1536];
+  snprintf(obj, sizeof obj, "%s/kern_host.o", dir);
+  snprintf(so, sizeof so, "%s/libkern_host.so", dir);
+  int ok = CHECKF(tgt_llvm_emit_object(m, obj, &err) == 0, "host: %s", err.msg);
+  tgt_llvm_module_free(m);
+  if (!ok) return;
+  snprintf(cmd, sizeof cmd, "cc -shared -Wl,--no-undefined -o %s %s -lm", so, obj);
+  if (!CHECKF(system(cmd) == 0, "host: %s failed", cmd)) return;
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!CHECKF(h != NULL, "dlopen: %s", dlerror())) return;
+  kiln_kernel_fn kern;
+  *(void **)&kern = dlsym(h, "kern");
+  if (CHECK(kern != NULL)) {
+    float *a = aligned_alloc(64, 256), *b = aligned_alloc(64, 256), *c = aligned_alloc(64, 256);
+    uint16_t *hh = aligned_alloc(64, 128), *z = aligned_alloc(64, 128);
+    int64_t *q = aligned_alloc(64, 512);
+    for (int i = 0; i < 64; i++) a[i] = (float)i / 16.0f - 2.0f, b[i] = 3.0f, c[i] = 1.0f;
+    kiln_ctx ctx = {.parallel_for = serial_for};
+    void *bufs[6] = {a, b, c, hh, z, q};
+    CHECK_INT(kern(bufs, &ctx), 0);
+    int bad = 0;
+    for (int i = 0; i < 64; i++) {
+      bad += fabsf(c[i] - (a[i] * 3.0f + 1.0f)) > 1e-6f;
+      float e = gir_f16_to_f32(hh[i]), want = expf(a[i]);
+      bad += fabsf(e - want) > 1e-3f * want;
+      bad += z[i] != gir_f32_to_bf16(a[63 - i]);
+      int64_t x = i - 30;
+      bad += q[i] != (x >= 0 ? x / 7 : -((-x + 6) / 7));
+    }
+    CHECKF(bad == 0, "host library: %d wrong values", bad);
+    free(a), free(b), free(c), free(hh), free(z), free(q);
+  }
+  dlclose(h);
+}
+
+int main(void) {
+  built k;
+  build_kernel(&k);
+  char dir[] = "/tmp/kiln_cross_XXXXXX";
+  if (!CHECK(mkdtemp(dir) != NULL)) return check_finish("test_cross");
+  static const cross targets[] = {
+      {"aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-nm", "ARM aarch64", 183, 64, 0, 0},
+      {"armv7", "arm-linux-gnueabihf-gcc", "arm-linux-gnueabihf-nm", "ARM, EABI5", 40, 32, 0x400, 0x400},
+      {"riscv64", "riscv64-linux-gnu-gcc", "riscv64-linux-gnu-nm", "RISC-V", 243, 64, 0x6, 0x4},
+  };
+  const tir_func *fs[2] = {&k.f, &k.ops};
+  for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) test_target(fs, &targets[i], dir);
+  test_host_library(fs, dir);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+  gir_arena_free(k.arena);
+  return check_finish("test_cross");
+}

@@ -1,0 +1,1072 @@
+/* test_llvm.c — the LLVM backend, end to end: loop IR built by hand with the
+ * tir.h builder, compiled to host code, loaded through the ORC JIT and run.
+ *
+ * Most checks are differential against the TE interpreter (lower/te_eval.c), the
+ * single statement of what each operation means: every unary op, binary op and
+ * cast, on every first-class dtype, over edge values (0, ±1, INT_MIN, -1
+ * divisors, shift counts around the width, ±0, ±inf, NaN, saturation bounds...),
+ * each compiled three ways — scalar loop, contiguous vectors (one vector
+ * load/store) and reversed vectors (gather/scatter) — and compared bit for bit.
+ * Math functions are also checked against libm in double (rtol 1e-3, atol 1e-5).
+ * Then hand-written kernels: a vectorized add with a tail, reductions through a
+ * LOCAL accumulator, if_then_else guarding loads next to a PROT_NONE page (a
+ * speculated load would crash), parallel loops run by a parallel_for that splits
+ * into 3 chunks on threads (free variables, shared and per-task local buffers,
+ * nesting, status propagation), the error paths, every named target's object,
+ * and the generic backend interface of targets/target.h. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "check.h"
+#include "llvm_backend.h"
+#include "target.h"
+#include "te_eval.h"
+#include "tir.h"
+
+/* --- helpers --- */
+
+typedef struct kit {
+  gir_arena *arena;
+  tir_builder b;
+  tir_func *fns[256];
+  int n;
+} kit;
+
+static kit *kit_new(void) {
+  kit *k = calloc(1, sizeof *k);
+  k->arena = gir_arena_new();
+  tir_builder_init(&k->b, k->arena);
+  return k;
+}
+
+static void kit_free(kit *k) {
+  gir_arena_free(k->arena);
+  free(k);
+}
+
+static tir_func *add_func(kit *k, const char *name, tir_buffer **params, int n, tir_stmt *body) {
+  tir_func *f = gir_arena_alloc(k->arena, sizeof *f);
+  f->name = gir_arena_strdup(k->arena, name);
+  f->n_params = n;
+  f->params = gir_arena_alloc(k->arena, sizeof(tir_buffer *) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) f->params[i] = params[i];
+  f->body = body;
+  k->fns[k->n++] = f;
+  return f;
+}
+
+/* The host with the portable lowerings of armv7 / riscv64 (integer float16
+ * conversions, round-half-even without llvm.roundeven), so they run here too. */
+static const tgt_llvm_options portable_host = {.opt_level = 3, .portable = 1};
+
+/* Compiles every function of the kit for the host (opt NULL: as detected) and JITs it. */
+static tgt_llvm_jit *kit_jit_with(kit *k, const tgt_llvm_options *opt, gir_err *err) {
+  for (int i = 0; i < k->n; i++) {
+    k->fns[i]->n_vars = k->b.next_var;
+    k->fns[i]->n_buffers = k->b.next_buffer;
+  }
+  tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, k->n, opt, err);
+  if (!m) return NULL;
+  tgt_llvm_jit *j = tgt_llvm_jit_new(m, err);
+  tgt_llvm_module_free(m);
+  return j;
+}
+
+static tgt_llvm_jit *kit_jit(kit *k, gir_err *err) { return kit_jit_with(k, NULL, err); }
+
+static kiln_kernel_fn must_lookup(tgt_llvm_jit *j, const char *name) {
+  gir_err err = {0};
+  kiln_kernel_fn fn = tgt_llvm_jit_lookup(j, name, &err);
+  CHECKF(fn != NULL, "lookup %s: %s", name, err.msg);
+  return fn;
+}
+
+static tir_expr *I(kit *k, int64_t v) { return tir_i64(&k->b, v); }
+static tir_expr *V(kit *k, tir_var *v) { return tir_var_ref(&k->b, v); }
+static tir_expr *add(kit *k, tir_expr *a, tir_expr *b) { return tir_bin(&k->b, TE_ADD, a, b); }
+static tir_expr *mul(kit *k, tir_expr *a, tir_expr *b) { return tir_bin(&k->b, TE_MUL, a, b); }
+
+static void *amalloc(size_t n) { /* 64-byte aligned, zeroed */
+  size_t r = (n + 63) / 64 * 64;
+  void *p = aligned_alloc(64, r ? r : 64);
+  memset(p, 0, r ? r : 64);
+  return p;
+}
+
+/* --- the test parallel_for: three chunks, each on its own thread --- */
+
+typedef struct test_pool {
+  atomic_int calls;
+  int32_t rc; /* what parallel_for returns */
+} test_pool;
+
+typedef struct chunk {
+  kiln_task_fn fn;
+  void *closure;
+  int64_t begin, end;
+} chunk;
+
+static void *run_chunk(void *arg) {
+  chunk *c = arg;
+  c->fn(c->closure, c->begin, c->end);
+  return NULL;
+}
+
+static int32_t test_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n) {
+  test_pool *p = ctx->pool;
+  atomic_fetch_add(&p->calls, 1);
+  chunk cs[3];
+  pthread_t th[3];
+  int started[3] = {0};
+  for (int i = 0; i < 3; i++) {
+    cs[i] = (chunk){fn, closure, n * i / 3, n * (i + 1) / 3};
+    if (cs[i].begin < cs[i].end) started[i] = pthread_create(&th[i], NULL, run_chunk, &cs[i]) == 0;
+    if (cs[i].begin < cs[i].end && !started[i]) run_chunk(&cs[i]);
+  }
+  for (int i = 0; i < 3; i++)
+    if (started[i]) pthread_join(th[i], NULL);
+  return p->rc;
+}
+
+/* --- differential tests against the TE interpreter --- */
+
+typedef enum dkind { D_UN, D_BIN, D_CAST } dkind;
+
+static const gir_dtype all_dtypes[] = {GIR_F32, GIR_F16, GIR_BF16, GIR_F64, GIR_I8,  GIR_I16, GIR_I32,
+                                       GIR_I64, GIR_U8,  GIR_U16,  GIR_U32, GIR_U64, GIR_BOOL};
+enum { N_DTYPES = sizeof all_dtypes / sizeof all_dtypes[0] };
+
+static gir_dtype out_dtype(dkind k, int op, gir_dtype in, gir_dtype cast_to) {
+  if (k == D_CAST) return cast_to;
+  if (k == D_UN) return op == TE_ISNAN || op == TE_ISINF ? GIR_BOOL : in;
+  return op >= TE_EQ ? GIR_BOOL : in;
+}
+
+/* out[i] = op(A[i], B[i]) over n elements. mode 0: scalar loop; 1: vectors of
+ * `lanes` at contiguous ramps; 2: vectors at reversed ramps (gather/scatter). */
+static void elementwise(kit *k, const char *name, dkind kd, int op, gir_dtype in, gir_dtype cast_to, int64_t n,
+                        int mode, int lanes) {
+  tir_builder *b = &k->b;
+  gir_dtype out = out_dtype(kd, op, in, cast_to);
+  tir_buffer *A = tir_buffer_new(b, "A", in, n, TIR_GLOBAL, 0);
+  tir_buffer *B = kd == D_BIN ? tir_buffer_new(b, "B", in, n, TIR_GLOBAL, 1) : NULL;
+  tir_buffer *C = tir_buffer_new(b, "C", out, n, TIR_GLOBAL, kd == D_BIN ? 2 : 1);
+  tir_var *i = tir_var_new(b, "i", GIR_I64);
+  tir_expr *ix;
+  int64_t ext = n;
+  if (mode == 0) {
+    ix = V(k, i);
+  } else {
+    ext = n / lanes;
+    tir_expr *base = mode == 1 ? mul(k, V(k, i), I(k, lanes)) : tir_bin(b, TE_SUB, I(k, n - 1), mul(k, V(k, i), I(k, lanes)));
+    ix = tir_ramp(b, base, I(k, mode == 1 ? 1 : -1), lanes);
+  }
+  tir_expr *x = tir_load(b, A, ix), *v;
+  if (kd == D_UN) v = tir_un(b, op, x);
+  else if (kd == D_BIN) v = tir_bin(b, op, x, tir_load(b, B, ix));
+  else v = tir_cast(b, cast_to, x);
+  tir_buffer *ps[3] = {A, B ? B : C, C};
+  add_func(k, name, ps, kd == D_BIN ? 3 : 2, tir_for(b, i, I(k, 0), I(k, ext), TIR_SERIAL, tir_store(b, C, ix, v)));
+}
+
+static int te_reference(dkind kd, int op, gir_dtype in, gir_dtype cast_to, const void *a, const void *bv, int64_t n,
+                        void *out, gir_err *err) {
+  gir_arena *ar = gir_arena_new(), *scratch = gir_arena_new();
+  te_ctx c;
+  te_ctx_init(&c, ar, err);
+  int64_t shape[1] = {n};
+  te_tensor *A = te_placeholder(&c, "A", in, 1, shape);
+  te_tensor *B = te_placeholder(&c, "B", in, 1, shape);
+  te_var *ax[1];
+  te_axes(&c, 1, shape, ax);
+  te_expr *i = te_v(&c, ax[0]);
+  te_expr *x = te_load(&c, A, &i), *body;
+  if (kd == D_UN) body = te_un(&c, op, x);
+  else if (kd == D_BIN) body = te_bin(&c, op, x, te_load(&c, B, &i));
+  else body = te_cast(&c, cast_to, x);
+  te_tensor *C = te_compute(&c, "C", out_dtype(kd, op, in, cast_to), 1, shape, ax, body);
+  te_binding bind[2] = {{A, a}, {B, bv}};
+  int rc = te_eval(&c, C, bind, kd == D_BIN ? 2 : 1, out, scratch, 0, err);
+  gir_arena_free(ar);
+  gir_arena_free(scratch);
+  return rc;
+}
+
+/* Edge values of a dtype, as doubles (floats) or int64 (integers). */
+static int float_values(double *v) {
+  static const double fv[] = {0.0,  -0.0, 1.0,   -1.0,   0.5,    -0.5,  1.5,     2.5,    -2.5,   3.0,   -3.0,
+                              7.25, 0.1,  1e-30, 1e-8,   65504., 65520, 1e5,     -1e5,   3.4e38, 1e300, -1e300,
+                              127.7, 128.5, -129.5, 255.5, 256.5, 40000.7, 1e10, -1e10, 9.2233720368547758e18,
+                              1.8446744073709552e19, 2e19, -9.3e18, 8388607.5, -4503599627370495.5, 0.49999997,
+                              INFINITY, -INFINITY, NAN, -NAN};
+  int n = (int)(sizeof fv / sizeof fv[0]);
+  memcpy(v, fv, sizeof fv);
+  return n;
+}
+
+static int int_values(gir_dtype t, int64_t *v) {
+  int n = 0;
+  static const int64_t base[] = {0, 1, -1, 2, -2, 3, -3, 5, -7, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100, -100, 127,
+                                 128, 255, 256, 1000, -1000, 65535, 65536, 1ll << 40, ((1ll << 60) + (1ll << 36) + 1)};
+  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) v[n++] = base[i];
+  int bits = gir_dtype_bits(t);
+  if (t == GIR_BOOL) bits = 1;
+  if (gir_dtype_is_signed(t)) {
+    int64_t mn = bits == 64 ? INT64_MIN : -(1ll << (bits - 1)), mx = bits == 64 ? INT64_MAX : (1ll << (bits - 1)) - 1;
+    v[n++] = mn, v[n++] = mn + 1, v[n++] = mx, v[n++] = mx - 1;
+  } else {
+    uint64_t mx = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+    v[n++] = (int64_t)mx, v[n++] = (int64_t)(mx - 1), v[n++] = (int64_t)(mx >> 1), v[n++] = (int64_t)((mx >> 1) + 1);
+  }
+  return n;
+}
+
+/* Fills data[i] for i < n from the value list (wrapping/rounding as stores do). */
+static void put(gir_dtype t, void *data, int64_t i, const double *fv, const int64_t *iv, int k) {
+  if (gir_dtype_is_float(t)) gir_store_f64(t, data, i, fv[k]);
+  else gir_store_i64(t, data, i, iv[k]);
+}
+
+static int same_value(gir_dtype t, const void *x, const void *y, int64_t i, double rtol, int zero_sign) {
+  if (!gir_dtype_is_float(t)) return gir_load_i64(t, x, i) == gir_load_i64(t, y, i);
+  double a = gir_load_f64(t, x, i), b = gir_load_f64(t, y, i);
+  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+  if (a == b) return !zero_sign || a != 0 || signbit(a) == signbit(b);
+  if (isinf(a) || isinf(b)) return 0;
+  return fabs(a - b) <= rtol * fabs(b);
+}
+
+/* One format ulp of relative tolerance for results that go through libm (float
+ * versions in the kernel, double in the interpreter). */
+static double libm_rtol(gir_dtype t) {
+  switch (t) {
+  case GIR_F16: return 1.0 / 1024;
+  case GIR_BF16: return 1.0 / 128;
+  case GIR_F32: return 1e-6;
+  default: return 1e-14;
+  }
+}
+
+static int transcendental(int op) { return op >= TE_EXP && op <= TE_ERF && op != TE_SQRT; }
+
+typedef struct dcase {
+  dkind kd;
+  int op;
+  gir_dtype cast_to;
+  char name[64];
+} dcase;
+
+/* All cases of one input dtype in one module; inputs built from the edge values
+ * (pairs of them for binary ops), padded to a multiple of 8 lanes. */
+static void differential(gir_dtype in, dcase *cases, int n_cases, const tgt_llvm_options *opt) {
+  double fv[64];
+  int64_t iv[64];
+  int nv = gir_dtype_is_float(in) ? float_values(fv) : int_values(in, iv);
+  int any_bin = 0;
+  for (int c = 0; c < n_cases; c++) any_bin |= cases[c].kd == D_BIN;
+  int64_t n = any_bin ? (int64_t)nv * nv : nv;
+  n = (n + 7) / 8 * 8;
+  size_t esz = 8;
+  void *a = amalloc((size_t)n * esz), *b = amalloc((size_t)n * esz), *ua = amalloc((size_t)n * esz),
+       *ref = amalloc((size_t)n * esz), *got = amalloc((size_t)n * esz);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t p = i % ((int64_t)nv * nv);
+    put(in, a, i, fv, iv, (int)(p / nv));
+    put(in, b, i, fv, iv, (int)(p % nv));
+    put(in, ua, i, fv, iv, (int)(i % nv));
+  }
+  static const int modes[3][2] = {{0, 1}, {1, 8}, {2, 4}};
+  kit *k = kit_new();
+  for (int c = 0; c < n_cases; c++)
+    for (int m = 0; m < 3; m++) {
+      char nm[96];
+      snprintf(nm, sizeof nm, "%s_m%d", cases[c].name, m);
+      elementwise(k, nm, cases[c].kd, cases[c].op, in, cases[c].cast_to, n, modes[m][0], modes[m][1]);
+    }
+  gir_err err = {0};
+  tgt_llvm_jit *j = kit_jit_with(k, opt, &err);
+  if (!CHECKF(j != NULL, "%s: %s", gir_dtype_name(in), err.msg)) goto done;
+  for (int c = 0; c < n_cases; c++) {
+    dcase *cs = &cases[c];
+    gir_dtype out = out_dtype(cs->kd, cs->op, in, cs->cast_to);
+    const void *x = cs->kd == D_BIN ? a : ua;
+    gir_err e2 = {0};
+    if (!CHECKF(te_reference(cs->kd, cs->op, in, cs->cast_to, x, b, n, ref, &e2) == 0, "%s: %s", cs->name, e2.msg))
+      continue;
+    double rtol = cs->kd == D_UN && transcendental(cs->op) ? libm_rtol(in)
+                  : cs->kd == D_BIN && cs->op == TE_POW  ? libm_rtol(in)
+                                                         : 0;
+    int zero_sign = !(cs->kd == D_BIN && (cs->op == TE_MIN || cs->op == TE_MAX));
+    for (int m = 0; m < 3; m++) {
+      char nm[96];
+      snprintf(nm, sizeof nm, "%s_m%d", cs->name, m);
+      kiln_kernel_fn fn = must_lookup(j, nm);
+      if (!fn) continue;
+      memset(got, 0xa5, (size_t)n * esz);
+      void *bufs[3] = {(void *)x, cs->kd == D_BIN ? b : got, got};
+      CHECK_INT(fn(bufs, NULL), 0);
+      int bad = 0;
+      for (int64_t i = 0; i < n && bad < 3; i++)
+        if (!same_value(out, got, ref, i, rtol, zero_sign)) {
+          bad++;
+          if (gir_dtype_is_float(in))
+            CHECKF(0, "%s [%lld]: %s(%.17g, %.17g): got %.17g want %.17g", nm, (long long)i, cs->name,
+                   gir_load_f64(in, x, i), gir_load_f64(in, b, i),
+                   gir_dtype_is_float(out) ? gir_load_f64(out, got, i) : (double)gir_load_i64(out, got, i),
+                   gir_dtype_is_float(out) ? gir_load_f64(out, ref, i) : (double)gir_load_i64(out, ref, i));
+          else
+            CHECKF(0, "%s [%lld]: %s(%lld, %lld): got %lld want %lld", nm, (long long)i, cs->name,
+                   (long long)gir_load_i64(in, x, i), (long long)gir_load_i64(in, b, i),
+                   gir_dtype_is_float(out) ? (long long)gir_load_f64(out, got, i) : (long long)gir_load_i64(out, got, i),
+                   gir_dtype_is_float(out) ? (long long)gir_load_f64(out, ref, i) : (long long)gir_load_i64(out, ref, i));
+        }
+      if (!bad) CHECK(1);
+    }
+  }
+done:
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+  free(a), free(b), free(ua), free(ref), free(got);
+}
+
+/* soft: with the portable lowerings, only what they touch: float16 and rounding. */
+static void test_differential(int soft) {
+  for (int d = 0; d < N_DTYPES; d++) {
+    gir_dtype t = all_dtypes[d];
+    dcase cases[TE_UNOP_COUNT + TE_BINOP_COUNT + N_DTYPES];
+    int n = 0;
+    int all = !soft || t == GIR_F16;
+    for (int op = 0; op < TE_UNOP_COUNT; op++) {
+      if (!all && !(op == TE_ROUND && gir_dtype_is_float(t))) continue;
+      cases[n] = (dcase){D_UN, op, GIR_DTYPE_NONE, ""};
+      snprintf(cases[n].name, sizeof cases[n].name, "%s_%s", te_unop_name(op), gir_dtype_name(t));
+      n++;
+    }
+    for (int op = 0; op < TE_BINOP_COUNT && all; op++) {
+      if (gir_dtype_is_float(t) && op >= TE_AND && op <= TE_SHR) continue; /* never built on floats */
+      cases[n] = (dcase){D_BIN, op, GIR_DTYPE_NONE, ""};
+      snprintf(cases[n].name, sizeof cases[n].name, "%s_%s", te_binop_name(op), gir_dtype_name(t));
+      n++;
+    }
+    for (int e = 0; e < N_DTYPES; e++) {
+      if (all_dtypes[e] == t || (!all && all_dtypes[e] != GIR_F16)) continue;
+      cases[n] = (dcase){D_CAST, 0, all_dtypes[e], ""};
+      snprintf(cases[n].name, sizeof cases[n].name, "cast_%s_to_%s", gir_dtype_name(t), gir_dtype_name(all_dtypes[e]));
+      n++;
+    }
+    differential(t, cases, n, soft ? &portable_host : NULL);
+  }
+}
+
+/* --- every unary op against libm in double: rtol 1e-3, atol 1e-5 --- */
+
+static double ref_unop(int op, double x) {
+  switch (op) {
+  case TE_NEG: return -x;
+  case TE_ABS: return fabs(x);
+  case TE_EXP: return exp(x);
+  case TE_LOG: return log(x);
+  case TE_SQRT: return sqrt(x);
+  case TE_SIN: return sin(x);
+  case TE_COS: return cos(x);
+  case TE_TAN: return tan(x);
+  case TE_ASIN: return asin(x);
+  case TE_ACOS: return acos(x);
+  case TE_ATAN: return atan(x);
+  case TE_SINH: return sinh(x);
+  case TE_COSH: return cosh(x);
+  case TE_ASINH: return asinh(x);
+  case TE_ACOSH: return acosh(x);
+  case TE_ATANH: return atanh(x);
+  case TE_TANH: return tanh(x);
+  case TE_ERF: return erf(x);
+  case TE_FLOOR: return floor(x);
+  case TE_CEIL: return ceil(x);
+  case TE_ROUND: return nearbyint(x);
+  case TE_TRUNC: return trunc(x);
+  case TE_ISNAN: return isnan(x);
+  case TE_ISINF: return isinf(x) != 0;
+  default: return x; /* not / bitnot pass floats through */
+  }
+}
+
+static void test_unops_libm(void) {
+  static const double xs[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-30, -1e-30, 88.7, -88.7, 0.5, -0.5,
+                              1.0, -1.0, 2.5, -2.5, 3.7, 0.999, 1e5, -103.9};
+  enum { NX = sizeof xs / sizeof xs[0], N = 24 };
+  static const gir_dtype ts[] = {GIR_F32, GIR_F64};
+  for (int ti = 0; ti < 2; ti++) {
+    gir_dtype t = ts[ti];
+    kit *k = kit_new();
+    for (int op = 0; op < TE_UNOP_COUNT; op++)
+      for (int m = 0; m < 2; m++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s_%d", te_unop_name(op), m);
+        elementwise(k, nm, D_UN, op, t, GIR_DTYPE_NONE, N, m, 4);
+      }
+    gir_err err = {0};
+    tgt_llvm_jit *j = kit_jit(k, &err);
+    if (CHECKF(j != NULL, "%s", err.msg)) {
+      void *in = amalloc(N * 8), *out = amalloc(N * 8);
+      for (int i = 0; i < N; i++) gir_store_f64(t, in, i, xs[i % NX]);
+      for (int op = 0; op < TE_UNOP_COUNT; op++)
+        for (int m = 0; m < 2; m++) {
+          char nm[64];
+          snprintf(nm, sizeof nm, "%s_%d", te_unop_name(op), m);
+          kiln_kernel_fn fn = must_lookup(j, nm);
+          if (!fn) continue;
+          void *bufs[2] = {in, out};
+          CHECK_INT(fn(bufs, NULL), 0);
+          gir_dtype ot = op == TE_ISNAN || op == TE_ISINF ? GIR_BOOL : t;
+          int bad = 0;
+          for (int i = 0; i < N && !bad; i++) {
+            double x = gir_load_f64(t, in, i);
+            double want = ref_unop(op, x), got = gir_load_f64(ot, out, i);
+            if (t == GIR_F32 && ot != GIR_BOOL) want = (float)want;
+            int ok = isnan(want) ? isnan(got) : isinf(want) ? got == want : fabs(got - want) <= 1e-5 + 1e-3 * fabs(want);
+            if (!transcendental(op) && !isnan(want)) ok = got == want && signbit(got) == signbit(want);
+            if (!ok) bad = 1;
+            CHECKF(ok, "%s %s(%.9g) = %.9g, libm says %.9g", gir_dtype_name(t), nm, x, got, want);
+          }
+        }
+      free(in), free(out);
+    }
+    tgt_llvm_jit_free(j);
+    kit_free(k);
+  }
+}
+
+/* --- hand-written kernels --- */
+
+/* C = A + B over n floats: 16-wide vectors, then a scalar tail. */
+static void test_vector_add(void) {
+  enum { N = 1000 };
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "A", GIR_F32, N, TIR_GLOBAL, 0), *B = tir_buffer_new(b, "B", GIR_F32, N, TIR_GLOBAL, 1),
+             *C = tir_buffer_new(b, "C", GIR_F32, N, TIR_GLOBAL, 2);
+  tir_var *io = tir_var_new(b, "io", GIR_I64), *ii = tir_var_new(b, "ii", GIR_I64), *t = tir_var_new(b, "t", GIR_I64);
+  tir_expr *ix = tir_ramp(b, mul(k, V(k, io), I(k, 16)), I(k, 1), 16);
+  tir_stmt *vec = tir_for(b, io, I(k, 0), I(k, N / 16), TIR_SERIAL,
+                          tir_store(b, C, ix, add(k, tir_load(b, A, ix), tir_load(b, B, ix))));
+  /* the tail as a VECTORIZED loop the target may run serially */
+  tir_stmt *tail = tir_for(b, t, I(k, N / 16 * 16), I(k, N % 16), TIR_VECTORIZED,
+                           tir_store(b, C, V(k, t), add(k, tir_load(b, A, V(k, t)), tir_load(b, B, V(k, t)))));
+  tir_buffer *ps[3] = {A, B, C};
+  add_func(k, "vadd", ps, 3, tir_seq2(b, vec, tail));
+  /* scalar version with an unrolled inner loop of 4 */
+  tir_var *o2 = tir_var_new(b, "o", GIR_I64);
+  tir_expr *sx = add(k, mul(k, V(k, o2), I(k, 4)), V(k, ii));
+  tir_stmt *un = tir_for(b, ii, I(k, 0), I(k, 4), TIR_UNROLLED,
+                         tir_store(b, C, sx, add(k, tir_load(b, A, sx), tir_load(b, B, sx))));
+  add_func(k, "sadd", ps, 3, tir_for(b, o2, I(k, 0), I(k, N / 4), TIR_SERIAL, un));
+
+  for (int i = 0; i < k->n; i++) k->fns[i]->n_vars = b->next_var, k->fns[i]->n_buffers = b->next_buffer;
+  gir_err err = {0};
+  tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, k->n, NULL, &err);
+  if (!CHECKF(m != NULL, "%s", err.msg)) return kit_free(k);
+  char *ir = NULL, *as = NULL;
+  size_t n_ir = 0, n_as = 0;
+  CHECK(tgt_llvm_ir_string(m, &ir, &n_ir, &err) == 0);
+  CHECK(tgt_llvm_asm_string(m, &as, &n_as, &err) == 0);
+  if (ir) {
+    CHECK_CONTAINS(ir, "i32 @vadd(ptr");
+    CHECK_CONTAINS(ir, "<16 x float>");
+    CHECK_CONTAINS(ir, "!noalias"); /* the region's noalias parameters survive inlining as scopes */
+    CHECK(strlen(ir) == n_ir);
+  }
+  if (as) CHECK_CONTAINS(as, "vadd:");
+  free(ir);
+  free(as);
+  tgt_llvm_jit *j = tgt_llvm_jit_new(m, &err);
+  tgt_llvm_module_free(m); /* the JIT keeps its own copy of the code */
+  if (CHECKF(j != NULL, "%s", err.msg)) {
+    float *a = amalloc(N * 4), *bb = amalloc(N * 4), *c = amalloc(N * 4);
+    for (int i = 0; i < N; i++) a[i] = (float)i * 0.5f, bb[i] = 1000.0f - (float)i * 0.25f;
+    const char *names[2] = {"vadd", "sadd"};
+    for (int f = 0; f < 2; f++) {
+      kiln_kernel_fn fn = must_lookup(j, names[f]);
+      if (!fn) continue;
+      memset(c, 0, N * 4);
+      void *bufs[3] = {a, bb, c};
+      CHECK_INT(fn(bufs, NULL), 0);
+      int bad = 0;
+      for (int i = 0; i < N; i++) bad += c[i] != a[i] + bb[i];
+      CHECKF(bad == 0, "%s: %d wrong elements", names[f], bad);
+    }
+    free(a), free(bb), free(c);
+  }
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+}
+
+/* Row sums through a LOCAL scalar accumulator, an 8-lane LOCAL accumulator,
+ * and a dot product whose multiply-add may contract into FMA. */
+static void test_reductions(void) {
+  enum { R = 7, K = 40 };
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "A", GIR_F32, R * K, TIR_GLOBAL, 0);
+  tir_buffer *W = tir_buffer_new(b, "W", GIR_F32, K, TIR_GLOBAL, 1);
+  tir_buffer *O = tir_buffer_new(b, "O", GIR_F32, R, TIR_GLOBAL, 2);
+  tir_buffer *ps[3] = {A, W, O};
+  for (int variant = 0; variant < 3; variant++) {
+    tir_var *r = tir_var_new(b, "r", GIR_I64), *kk = tir_var_new(b, "k", GIR_I64), *j = tir_var_new(b, "j", GIR_I64);
+    tir_expr *z = tir_float(b, GIR_F32, 0);
+    tir_stmt *body;
+    if (variant != 1) {
+      tir_buffer *acc = tir_buffer_new(b, "acc", GIR_F32, 1, TIR_LOCAL, -1);
+      tir_expr *x = tir_load(b, A, add(k, mul(k, V(k, r), I(k, K)), V(k, kk)));
+      if (variant == 2) x = mul(k, x, tir_load(b, W, V(k, kk)));
+      tir_stmt *s[3] = {tir_store(b, acc, I(k, 0), z),
+                        tir_for(b, kk, I(k, 0), I(k, K), TIR_SERIAL,
+                                tir_store(b, acc, I(k, 0), add(k, tir_load(b, acc, I(k, 0)), x))),
+                        tir_store(b, O, V(k, r), tir_load(b, acc, I(k, 0)))};
+      body = tir_allocate(b, acc, tir_seq(b, s, 3));
+    } else {
+      tir_buffer *acc = tir_buffer_new(b, "vacc", GIR_F32, 8, TIR_LOCAL, -1);
+      tir_buffer *sum = tir_buffer_new(b, "sum", GIR_F32, 1, TIR_LOCAL, -1);
+      tir_expr *lanes = tir_ramp(b, I(k, 0), I(k, 1), 8);
+      tir_expr *src = tir_ramp(b, add(k, mul(k, V(k, r), I(k, K)), mul(k, V(k, kk), I(k, 8))), I(k, 1), 8);
+      tir_stmt *s[5] = {
+          tir_store(b, acc, lanes, tir_broadcast(b, z, 8)),
+          tir_for(b, kk, I(k, 0), I(k, K / 8), TIR_SERIAL,
+                  tir_store(b, acc, lanes, add(k, tir_load(b, acc, lanes), tir_load(b, A, src)))),
+          tir_store(b, sum, I(k, 0), z),
+          tir_for(b, j, I(k, 0), I(k, 8), TIR_UNROLLED,
+                  tir_store(b, sum, I(k, 0), add(k, tir_load(b, sum, I(k, 0)), tir_load(b, acc, V(k, j))))),
+          tir_store(b, O, V(k, r), tir_load(b, sum, I(k, 0)))};
+      body = tir_allocate(b, acc, tir_allocate(b, sum, tir_seq(b, s, 5)));
+    }
+    char nm[16];
+    snprintf(nm, sizeof nm, "red%d", variant);
+    add_func(k, nm, ps, 3, tir_for(b, r, I(k, 0), I(k, R), TIR_SERIAL, body));
+  }
+  gir_err err = {0};
+  tgt_llvm_jit *jit = kit_jit(k, &err);
+  if (CHECKF(jit != NULL, "%s", err.msg)) {
+    float *a = amalloc(R * K * 4), *w = amalloc(K * 4), *o = amalloc(R * 4);
+    for (int i = 0; i < R * K; i++) a[i] = (float)((i * 37) % 101) / 7.0f - 5.0f;
+    for (int i = 0; i < K; i++) w[i] = (float)((i * 13) % 17) / 3.0f - 2.0f;
+    for (int v = 0; v < 3; v++) {
+      char nm[16];
+      snprintf(nm, sizeof nm, "red%d", v);
+      kiln_kernel_fn fn = must_lookup(jit, nm);
+      if (!fn) continue;
+      void *bufs[3] = {a, w, o};
+      CHECK_INT(fn(bufs, NULL), 0);
+      for (int r = 0; r < R; r++) {
+        float want = 0;
+        if (v == 1) {
+          float lanes[8] = {0};
+          for (int kk = 0; kk < K / 8; kk++)
+            for (int l = 0; l < 8; l++) lanes[l] += a[r * K + kk * 8 + l];
+          for (int l = 0; l < 8; l++) want += lanes[l];
+        } else {
+          for (int kk = 0; kk < K; kk++) want += v == 2 ? a[r * K + kk] * w[kk] : a[r * K + kk];
+        }
+        if (v == 2) CHECKF(fabsf(o[r] - want) <= 1e-4f * (1 + fabsf(want)), "dot row %d: %g vs %g", r, o[r], want);
+        else CHECKF(o[r] == want, "%s row %d: %.9g vs %.9g", nm, r, o[r], want);
+      }
+    }
+    free(a), free(w), free(o);
+  }
+  tgt_llvm_jit_free(jit);
+  kit_free(k);
+}
+
+/* if_then_else and if guarding loads of a buffer that ends where a PROT_NONE page
+ * begins: evaluating the untaken side would fault. */
+static void test_guarded_loads(void) {
+  enum { NIN = 100, NOUT = 128 };
+  long page = sysconf(_SC_PAGESIZE);
+  char *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (!CHECK(map != MAP_FAILED)) return;
+  CHECK(mprotect(map + page, (size_t)page, PROT_NONE) == 0);
+  float *in = (float *)(map + page) - NIN; /* in[NIN] is the first byte of the guard page */
+  for (int i = 0; i < NIN; i++) in[i] = (float)i + 0.5f;
+
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "in", GIR_F32, NIN, TIR_GLOBAL, 0);
+  A->align = 16;
+  tir_buffer *O = tir_buffer_new(b, "out", GIR_F32, NOUT, TIR_GLOBAL, 1);
+  tir_buffer *ps[2] = {A, O};
+  tir_expr *m1 = tir_float(b, GIR_F32, -1);
+  { /* scalar: out[i] = i < NIN ? in[i] : -1, and the mirrored form */
+    tir_var *i = tir_var_new(b, "i", GIR_I64);
+    tir_expr *c = tir_bin(b, TE_LT, V(k, i), I(k, NIN));
+    add_func(k, "ite_s", ps, 2,
+             tir_for(b, i, I(k, 0), I(k, NOUT), TIR_SERIAL,
+                     tir_store(b, O, V(k, i), tir_if_then_else(b, c, tir_load(b, A, V(k, i)), m1))));
+    tir_var *i2 = tir_var_new(b, "i", GIR_I64);
+    tir_expr *c2 = tir_bin(b, TE_GE, V(k, i2), I(k, NIN));
+    add_func(k, "ite_s2", ps, 2,
+             tir_for(b, i2, I(k, 0), I(k, NOUT), TIR_SERIAL,
+                     tir_store(b, O, V(k, i2), tir_if_then_else(b, c2, m1, tir_load(b, A, V(k, i2))))));
+  }
+  { /* 16 lanes with a vector condition: all-true, mixed (96..111) and all-false blocks */
+    tir_var *io = tir_var_new(b, "io", GIR_I64);
+    tir_expr *ix = tir_ramp(b, mul(k, V(k, io), I(k, 16)), I(k, 1), 16);
+    tir_expr *c = tir_bin(b, TE_LT, ix, tir_broadcast(b, I(k, NIN), 16));
+    tir_expr *v = tir_if_then_else(b, c, tir_load(b, A, ix), tir_broadcast(b, m1, 16));
+    add_func(k, "ite_v", ps, 2, tir_for(b, io, I(k, 0), I(k, NOUT / 16), TIR_SERIAL, tir_store(b, O, ix, v)));
+  }
+  { /* 4 lanes with a scalar condition */
+    tir_var *io = tir_var_new(b, "io", GIR_I64);
+    tir_expr *ix = tir_ramp(b, mul(k, V(k, io), I(k, 4)), I(k, 1), 4);
+    tir_expr *c = tir_bin(b, TE_LT, mul(k, V(k, io), I(k, 4)), I(k, NIN));
+    tir_expr *v = tir_if_then_else(b, c, tir_load(b, A, ix), tir_broadcast(b, m1, 4));
+    add_func(k, "ite_vs", ps, 2, tir_for(b, io, I(k, 0), I(k, NOUT / 4), TIR_SERIAL, tir_store(b, O, ix, v)));
+  }
+  { /* an if statement with an else */
+    tir_var *i = tir_var_new(b, "i", GIR_I64);
+    tir_stmt *s = tir_if(b, tir_bin(b, TE_LT, V(k, i), I(k, NIN)), tir_store(b, O, V(k, i), tir_load(b, A, V(k, i))),
+                         tir_store(b, O, V(k, i), m1));
+    add_func(k, "if_s", ps, 2, tir_for(b, i, I(k, 0), I(k, NOUT), TIR_SERIAL, s));
+  }
+  gir_err err = {0};
+  tgt_llvm_jit *j = kit_jit(k, &err);
+  if (CHECKF(j != NULL, "%s", err.msg)) {
+    float *out = amalloc(NOUT * 4);
+    const char *names[] = {"ite_s", "ite_s2", "ite_v", "ite_vs", "if_s"};
+    for (int f = 0; f < 5; f++) {
+      kiln_kernel_fn fn = must_lookup(j, names[f]);
+      if (!fn) continue;
+      memset(out, 0, NOUT * 4);
+      void *bufs[2] = {in, out};
+      CHECK_INT(fn(bufs, NULL), 0);
+      int bad = 0;
+      for (int i = 0; i < NOUT; i++) bad += out[i] != (i < NIN ? (float)i + 0.5f : -1.0f);
+      CHECKF(bad == 0, "%s: %d wrong", names[f], bad);
+    }
+    free(out);
+  }
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+  munmap(map, (size_t)page * 2);
+}
+
+/* float16 / bfloat16: storage round trips and arithmetic rounded per operation. */
+static void test_half_formats(void) {
+  enum { N = 64 };
+  static const gir_dtype hs[3] = {GIR_F16, GIR_BF16, GIR_F16};
+  for (int h = 0; h < 3; h++) {
+    gir_dtype t = hs[h];
+    const tgt_llvm_options *opt = h == 2 ? &portable_host : NULL;
+    kit *k = kit_new();
+    tir_builder *b = &k->b;
+    tir_buffer *F = tir_buffer_new(b, "F", GIR_F32, N, TIR_GLOBAL, 0);
+    tir_buffer *H = tir_buffer_new(b, "H", t, N, TIR_GLOBAL, 1);
+    tir_buffer *G = tir_buffer_new(b, "G", GIR_F32, N, TIR_GLOBAL, 2);
+    tir_buffer *ps[3] = {F, H, G};
+    for (int lanes = 1; lanes <= 8; lanes *= 8) {
+      /* H = half(F), then G = float(H*H + H) computed in the half type */
+      tir_var *i = tir_var_new(b, "i", GIR_I64);
+      tir_expr *ix = lanes == 1 ? V(k, i) : tir_ramp(b, mul(k, V(k, i), I(k, lanes)), I(k, 1), lanes);
+      tir_stmt *s1 = tir_store(b, H, ix, tir_cast(b, t, tir_load(b, F, ix)));
+      char nm[32];
+      snprintf(nm, sizeof nm, "half%d", lanes);
+      add_func(k, nm, ps, 3, tir_for(b, i, I(k, 0), I(k, N / lanes), TIR_SERIAL, s1));
+      tir_var *i2 = tir_var_new(b, "i", GIR_I64);
+      tir_expr *ix2 = lanes == 1 ? V(k, i2) : tir_ramp(b, mul(k, V(k, i2), I(k, lanes)), I(k, 1), lanes);
+      tir_expr *hv2 = tir_load(b, H, ix2);
+      snprintf(nm, sizeof nm, "halfmath%d", lanes);
+      add_func(k, nm, ps, 3,
+               tir_for(b, i2, I(k, 0), I(k, N / lanes), TIR_SERIAL,
+                       tir_store(b, G, ix2, tir_cast(b, GIR_F32, add(k, mul(k, hv2, hv2), hv2)))));
+    }
+    gir_err err = {0};
+    tgt_llvm_jit *j = kit_jit_with(k, opt, &err);
+    if (CHECKF(j != NULL, "%s", err.msg)) {
+      float *f = amalloc(N * 4), *g = amalloc(N * 4);
+      uint16_t *hb = amalloc(N * 2);
+      for (int i = 0; i < N; i++) {
+        static const float sp[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.f, 65520.f, 1e-7f, 6e-8f, 3.14159265f, 1e30f,
+                                   -1e30f, INFINITY, -INFINITY, NAN, 0.1f, 1.0009765625f, 1.00048828125f, 300.5f};
+        f[i] = i < (int)(sizeof sp / sizeof sp[0]) ? sp[i] : (float)(i * 7919 % 1000) / 13.0f - 30.0f;
+      }
+      for (int lanes = 1; lanes <= 8; lanes *= 8) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "half%d", lanes);
+        kiln_kernel_fn conv = must_lookup(j, nm);
+        snprintf(nm, sizeof nm, "halfmath%d", lanes);
+        kiln_kernel_fn math = must_lookup(j, nm);
+        if (!conv || !math) continue;
+        void *bufs[3] = {f, hb, g};
+        CHECK_INT(conv(bufs, NULL), 0);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+          uint16_t want = t == GIR_F16 ? gir_f32_to_f16(f[i]) : gir_f32_to_bf16(f[i]);
+          if (isnan(f[i])) bad += (hb[i] & 0x7fff) <= (t == GIR_F16 ? 0x7c00 : 0x7f80);
+          else bad += hb[i] != want;
+        }
+        CHECKF(bad == 0, "%s round trip (lanes %d): %d wrong", gir_dtype_name(t), lanes, bad);
+        CHECK_INT(math(bufs, NULL), 0);
+        bad = 0;
+        for (int i = 0; i < N; i++) {
+          double x = t == GIR_F16 ? gir_f16_to_f32(hb[i]) : gir_bf16_to_f32(hb[i]);
+          double sq = t == GIR_F16 ? gir_f16_to_f32(gir_f32_to_f16((float)(x * x)))
+                                   : gir_bf16_to_f32(gir_f32_to_bf16((float)(x * x)));
+          double want = t == GIR_F16 ? gir_f16_to_f32(gir_f32_to_f16((float)(sq + x)))
+                                     : gir_bf16_to_f32(gir_f32_to_bf16((float)(sq + x)));
+          if (isnan(want) ? !isnan(g[i]) : g[i] != want) {
+            bad++;
+            CHECKF(0, "%s math lanes %d: x=%g got %g want %g", gir_dtype_name(t), lanes, x, g[i], want);
+          }
+        }
+        if (!bad) CHECK(1);
+      }
+      free(f), free(g), free(hb);
+    }
+    tgt_llvm_jit_free(j);
+    kit_free(k);
+  }
+}
+
+/* Parallel loops: free variables, a LOCAL table shared by all tasks, a LOCAL
+ * scratch per task, a min other than 0, nesting, status propagation. */
+static void test_parallel(void) {
+  enum { R = 10, M = 24 };
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "A", GIR_F32, R * M, TIR_GLOBAL, 0);
+  tir_buffer *O = tir_buffer_new(b, "O", GIR_F32, R * M, TIR_GLOBAL, 1);
+  tir_buffer *O2 = tir_buffer_new(b, "O2", GIR_F32, R, TIR_GLOBAL, 2);
+  tir_buffer *ps[3] = {A, O, O2};
+  {
+    tir_var *s = tir_var_new(b, "s", GIR_F32), *r = tir_var_new(b, "r", GIR_I64), *jv = tir_var_new(b, "j", GIR_I64),
+            *j2 = tir_var_new(b, "j", GIR_I64), *q = tir_var_new(b, "q", GIR_I64);
+    tir_buffer *lut = tir_buffer_new(b, "lut", GIR_F32, 4, TIR_LOCAL, -1);
+    tir_buffer *tmp = tir_buffer_new(b, "tmp", GIR_F32, M, TIR_LOCAL, -1);
+    tir_expr *row = mul(k, V(k, r), I(k, M));
+    tir_stmt *fill = tir_for(b, q, I(k, 0), I(k, 4), TIR_SERIAL,
+                             tir_store(b, lut, V(k, q), tir_cast(b, GIR_F32, add(k, V(k, q), I(k, 1)))));
+    tir_expr *val = add(k, mul(k, tir_load(b, A, add(k, row, V(k, jv))), V(k, s)),
+                        tir_load(b, lut, tir_bin(b, TE_FLOORMOD, V(k, jv), I(k, 4))));
+    tir_stmt *task_body[3] = {
+        tir_for(b, jv, I(k, 0), I(k, M), TIR_SERIAL, tir_store(b, tmp, V(k, jv), val)),
+        tir_for(b, j2, I(k, 0), I(k, M), TIR_SERIAL, tir_store(b, O, add(k, row, V(k, j2)), tir_load(b, tmp, V(k, j2)))),
+        tir_store(b, O2, V(k, r), tir_cast(b, GIR_F32, V(k, r)))};
+    tir_stmt *par = tir_for(b, r, I(k, 0), I(k, R), TIR_PARALLEL, tir_allocate(b, tmp, tir_seq(b, task_body, 3)));
+    add_func(k, "par1", ps, 3,
+             tir_let(b, s, tir_float(b, GIR_F32, 3), tir_allocate(b, lut, tir_seq2(b, fill, par))));
+  }
+  { /* rows [2, R) in parallel, each row's columns in parallel too */
+    tir_var *r = tir_var_new(b, "r", GIR_I64), *c = tir_var_new(b, "c", GIR_I64), *off = tir_var_new(b, "off", GIR_I64);
+    tir_expr *ix = add(k, mul(k, V(k, r), I(k, M)), V(k, c));
+    tir_stmt *inner = tir_for(b, c, I(k, 0), I(k, M), TIR_PARALLEL,
+                              tir_store(b, O, ix, add(k, tir_load(b, A, ix), tir_cast(b, GIR_F32, add(k, V(k, r), V(k, off))))));
+    add_func(k, "par2", ps, 3, tir_let(b, off, I(k, 100), tir_for(b, r, I(k, 2), I(k, R - 2), TIR_PARALLEL, inner)));
+  }
+  { /* an int32 loop variable */
+    tir_var *r = tir_var_new(b, "r32", GIR_I32);
+    tir_expr *rv = V(k, r);
+    add_func(k, "par32", ps, 3,
+             tir_for(b, r, tir_int(b, GIR_I32, 1), tir_int(b, GIR_I32, R - 1), TIR_PARALLEL,
+                     tir_store(b, O2, tir_cast(b, GIR_I64, rv),
+                               tir_cast(b, GIR_F32, tir_bin(b, TE_MUL, rv, tir_int(b, GIR_I32, -2))))));
+  }
+  { /* an empty parallel loop: parallel_for is not called (ctx may be NULL) */
+    tir_var *r = tir_var_new(b, "r", GIR_I64);
+    add_func(k, "par0", ps, 3, tir_for(b, r, I(k, 0), I(k, 0), TIR_PARALLEL, tir_store(b, O2, V(k, r), tir_float(b, GIR_F32, 1))));
+  }
+  gir_err err = {0};
+  tgt_llvm_jit *j = kit_jit(k, &err);
+  if (CHECKF(j != NULL, "%s", err.msg)) {
+    float *a = amalloc(R * M * 4), *o = amalloc(R * M * 4), *o2 = amalloc(R * 4);
+    for (int i = 0; i < R * M; i++) a[i] = (float)i * 0.25f;
+    test_pool pool = {0};
+    kiln_ctx ctx = {.parallel_for = test_parallel_for, .pool = &pool};
+    void *bufs[3] = {a, o, o2};
+    kiln_kernel_fn p1 = must_lookup(j, "par1"), p2 = must_lookup(j, "par2"), p0 = must_lookup(j, "par0");
+    if (p1) {
+      CHECK_INT(p1(bufs, &ctx), 0);
+      CHECK_INT(atomic_load(&pool.calls), 1);
+      int bad = 0;
+      for (int r = 0; r < R; r++) {
+        for (int c = 0; c < M; c++) bad += o[r * M + c] != a[r * M + c] * 3.0f + (float)(c % 4 + 1);
+        bad += o2[r] != (float)r;
+      }
+      CHECKF(bad == 0, "par1: %d wrong", bad);
+      pool.rc = 7; /* a failing pool: the kernel returns its status */
+      CHECK_INT(p1(bufs, &ctx), 7);
+      pool.rc = 0;
+    }
+    if (p2) {
+      memset(o, 0, R * M * 4);
+      atomic_store(&pool.calls, 0);
+      CHECK_INT(p2(bufs, &ctx), 0);
+      CHECK_INT(atomic_load(&pool.calls), 1 + (R - 2)); /* the outer loop, then one per row */
+      int bad = 0;
+      for (int r = 0; r < R; r++)
+        for (int c = 0; c < M; c++)
+          bad += o[r * M + c] != (r >= 2 ? a[r * M + c] + (float)(r + 100) : 0.0f);
+      CHECKF(bad == 0, "par2: %d wrong", bad);
+    }
+    if (p0) {
+      CHECK_INT(p0(bufs, NULL), 0);
+    }
+    kiln_kernel_fn p32 = must_lookup(j, "par32");
+    if (p32) {
+      memset(o2, 0, R * 4);
+      CHECK_INT(p32(bufs, &ctx), 0);
+      int bad = 0;
+      for (int r = 0; r < R; r++) bad += o2[r] != (r >= 1 ? (float)(-2 * r) : 0.0f);
+      CHECKF(bad == 0, "par32: %d wrong", bad);
+    }
+    free(a), free(o), free(o2);
+  }
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+}
+
+/* --- errors --- */
+
+static int compile_fails(kit *k, const char *needle) {
+  for (int i = 0; i < k->n; i++) k->fns[i]->n_vars = k->b.next_var, k->fns[i]->n_buffers = k->b.next_buffer;
+  gir_err err = {0};
+  tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, k->n, NULL, &err);
+  tgt_llvm_module_free(m);
+  int ok = CHECKF(m == NULL, "compiled, expected an error with '%s'", needle);
+  if (ok) ok = CHECK_CONTAINS(err.msg, needle);
+  kit_free(k);
+  return ok;
+}
+
+static void test_errors(void) {
+  { /* a variable used outside its loop */
+    kit *k = kit_new();
+    tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_F32, 4, TIR_GLOBAL, 0);
+    tir_var *i = tir_var_new(&k->b, "i", GIR_I64);
+    add_func(k, "bad", &A, 1, tir_store(&k->b, A, V(k, i), tir_float(&k->b, GIR_F32, 0)));
+    compile_fails(k, "outside its scope");
+  }
+  { /* a local buffer used after its allocation */
+    kit *k = kit_new();
+    tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_F32, 4, TIR_GLOBAL, 0);
+    tir_buffer *L = tir_buffer_new(&k->b, "L", GIR_F32, 4, TIR_LOCAL, -1);
+    tir_stmt *s = tir_seq2(&k->b, tir_allocate(&k->b, L, tir_store(&k->b, L, I(k, 0), tir_float(&k->b, GIR_F32, 1))),
+                           tir_store(&k->b, A, I(k, 0), tir_load(&k->b, L, I(k, 0))));
+    add_func(k, "bad", &A, 1, s);
+    compile_fails(k, "outside its allocation");
+  }
+  { /* shared memory on a CPU */
+    kit *k = kit_new();
+    tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_F32, 4, TIR_GLOBAL, 0);
+    tir_buffer *S = tir_buffer_new(&k->b, "S", GIR_F32, 4, TIR_SHARED, -1);
+    add_func(k, "bad", &A, 1, tir_allocate(&k->b, S, tir_store(&k->b, A, I(k, 0), tir_float(&k->b, GIR_F32, 0))));
+    compile_fails(k, "shared memory");
+  }
+  { /* a dtype that is not computed on */
+    kit *k = kit_new();
+    tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_STRING, 4, TIR_GLOBAL, 0);
+    tir_buffer *B = tir_buffer_new(&k->b, "B", GIR_F32, 4, TIR_GLOBAL, 1);
+    tir_buffer *ps[2] = {A, B};
+    add_func(k, "bad", ps, 2, tir_store(&k->b, B, I(k, 0), tir_float(&k->b, GIR_F32, 0)));
+    compile_fails(k, "cannot compute on");
+  }
+  { /* two kernels with one name */
+    kit *k = kit_new();
+    tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_F32, 4, TIR_GLOBAL, 0);
+    add_func(k, "twice", &A, 1, tir_store(&k->b, A, I(k, 0), tir_float(&k->b, GIR_F32, 0)));
+    add_func(k, "twice", &A, 1, tir_store(&k->b, A, I(k, 1), tir_float(&k->b, GIR_F32, 0)));
+    compile_fails(k, "two kernels are named twice");
+  }
+  gir_err err = {0};
+  tgt_llvm_options o;
+  CHECK(tgt_llvm_named_target("sparc", &o, &err) == -1);
+  CHECK_CONTAINS(err.msg, "unknown target 'sparc'");
+  memset(&err, 0, sizeof err);
+  tgt_llvm_options bad_triple = {.triple = "nonsense-cpu-none", .opt_level = 2};
+  kit *k = kit_new();
+  tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_F32, 4, TIR_GLOBAL, 0);
+  add_func(k, "ok", &A, 1, tir_store(&k->b, A, I(k, 0), tir_float(&k->b, GIR_F32, 2)));
+  k->fns[0]->n_vars = k->b.next_var, k->fns[0]->n_buffers = k->b.next_buffer;
+  CHECK(tgt_llvm_compile((const tir_func *const *)k->fns, 1, &bad_triple, &err) == NULL);
+  CHECK_CONTAINS(err.msg, "unknown target triple");
+  /* a module for another machine cannot be JIT-ed; a missing kernel is an error */
+  memset(&err, 0, sizeof err);
+  CHECK(tgt_llvm_named_target("aarch64", &o, &err) == 0);
+  tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, 1, &o, &err);
+  if (CHECKF(m != NULL, "%s", err.msg)) {
+    CHECK(!tgt_llvm_module_is_host(m));
+    CHECK(tgt_llvm_jit_new(m, &err) == NULL);
+    CHECK_CONTAINS(err.msg, "cannot run");
+    tgt_llvm_module_free(m);
+  }
+  memset(&err, 0, sizeof err);
+  tgt_llvm_jit *j = kit_jit(k, &err);
+  if (CHECKF(j != NULL, "%s", err.msg)) {
+    CHECK(tgt_llvm_jit_lookup(j, "no_such_kernel", &err) == NULL);
+    CHECK_CONTAINS(err.msg, "no_such_kernel");
+    memset(&err, 0, sizeof err);
+    kiln_kernel_fn fn = tgt_llvm_jit_lookup(j, "ok", &err);
+    if (CHECKF(fn != NULL, "%s", err.msg)) {
+      float *a = amalloc(16);
+      void *bufs[1] = {a};
+      CHECK_INT(fn(bufs, NULL), 0);
+      CHECK(a[0] == 2.0f);
+      free(a);
+    }
+  }
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+}
+
+/* --- targets --- */
+
+static unsigned elf_machine(const unsigned char *p, size_t n) {
+  if (n < 20 || memcmp(p, "\177ELF", 4)) return 0;
+  return p[5] == 1 ? (unsigned)(p[18] | p[19] << 8) : (unsigned)(p[18] << 8 | p[19]);
+}
+
+static void test_named_targets(void) {
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "A", GIR_F32, 64, TIR_GLOBAL, 0), *B = tir_buffer_new(b, "B", GIR_F32, 64, TIR_GLOBAL, 1),
+             *C = tir_buffer_new(b, "C", GIR_F32, 64, TIR_GLOBAL, 2);
+  tir_buffer *H = tir_buffer_new(b, "H", GIR_F16, 64, TIR_GLOBAL, 3);
+  tir_var *i = tir_var_new(b, "i", GIR_I64);
+  tir_expr *ix = tir_ramp(b, mul(k, V(k, i), I(k, 16)), I(k, 1), 16);
+  /* C = A*B + C must contract into FMA; H = half(max(A, exp(B))) */
+  tir_expr *fma = add(k, mul(k, tir_load(b, A, ix), tir_load(b, B, ix)), tir_load(b, C, ix));
+  tir_expr *mx = tir_bin(b, TE_MAX, tir_load(b, A, ix), tir_un(b, TE_EXP, tir_load(b, B, ix)));
+  tir_stmt *s = tir_seq2(b, tir_store(b, C, ix, fma), tir_store(b, H, ix, tir_cast(b, GIR_F16, mx)));
+  tir_buffer *ps[4] = {A, B, C, H};
+  add_func(k, "kern", ps, 4, tir_for(b, i, I(k, 0), I(k, 4), TIR_PARALLEL, s));
+  k->fns[0]->n_vars = b->next_var, k->fns[0]->n_buffers = b->next_buffer;
+  static const struct {
+    const char *name;
+    unsigned machine;
+    const char *must, *must_not;
+  } ts[] = {{"host", 62, "vfmadd", NULL},        {"x86_64", 62, "xmm", "ymm"}, {"x86_64-avx2", 62, "ymm", "zmm"},
+            {"x86_64-avx512", 62, "zmm", NULL}, {"aarch64", 183, "fmla", NULL}, {"armv7", 40, "vmla", NULL},
+            {"riscv64", 243, "fmadd", NULL}};
+  const char *const *names = tgt_llvm_target_names();
+  int n_names = 0;
+  while (names[n_names]) n_names++;
+  CHECK_INT(n_names, 7);
+  for (size_t t = 0; t < sizeof ts / sizeof ts[0]; t++) {
+    gir_err err = {0};
+    tgt_llvm_options o;
+    if (!CHECK(tgt_llvm_named_target(ts[t].name, &o, &err) == 0)) continue;
+    tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, 1, &o, &err);
+    if (!CHECKF(m != NULL, "%s: %s", ts[t].name, err.msg)) continue;
+    void *obj = NULL;
+    size_t n = 0;
+    if (CHECKF(tgt_llvm_emit_object_mem(m, &obj, &n, &err) == 0, "%s: %s", ts[t].name, err.msg))
+      CHECKF(elf_machine(obj, n) == ts[t].machine, "%s: e_machine %u", ts[t].name, elf_machine(obj, n));
+    free(obj);
+    char *as = NULL;
+    size_t na;
+    if (CHECK(tgt_llvm_asm_string(m, &as, &na, &err) == 0)) {
+      CHECKF(strstr(as, ts[t].must) != NULL, "%s: no '%s' in the assembly", ts[t].name, ts[t].must);
+      if (ts[t].must_not) CHECKF(!strstr(as, ts[t].must_not), "%s: '%s' in the assembly", ts[t].name, ts[t].must_not);
+      /* float16 conversions are instructions or inline code, never libcalls */
+      CHECKF(!strstr(as, "hf2") && !strstr(as, "f2h") && !strstr(as, "h2f"), "%s: a float16 libcall", ts[t].name);
+    }
+    free(as);
+    tgt_llvm_module_free(m);
+  }
+  /* -O0 keeps the unroll hint visible; a file object is written */
+  {
+    kit *k2 = kit_new();
+    tir_buffer *X = tir_buffer_new(&k2->b, "X", GIR_I32, 8, TIR_GLOBAL, 0);
+    tir_var *u = tir_var_new(&k2->b, "u", GIR_I64);
+    add_func(k2, "unr", &X, 1,
+             tir_for(&k2->b, u, I(k2, 0), I(k2, 8), TIR_UNROLLED, tir_store(&k2->b, X, V(k2, u), tir_int(&k2->b, GIR_I32, 5))));
+    k2->fns[0]->n_vars = k2->b.next_var, k2->fns[0]->n_buffers = k2->b.next_buffer;
+    tgt_llvm_options o0 = {.opt_level = 0};
+    gir_err err = {0};
+    tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k2->fns, 1, &o0, &err);
+    if (CHECKF(m != NULL, "%s", err.msg)) {
+      char *ir;
+      size_t n;
+      if (CHECK(tgt_llvm_ir_string(m, &ir, &n, &err) == 0)) {
+        CHECK_CONTAINS(ir, "llvm.loop.unroll.full");
+        free(ir);
+      }
+      char path[] = "/tmp/kiln_test_llvm_XXXXXX";
+      int fd = mkstemp(path);
+      if (CHECK(fd >= 0)) {
+        close(fd);
+        CHECK(tgt_llvm_emit_object(m, path, &err) == 0);
+        FILE *f = fopen(path, "rb");
+        unsigned char hdr[20] = {0};
+        if (CHECK(f != NULL)) {
+          CHECK(fread(hdr, 1, 20, f) == 20);
+          fclose(f);
+        }
+        CHECK_INT(elf_machine(hdr, 20), 62);
+        remove(path);
+      }
+      tgt_llvm_module_free(m);
+    }
+    kit_free(k2);
+  }
+  kit_free(k);
+}
+
+/* The generic interface: build, supports, emit, lookup. */
+static void test_backend_vtable(void) {
+  gir_err err = {0};
+  CHECK(tgt_backend_new("nope", NULL, &err) == NULL);
+  CHECK_CONTAINS(err.msg, "unknown backend");
+  memset(&err, 0, sizeof err);
+  tgt_options opt = {.target = "host", .opt_level = 3};
+  tgt_backend *be = tgt_backend_new("llvm", &opt, &err);
+  if (!CHECKF(be != NULL, "%s", err.msg)) return;
+  CHECK_STR(be->name, "llvm");
+  CHECK_STR(be->target, "host");
+  CHECK(be->supports(be, TGT_Q_DTYPE, 0, GIR_BF16));
+  CHECK(!be->supports(be, TGT_Q_DTYPE, 0, GIR_STRING));
+  CHECK(be->supports(be, TGT_Q_UNOP, TE_ERF, GIR_F16));
+  CHECK(be->supports(be, TGT_Q_BINOP, TE_FLOORMOD, GIR_I8));
+  CHECK(be->supports(be, TGT_Q_FOR_KIND, TIR_PARALLEL, GIR_DTYPE_NONE));
+  CHECK(!be->supports(be, TGT_Q_SCOPE, TIR_SHARED, GIR_DTYPE_NONE));
+  kit *k = kit_new();
+  tir_buffer *A = tir_buffer_new(&k->b, "A", GIR_I64, 16, TIR_GLOBAL, 0);
+  tir_var *i = tir_var_new(&k->b, "i", GIR_I64);
+  add_func(k, "iota", &A, 1, tir_for(&k->b, i, I(k, 0), I(k, 16), TIR_SERIAL, tir_store(&k->b, A, V(k, i), mul(k, V(k, i), V(k, i)))));
+  k->fns[0]->n_vars = k->b.next_var, k->fns[0]->n_buffers = k->b.next_buffer;
+  tgt_artifact *a = be->build(be, (const tir_func *const *)k->fns, 1, &err);
+  if (CHECKF(a != NULL, "%s", err.msg)) {
+    for (int w = 0; w < TGT_OUTPUT_COUNT; w++) {
+      void *data = NULL;
+      size_t n = 0;
+      CHECK(be->emit(be, a, (tgt_output)w, &data, &n, &err) == 0 && n > 0);
+      free(data);
+    }
+    kiln_kernel_fn fn = be->lookup(be, a, "iota", &err);
+    if (CHECKF(fn != NULL, "%s", err.msg)) {
+      int64_t *x = amalloc(16 * 8);
+      void *bufs[1] = {x};
+      CHECK_INT(fn(bufs, NULL), 0);
+      CHECK_INT(x[15], 225);
+      free(x);
+    }
+    be->free_artifact(be, a);
+  }
+  tgt_backend_free(be);
+  kit_free(k);
+}
+
+int main(void) {
+  test_vector_add();
+  test_reductions();
+  test_guarded_loads();
+  test_half_formats();
+  test_parallel();
+  test_unops_libm();
+  test_differential(0);
+  test_differential(1);
+  test_errors();
+  test_named_targets();
+  test_backend_vtable();
+  return check_finish("test_llvm");
+}
