@@ -8,10 +8,43 @@
 
 #define PARALLEL_MIN_ELEMENTS 16384
 
+/* The only stage reading st, or NULL (none, or several). */
+static sch_stage *sole_reader(sch_schedule *s, sch_stage *st) {
+  sch_stage *r = NULL;
+  for (int i = st->id + 1; i < s->n_stages; i++) {
+    sch_stage *c = s->stages[i];
+    if (c->attach == SCH_INLINE || !sch_reads(c, st)) continue;
+    if (r) return NULL;
+    r = c;
+  }
+  return r;
+}
+
+static int same_shape(const te_tensor *a, const te_tensor *b) {
+  if (a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
 int lower_default_schedule(sch_schedule *s, int threads_hint) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (!st->is_output && st->n_reduce == 0 && sch_compute_inline(s, st) < 0) return -1;
+  }
+  /* A reduction feeding only an element-wise epilogue of its own shape (conv →
+   * bias → relu, matmul → add) is computed at the epilogue's innermost loop: its
+   * accumulator shrinks to one element, a register, instead of a buffer. */
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->is_output || !st->n_reduce || st->attach != SCH_ROOT) continue;
+    sch_stage *c = sole_reader(s, st);
+    if (!c || c->n_reduce || !same_shape(c->t, st->t) || !c->n_leaf) continue;
+    gir_err e = {{0}};
+    gir_err *saved = s->err;
+    s->err = &e; /* a refusal just keeps the stage at the root */
+    sch_compute_at(s, st, c, c->leaf[c->n_leaf - 1]);
+    s->err = saved;
   }
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];

@@ -10,7 +10,7 @@
 
 typedef struct lower_kernel {
   tir_func *fn;
-  const gir_node *node;
+  const gir_node *node;     /* the last node of the kernel's group */
   int32_t n_in, n_out;      /* buffer params: n_in input values, n_out outputs, then workspace */
   const gir_value **in;     /* graph values bound to the input params (NULL: absent optional input) */
   const gir_value **out;
@@ -27,10 +27,17 @@ typedef struct lower_program {
  * leading spatial loops fused and run in parallel when the stage is large. */
 int lower_default_schedule(sch_schedule *s, int threads_hint);
 
-/* One kernel for node n (named `name`). */
+/* One kernel computing outs (n_outs values produced by the nodes) from the nodes
+ * (topological order), named `name`. */
+int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
+                int32_t n_outs, const char *name, lower_kernel *k, gir_err *err);
+/* One kernel for node n. */
 int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err);
 
-/* Kernels for every node of g, in order. */
+/* One kernel per group: group_of[node id] in [0, n_groups), groups convex. */
+int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b, lower_program *p,
+                       gir_err *err);
+/* One kernel per node. */
 int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err);
 
 #endif

@@ -1,64 +1,156 @@
-/* lower_node.c — one graph node → one kernel: placeholders for its inputs, the
- * op's compute definition, the default schedule, schedule lowering. And the
- * whole-graph driver that does this for every node (before fusion exists, each
- * node is its own group). */
+/* lower_node.c — graph nodes → kernels. A set of nodes (one node, or one fused
+ * group in topological order) becomes ONE kernel: every value the set reads from
+ * outside becomes a placeholder, each node's compute definition is applied to the
+ * tensors of its inputs (placeholders or the stages of earlier members), and the
+ * values the set must hand on (read outside it, or graph outputs) are the kernel's
+ * outputs. The stages then get the default schedule, are lowered to loop IR and go
+ * through the loop-IR pipeline. */
 #include <stdio.h>
+#include <string.h>
 #include "compute.h"
 #include "lower.h"
 #include "tir_passes.h"
 
-int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err) {
-  te_tensor *in[64] = {0}, *outs[8] = {0}, *params[64];
-  int np = 0;
-  if (n->n_in > 64 || n->n_out > 8) return gir_errf(err, "%s: too many operands", n->name);
-  out->node = n;
-  out->in = gir_arena_calloc(b->arena, (size_t)n->n_in + 1, sizeof *out->in);
-  out->out = gir_arena_calloc(b->arena, (size_t)n->n_out + 1, sizeof *out->out);
-  for (int i = 0; i < n->n_in; i++) {
-    const gir_value *v = n->in[i];
-    if (!v) continue;
-    in[i] = te_placeholder(c, v->name, v->dtype, v->shape.rank, v->shape.dims);
-    out->in[np] = v;
-    params[np++] = in[i];
+typedef struct vmap {
+  const gir_value **v;
+  te_tensor **t;
+  int32_t n, cap;
+  gir_arena *a;
+} vmap;
+
+static te_tensor *vmap_get(const vmap *m, const gir_value *v) {
+  for (int i = 0; i < m->n; i++)
+    if (m->v[i] == v) return m->t[i];
+  return NULL;
+}
+
+static void vmap_put(vmap *m, const gir_value *v, te_tensor *t) {
+  if (m->n == m->cap) {
+    int32_t nc = m->cap ? m->cap * 2 : 32;
+    m->v = gir_arena_grow(m->a, m->v, (size_t)m->n, (size_t)nc, sizeof *m->v);
+    m->t = gir_arena_grow(m->a, m->t, (size_t)m->n, (size_t)nc, sizeof *m->t);
+    m->cap = nc;
   }
-  out->n_in = np;
-  if (lower_compute(c, n, in, outs) < 0) return -1;
-  /* An output that is an input unchanged (a no-op compute) still needs a copy stage. */
-  for (int i = 0; i < n->n_out; i++) {
-    out->out[i] = n->out[i];
-    if (outs[i]->kind == TE_PLACEHOLDER) {
-      te_var *ax[GIR_MAX_RANK];
-      te_expr *idx[GIR_MAX_RANK];
-      te_axes(c, outs[i]->rank, outs[i]->shape, ax);
-      for (int d = 0; d < outs[i]->rank; d++) idx[d] = te_v(c, ax[d]);
-      outs[i] = te_compute(c, "copy", outs[i]->dtype, outs[i]->rank, outs[i]->shape, ax, te_load(c, outs[i], idx));
+  m->v[m->n] = v;
+  m->t[m->n++] = t;
+}
+
+/* A stage that copies t (for an output that is an input unchanged, or an
+ * output that must not alias another output). */
+static te_tensor *copy_stage(te_ctx *c, te_tensor *t) {
+  te_var *ax[GIR_MAX_RANK];
+  te_expr *idx[GIR_MAX_RANK];
+  te_axes(c, t->rank, t->shape, ax);
+  for (int d = 0; d < t->rank; d++) idx[d] = te_v(c, ax[d]);
+  return te_compute(c, "copy", t->dtype, t->rank, t->shape, ax, te_load(c, t, idx));
+}
+
+int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
+                int32_t n_outs, const char *name, lower_kernel *k, gir_err *err) {
+  gir_arena *a = b->arena;
+  vmap m = {.a = a};
+  te_tensor **params = gir_arena_calloc(a, 64, sizeof *params);
+  int32_t np = 0;
+  k->in = gir_arena_calloc(a, 64, sizeof *k->in);
+  k->node = nodes[n_nodes - 1];
+  for (int j = 0; j < n_nodes; j++) {
+    const gir_node *n = nodes[j];
+    te_tensor *in[64] = {0}, *o[8] = {0};
+    if (n->n_in > 64 || n->n_out > 8) return gir_errf(err, "%s: too many operands", n->name);
+    for (int i = 0; i < n->n_in; i++) {
+      const gir_value *v = n->in[i];
+      if (!v) continue;
+      in[i] = vmap_get(&m, v);
+      if (!in[i]) {
+        if (np == 64) return gir_errf(err, "%s: a kernel may read at most 64 values", name);
+        in[i] = te_placeholder(c, v->name, v->dtype, v->shape.rank, v->shape.dims);
+        vmap_put(&m, v, in[i]);
+        k->in[np] = v;
+        params[np++] = in[i];
+      }
     }
+    if (lower_compute(c, n, in, o) < 0) return gir_err_prefix(err, "%s", n->origin ? n->origin : n->name);
+    for (int i = 0; i < n->n_out; i++) vmap_put(&m, n->out[i], o[i]);
   }
-  out->n_out = n->n_out;
-  sch_schedule *s = sch_create(c, params, np, outs, n->n_out, err);
-  if (!s || lower_default_schedule(s, 2) < 0) return gir_err_prefix(err, "scheduling %s", n->name);
-  out->fn = sch_lower(s, b, name);
-  if (!out->fn) return gir_err_prefix(err, "lowering %s", n->name);
-  out->fn->body = tir_optimize(b, out->fn->body);
-  out->n_ws = out->fn->n_params - np - n->n_out;
-  out->ws_bytes = gir_arena_calloc(b->arena, (size_t)out->n_ws + 1, sizeof *out->ws_bytes);
-  for (int i = 0; i < out->n_ws; i++) {
-    const tir_buffer *wb = out->fn->params[np + n->n_out + i];
-    out->ws_bytes[i] = wb->size * (int64_t)gir_dtype_size(wb->dtype);
+  k->n_in = np;
+  k->n_out = n_outs;
+  k->out = gir_arena_calloc(a, (size_t)n_outs + 1, sizeof *k->out);
+  te_tensor **ot = gir_arena_calloc(a, (size_t)n_outs + 1, sizeof *ot);
+  for (int i = 0; i < n_outs; i++) {
+    k->out[i] = outs[i];
+    ot[i] = vmap_get(&m, outs[i]);
+    if (!ot[i]) return gir_errf(err, "%s: output %s is not produced by the kernel's nodes", name, outs[i]->name);
+    int dup = ot[i]->kind == TE_PLACEHOLDER;
+    for (int j = 0; j < i; j++) dup |= ot[j] == ot[i];
+    if (dup) ot[i] = copy_stage(c, ot[i]);
+  }
+  sch_schedule *s = sch_create(c, params, np, ot, n_outs, err);
+  if (!s || lower_default_schedule(s, 2) < 0) return gir_err_prefix(err, "scheduling %s", name);
+  k->fn = sch_lower(s, b, name);
+  if (!k->fn) return gir_err_prefix(err, "lowering %s", name);
+  k->fn->body = tir_optimize(b, k->fn->body);
+  k->n_ws = k->fn->n_params - np - n_outs;
+  k->ws_bytes = gir_arena_calloc(a, (size_t)k->n_ws + 1, sizeof *k->ws_bytes);
+  for (int i = 0; i < k->n_ws; i++) {
+    const tir_buffer *wb = k->fn->params[np + n_outs + i];
+    k->ws_bytes[i] = wb->size * (int64_t)gir_dtype_size(wb->dtype);
+  }
+  return 0;
+}
+
+int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err) {
+  const gir_value *outs[8];
+  if (n->n_out > 8) return gir_errf(err, "%s: too many outputs", n->name);
+  for (int i = 0; i < n->n_out; i++) outs[i] = n->out[i];
+  return lower_nodes(b, c, &n, 1, outs, n->n_out, name, out, err);
+}
+
+int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b, lower_program *p,
+                       gir_err *err) {
+  gir_arena *a = b->arena;
+  /* members of each group, in topological order */
+  int32_t *count = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *count);
+  for (int k = 0; k < g->n_nodes; k++) count[group_of[k]]++;
+  const gir_node ***members = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *members);
+  int32_t *fill = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *fill);
+  for (int i = 0; i < n_groups; i++) members[i] = gir_arena_calloc(a, (size_t)count[i] + 1, sizeof **members);
+  for (int k = 0; k < g->n_nodes; k++) members[group_of[k]][fill[group_of[k]]++] = g->nodes[k];
+  /* a value leaves its group when a node of another group reads it, or it is a graph output */
+  uint8_t *leaves = gir_arena_calloc(a, (size_t)g->n_values + 1, 1);
+  for (int k = 0; k < g->n_nodes; k++)
+    for (int i = 0; i < g->nodes[k]->n_in; i++) {
+      const gir_value *v = g->nodes[k]->in[i];
+      if (v && v->producer && group_of[v->producer->id] != group_of[k]) leaves[v->id] = 1;
+    }
+  for (int i = 0; i < g->n_outputs; i++) leaves[g->outputs[i]->id] = 1;
+  /* groups in the order of their first node (topological, since groups are convex) */
+  p->n_kernels = 0;
+  p->kernels = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *p->kernels);
+  uint8_t *done = gir_arena_calloc(a, (size_t)n_groups + 1, 1);
+  te_ctx c;
+  te_ctx_init(&c, a, err);
+  for (int k = 0; k < g->n_nodes; k++) {
+    int32_t gi = group_of[k];
+    if (done[gi]) continue;
+    done[gi] = 1;
+    const gir_value **outs = gir_arena_calloc(a, 64, sizeof *outs);
+    int32_t no = 0;
+    for (int j = 0; j < count[gi]; j++)
+      for (int i = 0; i < members[gi][j]->n_out; i++)
+        if (leaves[members[gi][j]->out[i]->id]) {
+          if (no == 64) return gir_errf(err, "group %d has more than 64 outputs", gi);
+          outs[no++] = members[gi][j]->out[i];
+        }
+    const gir_node *last = members[gi][count[gi] - 1];
+    char *name = gir_arena_printf(a, "k%d_%s", p->n_kernels, gir_op_name(last->op));
+    if (lower_nodes(b, &c, members[gi], count[gi], outs, no, name, &p->kernels[p->n_kernels], err) < 0) return -1;
+    p->n_kernels++;
   }
   return 0;
 }
 
 int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err) {
-  p->n_kernels = 0;
-  p->kernels = gir_arena_calloc(b->arena, (size_t)g->n_nodes + 1, sizeof *p->kernels);
-  te_ctx c;
-  te_ctx_init(&c, b->arena, err);
-  for (int k = 0; k < g->n_nodes; k++) {
-    const gir_node *n = g->nodes[k];
-    char *name = gir_arena_printf(b->arena, "k%d_%s", k, gir_op_name(n->op));
-    if (lower_node(b, &c, n, name, &p->kernels[p->n_kernels], err) < 0) return -1;
-    p->n_kernels++;
-  }
-  return 0;
+  int32_t *group_of = gir_arena_calloc(b->arena, (size_t)g->n_nodes + 1, sizeof *group_of);
+  for (int k = 0; k < g->n_nodes; k++) group_of[k] = k;
+  return lower_graph_groups(g, group_of, g->n_nodes, b, p, err);
 }

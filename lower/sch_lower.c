@@ -248,6 +248,43 @@ static void collect_loads(const te_expr *e, access_arg *a) {
   }
 }
 
+/* 1 if e mentions any of the variables vs. */
+static int uses_any(const tir_expr *e, tir_var *const *vs, int n) {
+  switch (e->kind) {
+  case TIR_VAR:
+    for (int i = 0; i < n; i++)
+      if (vs[i] == e->u.var) return 1;
+    return 0;
+  case TIR_LOAD: return uses_any(e->u.load.index, vs, n);
+  case TIR_UNARY: return uses_any(e->u.un.a, vs, n);
+  case TIR_BINARY: return uses_any(e->u.bin.a, vs, n) || uses_any(e->u.bin.b, vs, n);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE:
+    return uses_any(e->u.sel.c, vs, n) || uses_any(e->u.sel.a, vs, n) || uses_any(e->u.sel.b, vs, n);
+  case TIR_CAST: return uses_any(e->u.cast.a, vs, n);
+  case TIR_RAMP: return uses_any(e->u.ramp.base, vs, n) || uses_any(e->u.ramp.stride, vs, n);
+  case TIR_BROADCAST: return uses_any(e->u.bcast.value, vs, n);
+  default: return 0;
+  }
+}
+
+/* Structural equality of two index expressions. */
+static int tir_same(const tir_expr *a, const tir_expr *b) {
+  if (a == b) return 1;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->lanes != b->lanes) return 0;
+  switch (a->kind) {
+  case TIR_INT: return a->u.i == b->u.i;
+  case TIR_FLOAT: return a->u.f == b->u.f;
+  case TIR_VAR: return a->u.var == b->u.var;
+  case TIR_LOAD: return a->u.load.buf == b->u.load.buf && tir_same(a->u.load.index, b->u.load.index);
+  case TIR_UNARY: return a->u.un.op == b->u.un.op && tir_same(a->u.un.a, b->u.un.a);
+  case TIR_BINARY: return a->u.bin.op == b->u.bin.op && tir_same(a->u.bin.a, b->u.bin.a) && tir_same(a->u.bin.b, b->u.bin.b);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE:
+    return tir_same(a->u.sel.c, b->u.sel.c) && tir_same(a->u.sel.a, b->u.sel.a) && tir_same(a->u.sel.b, b->u.sel.b);
+  case TIR_CAST: return tir_same(a->u.cast.a, b->u.cast.a);
+  default: return 0;
+  }
+}
+
 /* Region of producer p read by consumer c inside c's loop `at`. Loops of c
  * outside `at` are the fixed variables fixed_vars (their tir vars); the loops
  * inside range over [0, ext). var_val maps c's TE root/reduce variables to tir
@@ -262,6 +299,7 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
   lin base[GIR_MAX_RANK];
   int64_t lo[GIR_MAX_RANK], hi[GIR_MAX_RANK];
   int full[GIR_MAX_RANK] = {0};
+  tir_expr *point[GIR_MAX_RANK] = {0}; /* a non-linear single-point index */
   for (int k = 0; k < acc.n; k++) {
     const te_expr *ld = acc.loads[k];
     for (int d = 0; d < t->rank; d++) {
@@ -269,6 +307,19 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
       tir_expr *ix = lower_expr(L, ld->u.load.idx[d], vv, vars, nv);
       lin l = lin_of(ix);
       if (!l.ok) {
+        /* not linear, but made of loops outside the attach point only (a fused
+         * loop's div/mod): a single point, the expression itself */
+        if (!uses_any(ix, inner_vars, n_inner) && (!have[d] || (point[d] && tir_same(point[d], ix)))) {
+          point[d] = ix;
+          have[d] = 1;
+          lo[d] = hi[d] = 0;
+          base[d] = (lin){.ok = 1};
+          continue;
+        }
+        full[d] = 1;
+        continue;
+      }
+      if (point[d]) {
         full[d] = 1;
         continue;
       }
@@ -319,6 +370,11 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
     if (full[d] || !have[d] || hi[d] - lo[d] + 1 > t->shape[d]) {
       out->min[d] = tir_i64(b, 0);
       out->extent[d] = t->shape[d];
+      continue;
+    }
+    if (point[d]) {
+      out->min[d] = point[d];
+      out->extent[d] = 1;
       continue;
     }
     tir_expr *m = tir_i64(b, lo[d]);

@@ -5,7 +5,7 @@
  * builder's arena. The simplifier and substitution live in simplify.h. */
 #ifndef TIR_PASSES_H
 #define TIR_PASSES_H
-#include "simplify.h"
+#include "tir_simplify.h"
 
 /* Requires: nothing. Guarantees: no UNROLLED loop remains — those with a
  * constant extent <= max_extent are replaced by one copy of their body per

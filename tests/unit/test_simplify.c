@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include "arith.h"
 #include "check.h"
-#include "simplify.h"
+#include "tir_simplify.h"
 #include "tir_eval.h"
 
 /* --- fixtures --- */

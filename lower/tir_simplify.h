@@ -1,4 +1,4 @@
-/* simplify.h — the arithmetic simplifier of the loop IR, and substitution.
+/* tir_simplify.h — the arithmetic simplifier of the loop IR, and substitution.
  *
  * The simplifier rewrites expressions and statements into cheaper ones that
  * compute exactly the same thing (bit for bit: integer wrapping, division by
@@ -20,8 +20,8 @@
  * - normalises loops to start at 0 (for v in [m, +e) becomes for v in [0, +e)
  *   with m + v for v in the body), so that v's range is known relative to m.
  * A statement that vanishes entirely becomes an empty seq (tir_nop). */
-#ifndef SIMPLIFY_H
-#define SIMPLIFY_H
+#ifndef TIR_SIMPLIFY_H
+#define TIR_SIMPLIFY_H
 #include "arith.h"
 
 /* e simplified, knowing what ctx knows (NULL: nothing). Everything is built in

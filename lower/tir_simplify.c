@@ -23,7 +23,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
-#include "simplify.h"
+#include "tir_simplify.h"
 #include "tir_eval.h"
 
 typedef struct simp {
