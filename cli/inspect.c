@@ -2,12 +2,17 @@
  * know before compiling it: inputs and outputs, IR version and opsets, the ONNX op
  * histogram, parameters (values computable from constants alone, counted where
  * they feed the network), estimated FLOPs, and every unsupported op with the node
- * it sits at. Exit 0 only when the model imported completely. */
+ * it sits at. Exit 0 only when the model imported completely.
+ * --fused folds constants and lists the fused groups (fusion/): one line per
+ * group, i.e. per kernel the compiler will emit, and with --dot draws them as
+ * clusters. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "flops.h"
+#include "fusion.h"
+#include "passes.h"
 #include "tensorfile.h"
 
 static void print_values(const char *title, gir_value *const *vs, int n) {
@@ -87,16 +92,55 @@ static int check_test_outputs(const gir_graph *g, const char *dir, gir_arena *a)
   return bad;
 }
 
+/* Folds constants, partitions the graph and lists the groups; fills cluster
+ * labels for the DOT output. 0 or -1 (message printed). */
+static int report_fused(gir_graph *g, cli_import *ci, gir_arena *a, fus_partition *p, const char ***labels) {
+  gir_err err = {{0}}, ferr = {{0}};
+  int32_t n_before = g->n_nodes;
+  gir_fold_constants(g, &ci->eval, 0, NULL, &ferr);
+  if (fus_partition_graph(g, NULL, a, p, &err) < 0 || fus_verify_partition(g, p, &err) < 0) {
+    fprintf(stderr, "kiln inspect: %s\n", err.msg);
+    p->group_of = NULL; /* no clusters */
+    return -1;
+  }
+  int32_t anchored = 0, heavy = 0, by_cat[GIR_CATEGORY_COUNT] = {0};
+  for (int32_t k = 0; k < g->n_nodes; k++) {
+    gir_op op = g->nodes[k]->op;
+    heavy += op == GIR_OP_conv || op == GIR_OP_conv_transpose || op == GIR_OP_matmul || op == GIR_OP_pool;
+  }
+  *labels = gir_arena_calloc(a, (size_t)p->n_groups + 1, sizeof **labels);
+  printf("fused groups (after constant folding: %d nodes, %d folded away):\n", g->n_nodes, n_before - g->n_nodes);
+  printf("  %5s  %-19s %-12s %5s  %s\n", "group", "category", "master", "nodes", "members");
+  for (int32_t i = 0; i < p->n_groups; i++) {
+    const fus_group *gr = &p->groups[i];
+    const gir_node *m = g->nodes[gr->master];
+    gir_op op = m->op;
+    anchored += gr->category == GIR_COMPLEX &&
+                (op == GIR_OP_conv || op == GIR_OP_conv_transpose || op == GIR_OP_matmul || op == GIR_OP_pool);
+    by_cat[gr->category]++;
+    const char *members = fus_describe_group(g, p, i, a);
+    printf("  %5d  %-19s %-12s %5d  %s%s\n", i, gir_category_name(gr->category), fus_node_op_name(m), gr->n_nodes,
+           members, gr->n_graph_outputs ? "  [writes a graph output]" : "");
+    if (*labels) (*labels)[i] = gir_arena_printf(a, "g%d %s (%d)", i, fus_node_op_name(m), gr->n_nodes);
+  }
+  printf("groups: %d over %d nodes (%d complex, %d reduction, %d injective, %d opaque); %d of the %d "
+         "conv/conv_transpose/matmul/pool nodes anchor a group\n",
+         p->n_groups, g->n_nodes, by_cat[GIR_COMPLEX], by_cat[GIR_REDUCTION], by_cat[GIR_INJECTIVE],
+         by_cat[GIR_OPAQUE], anchored, heavy);
+  return 0;
+}
+
 int kiln_cmd_inspect(int argc, char **argv) {
   cli_import ci = {0};
   const char *model = NULL, *dot = NULL, *test_data = NULL;
-  int print_ir = 0;
+  int print_ir = 0, fused = 0;
   for (int i = 0; i < argc; i++) {
     int t = cli_take_input_shape(&ci, argc, argv, &i);
     if (t < 0) return 2;
     if (t) continue;
     if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
     else if (!strcmp(argv[i], "--print")) print_ir = 1;
+    else if (!strcmp(argv[i], "--fused")) fused = 1;
     else if (!strcmp(argv[i], "--test-data") && i + 1 < argc) test_data = argv[++i];
     else if (argv[i][0] == '-') {
       fprintf(stderr, "kiln inspect: unknown option '%s'\n", argv[i]);
@@ -108,7 +152,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
     }
   }
   if (!model) {
-    fprintf(stderr, "usage: kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print] [--test-data DIR]\n");
+    fprintf(stderr, "usage: kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print] [--fused] [--test-data DIR]\n");
     return 2;
   }
   gir_arena *scratch = gir_arena_new();
@@ -152,6 +196,9 @@ int kiln_cmd_inspect(int argc, char **argv) {
     fprintf(stderr, "kiln inspect: %s\n", err.msg);
     rc = 1;
   } else {
+    fus_partition part = {0};
+    const char **labels = NULL;
+    if (fused && report_fused(g, &ci, scratch, &part, &labels) < 0) rc = 1;
     if (print_ir) gir_print(g, stdout);
     if (test_data) {
       printf("test data outputs:\n");
@@ -163,7 +210,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
         fprintf(stderr, "kiln inspect: cannot write '%s'\n", dot);
         rc = 1;
       } else {
-        gir_write_dot(g, f, NULL, NULL);
+        gir_write_dot(g, f, part.group_of, labels);
         fclose(f);
       }
     }

@@ -1,0 +1,397 @@
+/* partition.c — fus_partition_graph: TVM's FuseOps (relay fuse_ops.cc / graph
+ * partitioner), rewritten for kiln's graph IR.
+ *
+ * 1. The indexed forward graph. Nodes are the graph's nodes, in its topological
+ *    order (TVM's post-DFS order); an edge p -> c is one use of a value of p by c
+ *    and carries the pattern of the use: the consumer's op pattern, with
+ *    broadcasting ops refined to ELEMWISE when the used value already has the
+ *    output's shape (TVM does the same). The patterns are ordered
+ *      ELEMWISE < BROADCAST < INJECTIVE < REDUCTION < COMPLEX < OPAQUE
+ *    and refine graphir's four categories: unary and cast are element-wise;
+ *    binary, where, broadcast_to and iota broadcast; the other data movement is
+ *    injective. A node whose value is a graph output has an opaque use outside
+ *    the graph (TVM's extern_ref): it never fuses into its consumers, but it may
+ *    be the last node of a group (the kernel writes the output).
+ * 2. The post-dominator tree, built backwards: a node's immediate post-dominator
+ *    is the least common ancestor, in the tree built so far, of its consumers;
+ *    walking up to it combines (max) the patterns on the way, so the node's
+ *    "dom pattern" bounds every use on every path from it to its post-dominator.
+ * 3. Union-find groups; each root knows its member count and its pattern (the
+ *    largest member pattern, so COMPLEX / REDUCTION mean "has that master").
+ *    Each node, in topological order, tries to merge its group — with every group
+ *    on a path to its post-dominator — into the post-dominator's group. Merging
+ *    along all paths is what keeps diamonds correct: a value used on two paths
+ *    that rejoin is fused with both paths or not at all, and a value also used by
+ *    something the paths cannot take (a conv input) keeps its own group, so no
+ *    work is recomputed. Phases:
+ *      0  a group with a COMPLEX master grows into its post-dominator when every
+ *         use on the way is element-wise (same index as the conv output) and
+ *         every group on the way is at most broadcast: conv -> bias -> relu ->
+ *         residual add -> relu. Master-less element-wise/broadcast groups fuse
+ *         forward too (into injective, reduction or complex consumers).
+ *      1  master-less injective groups fuse into a post-dominator that is
+ *         injective or a reduction, along injective paths (transpose -> cast ->
+ *         reduce; TVM only lets element-wise ops into reductions).
+ *      2  the rest: injective side inputs of a complex group's epilogue
+ *         (conv -> add(·, transpose(y))) join it, inlined at the epilogue's index.
+ *    A group never gets two masters, reductions never fuse forward (TVM), opaque
+ *    nodes stay alone, and a merge that would make a group larger than
+ *    max_group_nodes members is refused — counting distinct member nodes, not
+ *    paths through a diamond (apache/tvm#6327).
+ * Groups built this way have one exit (only the last node's value leaves), which
+ * makes every merge convex; groups are then numbered by their last node, which is
+ * an execution order. */
+#include <assert.h>
+#include <string.h>
+#include "fusion.h"
+
+typedef enum pattern {
+  PAT_ELEMWISE,
+  PAT_BROADCAST,
+  PAT_INJECTIVE,
+  PAT_REDUCTION,
+  PAT_COMPLEX,
+  PAT_OPAQUE,
+} pattern;
+
+static pattern node_pattern(const gir_node *n) {
+  switch (gir_op_category(n->op)) {
+  case GIR_REDUCTION: return PAT_REDUCTION;
+  case GIR_COMPLEX: return PAT_COMPLEX;
+  case GIR_OPAQUE: return PAT_OPAQUE;
+  default: break;
+  }
+  switch (n->op) {
+  case GIR_OP_unary: case GIR_OP_cast: return PAT_ELEMWISE;
+  case GIR_OP_binary: case GIR_OP_where: case GIR_OP_broadcast_to: case GIR_OP_iota: return PAT_BROADCAST;
+  default: return PAT_INJECTIVE;
+  }
+}
+
+/* The pattern of c's use of v. */
+static pattern edge_pattern(const gir_node *c, const gir_value *v) {
+  pattern p = node_pattern(c);
+  if (p == PAT_BROADCAST && c->n_out == 1 && gir_shape_equal(&v->shape, &c->out[0]->shape)) return PAT_ELEMWISE;
+  return p;
+}
+
+static pattern max_pat(pattern a, pattern b) { return a > b ? a : b; }
+
+typedef struct fuser {
+  const gir_graph *g;
+  int32_t n, cap;
+  /* forward graph (CSR) */
+  uint8_t *pat, *extern_ref;
+  int32_t *first, *dst; /* edges of node k: dst[first[k] .. first[k+1]) */
+  uint8_t *epat;
+  /* post-dominator tree */
+  int32_t *pd_parent, *pd_depth;
+  uint8_t *pd_pat;
+  /* union-find; size and gpat are valid at roots */
+  int32_t *uf, *size;
+  uint8_t *gpat;
+  /* path walks */
+  int32_t *seen, *root_seen, stamp, *stack, *found, n_found;
+} fuser;
+
+static int32_t find(fuser *f, int32_t x) {
+  int32_t r = x;
+  while (f->uf[r] != r) r = f->uf[r];
+  while (f->uf[x] != r) {
+    int32_t nx = f->uf[x];
+    f->uf[x] = r;
+    x = nx;
+  }
+  return r;
+}
+
+/* Merges group root child into group root parent. */
+static void merge(fuser *f, int32_t child, int32_t parent) {
+  if (child == parent) return;
+  pattern c = f->gpat[child], p = f->gpat[parent];
+  /* the one-master rule, guaranteed by the fusion conditions */
+  assert(!(c >= PAT_REDUCTION && p >= PAT_REDUCTION));
+  f->uf[child] = parent;
+  f->size[parent] += f->size[child];
+  f->gpat[parent] = max_pat(c, p);
+}
+
+static int build_forward(fuser *f, gir_arena *a, gir_err *err) {
+  const gir_graph *g = f->g;
+  int32_t n = f->n, n_edges = 0;
+  f->pat = gir_arena_alloc(a, (size_t)n + 1);
+  f->extern_ref = gir_arena_alloc(a, (size_t)n + 1);
+  f->first = gir_arena_calloc(a, (size_t)n + 1, sizeof *f->first);
+  int32_t *fill = gir_arena_calloc(a, (size_t)n + 1, sizeof *fill);
+  if (!f->pat || !f->extern_ref || !f->first || !fill) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = 0; k < n; k++) {
+    const gir_node *c = g->nodes[k];
+    if (c->id != k) return gir_errf(err, "fusion: node %d has id %d (run gir_graph_compact first)", k, c->id);
+    f->pat[k] = (uint8_t)node_pattern(c);
+    for (int j = 0; j < c->n_in; j++) {
+      const gir_value *v = c->in[j];
+      if (!v || v->data || !v->producer) continue; /* constants and graph inputs are not nodes */
+      int32_t p = v->producer->id;
+      if (p < 0 || p >= k || g->nodes[p] != v->producer)
+        return gir_errf(err, "fusion: node %d (%s) reads a value of a node that is not before it", k, c->name);
+      f->first[p + 1]++;
+      n_edges++;
+    }
+  }
+  for (int i = 0; i < g->n_outputs; i++) {
+    const gir_value *v = g->outputs[i];
+    if (v->producer && !v->data) f->extern_ref[v->producer->id] = 1;
+  }
+  for (int32_t k = 0; k < n; k++) f->first[k + 1] += f->first[k];
+  f->dst = gir_arena_calloc(a, (size_t)n_edges + 1, sizeof *f->dst);
+  f->epat = gir_arena_alloc(a, (size_t)n_edges + 1);
+  if (!f->dst || !f->epat) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = 0; k < n; k++) {
+    const gir_node *c = g->nodes[k];
+    for (int j = 0; j < c->n_in; j++) {
+      const gir_value *v = c->in[j];
+      if (!v || v->data || !v->producer) continue;
+      int32_t p = v->producer->id, e = f->first[p] + fill[p]++;
+      f->dst[e] = k;
+      f->epat[e] = (uint8_t)edge_pattern(c, v);
+    }
+  }
+  return 0;
+}
+
+/* Least common ancestor of x and y in the post-dominator tree (-1: none, the
+ * virtual exit), combining the patterns of the tree edges walked into *pat. */
+static int32_t lca(const fuser *f, int32_t x, int32_t y, pattern *pat) {
+  while (x != y) {
+    if (x < 0 || y < 0) return -1;
+    int32_t dx = f->pd_depth[x], dy = f->pd_depth[y];
+    if (dx >= dy) {
+      *pat = max_pat(*pat, f->pd_pat[x]);
+      x = f->pd_parent[x];
+    }
+    if (dy >= dx) {
+      *pat = max_pat(*pat, f->pd_pat[y]);
+      y = f->pd_parent[y];
+    }
+  }
+  return x;
+}
+
+static int build_postdom(fuser *f, gir_arena *a, gir_err *err) {
+  int32_t n = f->n;
+  f->pd_parent = gir_arena_calloc(a, (size_t)n + 1, sizeof *f->pd_parent);
+  f->pd_depth = gir_arena_calloc(a, (size_t)n + 1, sizeof *f->pd_depth);
+  f->pd_pat = gir_arena_alloc(a, (size_t)n + 1);
+  if (!f->pd_parent || !f->pd_depth || !f->pd_pat) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = n - 1; k >= 0; k--) {
+    int32_t parent = -1;
+    pattern pat = PAT_ELEMWISE;
+    if (f->extern_ref[k]) {
+      pat = PAT_OPAQUE; /* read outside the graph: post-dominated by the exit only */
+    } else if (f->first[k] < f->first[k + 1]) {
+      parent = f->dst[f->first[k]];
+      pat = f->epat[f->first[k]];
+      for (int32_t e = f->first[k] + 1; e < f->first[k + 1]; e++) {
+        parent = lca(f, parent, f->dst[e], &pat);
+        pat = max_pat(pat, f->epat[e]);
+      }
+    }
+    f->pd_parent[k] = parent;
+    f->pd_depth[k] = parent >= 0 ? f->pd_depth[parent] + 1 : 1;
+    f->pd_pat[k] = (uint8_t)pat;
+  }
+  return 0;
+}
+
+/* Walks every path from src until it reaches the sink's group. Fails when a
+ * group on the way has a pattern above inter_max, or when the groups on the way
+ * hold more than max_members nodes (which also bounds the walk). Otherwise the
+ * distinct groups on the way are left in found[0..n_found) and *members gets
+ * their member count. */
+static int walk_paths(fuser *f, int32_t src, int32_t sink_root, pattern inter_max, int64_t max_members,
+                      int64_t *members) {
+  int32_t top = 0;
+  f->stamp++;
+  f->n_found = 0;
+  *members = 0;
+  for (int32_t e = f->first[src]; e < f->first[src + 1]; e++) f->stack[top++] = f->dst[e];
+  while (top > 0) {
+    int32_t v = f->stack[--top];
+    if (f->seen[v] == f->stamp) continue;
+    f->seen[v] = f->stamp;
+    int32_t r = find(f, v);
+    if (r == sink_root) continue; /* inside the sink's group: its paths stay there */
+    if (f->gpat[r] > inter_max) return 0;
+    if (f->first[v] == f->first[v + 1] || f->extern_ref[v]) return 0; /* a path that misses the sink */
+    if (f->root_seen[r] != f->stamp) {
+      f->root_seen[r] = f->stamp;
+      f->found[f->n_found++] = r;
+      *members += f->size[r];
+      if (*members > max_members) return 0;
+    }
+    for (int32_t e = f->first[v]; e < f->first[v + 1]; e++)
+      if (f->seen[f->dst[e]] != f->stamp) f->stack[top++] = f->dst[e];
+  }
+  return 1;
+}
+
+/* Node k's group G tries to fuse into the group S of k's post-dominator. */
+static void try_fuse(fuser *f, int32_t k, int phase) {
+  int32_t sink = f->pd_parent[k];
+  if (sink < 0) return;
+  int32_t G = find(f, k), S = find(f, sink);
+  if (G == S) return;
+  pattern gp = f->gpat[G], sp = f->gpat[S], dom = f->pd_pat[k];
+  if (gp == PAT_OPAQUE || sp == PAT_OPAQUE || dom == PAT_OPAQUE || gp == PAT_REDUCTION) return;
+  pattern inter_max;
+  if (gp == PAT_COMPLEX) {
+    /* the epilogue runs at the conv output's index: element-wise uses only */
+    if (phase != 0 || dom != PAT_ELEMWISE || sp > PAT_BROADCAST) return;
+    inter_max = PAT_BROADCAST;
+  } else {
+    /* master-less: its work is inlined into the sink group's kernel */
+    int into_reduce = dom == PAT_REDUCTION && sp == PAT_REDUCTION; /* the last use is the reduction's */
+    int sink_ok;
+    if (phase == 2) /* injective side inputs of a complex group's epilogue */
+      sink_ok = sp == PAT_COMPLEX && dom <= PAT_INJECTIVE;
+    else if (gp <= PAT_BROADCAST) /* element-wise: into anything but opaque, from phase 0 */
+      sink_ok = dom <= PAT_INJECTIVE || into_reduce;
+    else /* injective: into injective or reduction groups, in phase 1 (after the complex groups grew) */
+      sink_ok = phase == 1 && sp != PAT_COMPLEX && (dom <= PAT_INJECTIVE || into_reduce);
+    if (!sink_ok) return;
+    inter_max = PAT_INJECTIVE;
+  }
+  int64_t members, room = (int64_t)f->cap - f->size[G] - f->size[S];
+  if (room < 0 || !walk_paths(f, k, S, inter_max, room, &members)) return;
+  for (int32_t i = 0; i < f->n_found; i++) merge(f, f->found[i], S);
+  merge(f, G, S);
+}
+
+fus_options fus_default_options(void) { return (fus_options){.max_group_nodes = 256, .opt_level = 1}; }
+
+/* Turns the union-find forest into numbered groups with their inputs/outputs. */
+static int collect_groups(fuser *f, gir_arena *a, fus_partition *out, gir_err *err);
+
+int fus_partition_graph(const gir_graph *g, const fus_options *opt, gir_arena *a, fus_partition *out, gir_err *err) {
+  fus_options o = opt ? *opt : fus_default_options();
+  if (o.max_group_nodes <= 0) o.max_group_nodes = fus_default_options().max_group_nodes;
+  memset(out, 0, sizeof *out);
+  fuser f = {.g = g, .n = g->n_nodes, .cap = o.max_group_nodes};
+  size_t n1 = (size_t)f.n + 1;
+  f.uf = gir_arena_calloc(a, n1, sizeof *f.uf);
+  f.size = gir_arena_calloc(a, n1, sizeof *f.size);
+  f.gpat = gir_arena_alloc(a, n1);
+  f.seen = gir_arena_calloc(a, n1, sizeof *f.seen);
+  f.root_seen = gir_arena_calloc(a, n1, sizeof *f.root_seen);
+  f.found = gir_arena_calloc(a, n1, sizeof *f.found);
+  if (!f.uf || !f.size || !f.gpat || !f.seen || !f.root_seen || !f.found) return gir_errf(err, "fusion: out of memory");
+  if (build_forward(&f, a, err) < 0) return -1;
+  /* every edge is pushed at most once per walk */
+  f.stack = gir_arena_calloc(a, (size_t)f.first[f.n] + 1, sizeof *f.stack);
+  if (!f.stack) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = 0; k < f.n; k++) {
+    f.uf[k] = k;
+    f.size[k] = 1;
+    f.gpat[k] = f.pat[k];
+  }
+  if (o.opt_level > 0) {
+    if (build_postdom(&f, a, err) < 0) return -1;
+    for (int phase = 0; phase < 3; phase++)
+      for (int32_t k = 0; k < f.n; k++) try_fuse(&f, k, phase);
+  }
+  return collect_groups(&f, a, out, err);
+}
+
+static int collect_groups(fuser *f, gir_arena *a, fus_partition *out, gir_err *err) {
+  const gir_graph *g = f->g;
+  int32_t n = f->n;
+  /* number groups by their last node: an execution order */
+  int32_t *last = gir_arena_calloc(a, (size_t)n + 1, sizeof *last);
+  int32_t *gid = gir_arena_calloc(a, (size_t)n + 1, sizeof *gid);
+  out->group_of = gir_arena_calloc(a, (size_t)n + 1, sizeof *out->group_of);
+  if (!last || !gid || !out->group_of) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = 0; k < n; k++) last[find(f, k)] = k;
+  int32_t ng = 0;
+  for (int32_t k = 0; k < n; k++)
+    if (last[find(f, k)] == k) gid[find(f, k)] = ng++;
+  out->n_groups = ng;
+  out->groups = gir_arena_calloc(a, (size_t)ng + 1, sizeof *out->groups);
+  if (!out->groups) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = 0; k < n; k++) {
+    int32_t r = find(f, k), id = gid[r];
+    fus_group *gr = &out->groups[id];
+    out->group_of[k] = id;
+    if (!gr->nodes) {
+      gr->id = id;
+      gr->nodes = gir_arena_calloc(a, (size_t)f->size[r], sizeof *gr->nodes);
+      if (!gr->nodes) return gir_errf(err, "fusion: out of memory");
+      gr->master = -1;
+      gr->category = GIR_INJECTIVE;
+    }
+    gr->nodes[gr->n_nodes++] = k;
+    gir_category c = gir_op_category(g->nodes[k]->op);
+    if (c != GIR_INJECTIVE) {
+      gr->category = c;
+      gr->master = k;
+    }
+  }
+  for (int32_t i = 0; i < ng; i++)
+    if (out->groups[i].master < 0) out->groups[i].master = out->groups[i].nodes[out->groups[i].n_nodes - 1];
+
+  /* outputs: values read by a node of another group, or graph outputs */
+  uint8_t *leaves = gir_arena_alloc(a, (size_t)g->n_values + 1);
+  int32_t *mark = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *mark);
+  if (!leaves || !mark) return gir_errf(err, "fusion: out of memory");
+  for (int i = 0; i < g->n_outputs; i++) leaves[g->outputs[i]->id] |= 2;
+  for (int32_t k = 0; k < n; k++) {
+    const gir_node *c = g->nodes[k];
+    for (int j = 0; j < c->n_in; j++) {
+      const gir_value *v = c->in[j];
+      if (v && v->producer && !v->data && out->group_of[v->producer->id] != out->group_of[k]) leaves[v->id] |= 1;
+    }
+  }
+  for (int32_t i = 0; i < ng; i++) {
+    fus_group *gr = &out->groups[i];
+    int32_t n_out = 0, n_in = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      for (int32_t m = 0; m < gr->n_nodes; m++) {
+        const gir_node *c = g->nodes[gr->nodes[m]];
+        for (int j = 0; j < c->n_out; j++) {
+          const gir_value *v = c->out[j];
+          if (!leaves[v->id]) continue;
+          if (pass) gr->outputs[gr->n_outputs++] = (gir_value *)v;
+          else n_out++;
+          if (pass && (leaves[v->id] & 2)) gr->n_graph_outputs++;
+        }
+      }
+      if (!pass) {
+        gr->outputs = gir_arena_calloc(a, (size_t)n_out + 1, sizeof *gr->outputs);
+        if (!gr->outputs) return gir_errf(err, "fusion: out of memory");
+      }
+    }
+    /* inputs: count (mark = i+1 for "seen in this group"), then fill: activations, then constants */
+    for (int32_t m = 0; m < gr->n_nodes; m++) {
+      const gir_node *c = g->nodes[gr->nodes[m]];
+      for (int j = 0; j < c->n_in; j++) {
+        const gir_value *v = c->in[j];
+        if (!v || mark[v->id] == i + 1) continue;
+        if (!v->data && v->producer && out->group_of[v->producer->id] == i) continue;
+        mark[v->id] = i + 1;
+        n_in++;
+      }
+    }
+    gr->inputs = gir_arena_calloc(a, (size_t)n_in + 1, sizeof *gr->inputs);
+    if (!gr->inputs) return gir_errf(err, "fusion: out of memory");
+    for (int want_const = 0; want_const < 2; want_const++)
+      for (int32_t m = 0; m < gr->n_nodes; m++) {
+        const gir_node *c = g->nodes[gr->nodes[m]];
+        for (int j = 0; j < c->n_in; j++) {
+          gir_value *v = c->in[j];
+          if (!v || mark[v->id] != i + 1 || (v->data != NULL) != want_const) continue;
+          mark[v->id] = -(i + 1); /* taken */
+          gr->inputs[gr->n_inputs++] = v;
+        }
+      }
+  }
+  return 0;
+}
