@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "compile.h"
 #include "interp.h"
 #include "llvm_backend.h"
 #include "lower.h"
@@ -57,22 +58,31 @@ static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit
 
 int kiln_cmd_check(int argc, char **argv) {
   cli_import ci = {0};
-  const char *model = NULL, *dir = NULL;
+  kiln_compile_options o = {.opt_level = 2, .threads_hint = 2};
+  const char *dir = NULL;
   int dump = 0;
   for (int i = 0; i < argc; i++) {
     int t = cli_take_input_shape(&ci, argc, argv, &i);
     if (t < 0) return 2;
     if (t) continue;
+    if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
+      if (t < 0) {
+        fprintf(stderr, "kiln check: --opt-level takes 0, 1, 2 or 3\n");
+        return 2;
+      }
+      continue;
+    }
     if (!strcmp(argv[i], "--test-data") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--dump-ir")) dump = 1;
-    else if (argv[i][0] != '-' && !model) model = argv[i];
+    else if (argv[i][0] != '-' && !o.model_path) o.model_path = argv[i];
     else {
       fprintf(stderr, "kiln check: unexpected argument '%s'\n", argv[i]);
       return 2;
     }
   }
-  if (!model || !dir) {
-    fprintf(stderr, "usage: kiln check MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]... [--dump-ir]\n");
+  if (!o.model_path || !dir) {
+    fprintf(stderr, "usage: kiln check MODEL.onnx --test-data DIR [--opt-level 0-3] [--input-shape NAME:DIMS]... "
+                    "[--dump-ir]\n");
     return 2;
   }
   gir_arena *a = gir_arena_new();
@@ -81,19 +91,16 @@ int kiln_cmd_check(int argc, char **argv) {
     return 1;
   }
   cli_import_finish(&ci);
+  o.import = &ci.opt;
   gir_err err = {{0}};
   int rc = 1;
   tgt_llvm_module *mod = NULL;
   tgt_llvm_jit *jit = NULL;
-  gir_graph *g = imp_load_file(model, &ci.opt, NULL, &err);
-  if (!g) goto out;
-  gir_err ferr = {{0}};
-  gir_fold_constants(g, &ci.eval, 0, NULL, &ferr);
-  gir_materialize_outputs(g);
-  tir_builder b;
-  tir_builder_init(&b, a);
-  lower_program p;
-  if (lower_graph(g, &b, &p, &err) < 0) goto out;
+  kiln_front f = {0};
+  kiln_compile_result res;
+  if (kiln_compile_front(&o, &f, &res, &err) < 0) goto out;
+  gir_graph *g = f.g;
+  lower_program p = f.prog;
   const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
   for (int k = 0; k < p.n_kernels; k++) fns[k] = p.kernels[k].fn;
   if (p.n_kernels) {
@@ -131,7 +138,7 @@ out:
   if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);
   tgt_llvm_jit_free(jit);
   tgt_llvm_module_free(mod);
-  gir_graph_free(g);
+  kiln_front_free(&f);
   gir_arena_free(a);
   return rc;
 }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "compile.h"
 #include "flops.h"
+#include "fusion.h"
 #include "interp.h"
 #include "link.h"
 #include "llvm_backend.h"
@@ -12,7 +13,7 @@
 #include "passes.h"
 #include "plan.h"
 
-const char *const kiln_compile_steps[] = {"import", "fold", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
+const char *const kiln_compile_steps[] = {"import", "fold", "fuse", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
 
 static int dumping(const kiln_compile_options *o, const char *step) { return o->dump_after && !strcmp(o->dump_after, step); }
 
@@ -21,42 +22,103 @@ static const char *model_name(const char *path) {
   return s ? s + 1 : path;
 }
 
+int cli_take_opt_level(int argc, char **argv, int *i, int *level) {
+  const char *v = NULL;
+  if (!strcmp(argv[*i], "--opt-level") || !strcmp(argv[*i], "-O")) {
+    if (*i + 1 >= argc) return -1;
+    v = argv[++*i];
+  } else if (!strncmp(argv[*i], "--opt-level=", 12))
+    v = argv[*i] + 12;
+  else if (!strncmp(argv[*i], "-O", 2) && argv[*i][2])
+    v = argv[*i] + 2;
+  else
+    return 0;
+  if (strlen(v) != 1 || v[0] < '0' || v[0] > '3') return -1;
+  *level = v[0] - '0';
+  return 1;
+}
+
+void kiln_front_free(kiln_front *f) {
+  gir_graph_free(f->g);
+  gir_arena_free(f->arena);
+  memset(f, 0, sizeof *f);
+}
+
+int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compile_result *res, gir_err *err) {
+  FILE *dump = o->dump ? o->dump : stdout;
+  memset(f, 0, sizeof *f);
+  f->arena = gir_arena_new();
+  gir_evaluator ev = lower_fold_evaluator();
+  int32_t *group_of = NULL, n_groups = 0;
+
+  /* import: ONNX → graph IR, shapes bound, small constants folded */
+  f->g = imp_load_file(o->model_path, o->import, NULL, err);
+  if (!f->g) return -1;
+  gir_graph *g = f->g;
+  if (dumping(o, "import")) gir_print(g, dump);
+
+  /* fold (-O1): every node whose inputs are constant becomes a constant — weight
+   * transforms disappear here */
+  if (o->opt_level >= 1) {
+    gir_err ferr = {{0}};
+    gir_fold_constants(g, &ev, 0, &res->folded_nodes, &ferr);
+  }
+  if (dumping(o, "fold")) gir_print(g, dump);
+
+  /* fuse (-O2): FuseOps groups, one kernel each; below -O2 one node per kernel */
+  if (o->opt_level >= 2) {
+    fus_options fo = fus_default_options();
+    fus_partition part;
+    if (fus_partition_graph(g, &fo, f->arena, &part, err) < 0) return -1;
+    group_of = part.group_of;
+    n_groups = part.n_groups;
+    if (dumping(o, "fuse"))
+      for (int i = 0; i < part.n_groups; i++) {
+        fprintf(dump, "group %d (%s, %d nodes):", i, gir_category_name(part.groups[i].category), part.groups[i].n_nodes);
+        for (int j = 0; j < part.groups[i].n_nodes; j++) fprintf(dump, " %s", gir_op_name(g->nodes[part.groups[i].nodes[j]]->op));
+        fputc('\n', dump);
+      }
+  }
+
+  /* outputs: every graph output is written by some kernel (identity copies for
+   * outputs that are constants or inputs, each its own group) */
+  int32_t before = g->n_nodes;
+  gir_materialize_outputs(g);
+  if (group_of && g->n_nodes > before) {
+    int32_t *go = gir_arena_calloc(f->arena, (size_t)g->n_nodes + 1, sizeof *go);
+    memcpy(go, group_of, sizeof *go * (size_t)before);
+    for (int k = before; k < g->n_nodes; k++) go[k] = n_groups++;
+    group_of = go;
+  }
+  if (dumping(o, "outputs")) gir_print(g, dump);
+
+  /* lower: one kernel per group (compute definitions + schedule → loop IR) */
+  tir_builder_init(&f->b, f->arena);
+  int rc = group_of ? lower_graph_groups(g, group_of, n_groups, &f->b, &f->prog, err) : lower_graph(g, &f->b, &f->prog, err);
+  if (rc < 0) return -1;
+  res->kernels = f->prog.n_kernels;
+  for (int k = 0; k < g->n_nodes; k++) res->flops += gir_node_flops(g->nodes[k]);
+  if (dumping(o, "lower"))
+    for (int k = 0; k < f->prog.n_kernels; k++) tir_print_func(f->prog.kernels[k].fn, dump);
+  return 0;
+}
+
 int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
   FILE *dump = o->dump ? o->dump : stdout;
   memset(res, 0, sizeof *res);
-  gir_arena *a = gir_arena_new();
+  kiln_front f = {0};
+  gir_arena *a = NULL;
   gir_graph *g = NULL;
   tgt_llvm_module *mod = NULL;
   void *obj = NULL, *lib = NULL;
   size_t obj_bytes = 0, lib_bytes = 0;
   int rc = -1;
-  gir_evaluator ev = lower_fold_evaluator();
   tgt_llvm_options topt;
   if (tgt_llvm_named_target(o->target ? o->target : "host", &topt, err) < 0) goto out;
-
-  /* import: ONNX → graph IR, shapes bound, small constants folded */
-  g = imp_load_file(o->model_path, o->import, NULL, err);
-  if (!g) goto out;
-  if (dumping(o, "import")) gir_print(g, dump);
-
-  /* fold: every node whose inputs are constant becomes a constant */
-  gir_err ferr = {{0}};
-  gir_fold_constants(g, &ev, 0, &res->folded_nodes, &ferr);
-  if (dumping(o, "fold")) gir_print(g, dump);
-
-  /* outputs: every graph output is written by some kernel */
-  gir_materialize_outputs(g);
-  if (dumping(o, "outputs")) gir_print(g, dump);
-
-  /* lower: one kernel per node (compute definition + schedule → loop IR) */
-  tir_builder b;
-  tir_builder_init(&b, a);
-  lower_program p;
-  if (lower_graph(g, &b, &p, err) < 0) goto out;
-  res->kernels = p.n_kernels;
-  for (int k = 0; k < g->n_nodes; k++) res->flops += gir_node_flops(g->nodes[k]);
-  if (dumping(o, "lower"))
-    for (int k = 0; k < p.n_kernels; k++) tir_print_func(p.kernels[k].fn, dump);
+  if (kiln_compile_front(o, &f, res, err) < 0) goto out;
+  g = f.g;
+  a = f.arena;
+  lower_program p = f.prog;
 
   /* codegen: loop IR → LLVM IR → optimized object for the target */
   const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
@@ -75,7 +137,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   /* plan: buffers for every value, memory planned by liveness */
   pack_plan plan;
   if (pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
-  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = gir_node_flops(p.kernels[k].node);
+  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = lower_kernel_flops(&p.kernels[k]);
   res->arena_bytes = plan.mem.arena_bytes;
   res->arena_lower_bound = plan.mem.lower_bound;
   res->weights_bytes = plan.params_bytes;
@@ -102,18 +164,24 @@ out:
   free(obj);
   free(lib);
   tgt_llvm_module_free(mod);
-  gir_graph_free(g);
-  gir_arena_free(a);
+  kiln_front_free(&f);
   return rc;
 }
 
 int kiln_cmd_compile(int argc, char **argv) {
   cli_import ci = {0};
-  kiln_compile_options o = {.threads_hint = 2};
+  kiln_compile_options o = {.threads_hint = 2, .opt_level = 2};
   for (int i = 0; i < argc; i++) {
     int t = cli_take_input_shape(&ci, argc, argv, &i);
     if (t < 0) return 2;
     if (t) continue;
+    if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
+      if (t < 0) {
+        fprintf(stderr, "kiln compile: --opt-level takes 0, 1, 2 or 3\n");
+        return 2;
+      }
+      continue;
+    }
     if (!strcmp(argv[i], "-o") && i + 1 < argc) o.output_path = argv[++i];
     else if (!strcmp(argv[i], "--target") && i + 1 < argc) o.target = argv[++i];
     else if (!strncmp(argv[i], "--dump-after=", 13)) o.dump_after = argv[i] + 13;
@@ -125,8 +193,8 @@ int kiln_cmd_compile(int argc, char **argv) {
     }
   }
   if (!o.model_path || !o.output_path) {
-    fprintf(stderr, "usage: kiln compile MODEL.onnx -o MODEL.kiln [--target T] [--input-shape NAME:DIMS]... "
-                    "[--dump-after=STEP]\n");
+    fprintf(stderr, "usage: kiln compile MODEL.onnx -o MODEL.kiln [--target T] [--opt-level 0-3] "
+                    "[--input-shape NAME:DIMS]... [--dump-after=STEP]\n");
     return 2;
   }
   if (o.dump_after) {

@@ -9,6 +9,7 @@
 #include "importer.h"
 
 typedef struct kiln_compile_options {
+  int opt_level;                /* 0: no graph optimization; 1: fold; 2: + fusion (default) */
   const char *model_path;
   const char *output_path;      /* the bundle */
   const char *target;           /* named target (targets/llvm): "host" by default */
@@ -27,5 +28,21 @@ typedef struct kiln_compile_result {
 extern const char *const kiln_compile_steps[]; /* NULL-terminated */
 
 int kiln_compile(const kiln_compile_options *opt, kiln_compile_result *res, gir_err *err);
+
+/* The front half of the pipeline, shared with `kiln check`: import → fold → fuse →
+ * outputs → lower. On success f holds the graph and its kernels (free with
+ * kiln_front_free). */
+#include "lower.h"
+typedef struct kiln_front {
+  gir_arena *arena;
+  gir_graph *g;
+  tir_builder b;
+  lower_program prog;
+} kiln_front;
+
+int kiln_compile_front(const kiln_compile_options *opt, kiln_front *f, kiln_compile_result *res, gir_err *err);
+void kiln_front_free(kiln_front *f);
+/* Parses "--opt-level N" / "-O N" / "-ON" at argv[*i]: 1 consumed, 0 not, -1 bad. */
+int cli_take_opt_level(int argc, char **argv, int *i, int *level);
 
 #endif

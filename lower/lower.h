@@ -14,6 +14,7 @@ typedef struct lower_kernel {
   int32_t n_in, n_out;      /* buffer params: n_in input values, n_out outputs, then workspace */
   const gir_value **in;     /* graph values bound to the input params (NULL: absent optional input) */
   const gir_value **out;
+  int64_t flops;            /* of all its nodes (gir_node_flops) */
   int32_t n_ws;             /* workspace params after the outputs */
   int64_t *ws_bytes;
 } lower_kernel;
@@ -39,5 +40,8 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
                        gir_err *err);
 /* One kernel per node. */
 int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err);
+
+/* The work of a kernel, for reports. */
+static inline int64_t lower_kernel_flops(const lower_kernel *k) { return k->flops; }
 
 #endif

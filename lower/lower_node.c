@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "compute.h"
+#include "flops.h"
 #include "lower.h"
 #include "tir_passes.h"
 
@@ -53,6 +54,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
   int32_t np = 0;
   k->in = gir_arena_calloc(a, 64, sizeof *k->in);
   k->node = nodes[n_nodes - 1];
+  k->flops = 0;
   for (int j = 0; j < n_nodes; j++) {
     const gir_node *n = nodes[j];
     te_tensor *in[64] = {0}, *o[8] = {0};
@@ -70,6 +72,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
       }
     }
     if (lower_compute(c, n, in, o) < 0) return gir_err_prefix(err, "%s", n->origin ? n->origin : n->name);
+    k->flops += gir_node_flops(n);
     for (int i = 0; i < n->n_out; i++) vmap_put(&m, n->out[i], o[i]);
   }
   k->n_in = np;
