@@ -1,0 +1,93 @@
+"""test_arena.py — the memory planner packs light ResNet-50 tightly.
+
+`kiln compile` prints the arena it planned and the liveness lower bound (the largest
+sum of sizes of the values alive at one step: no plan can be smaller). The planner is
+greedy by size, which is known to land close to the bound on CNNs; this test compiles
+the light ResNet-50 (its placeholder weights do not matter to the plan) with
+--dump-after=plan, which also prints both numbers in bytes, and checks:
+
+  - the printed arena is within 10% of the printed lower bound,
+  - the arena is not below the lower bound (that would be a wrong bound or a wrong plan),
+  - the bytes in the dump agree with the MiB figures, and the bundle's manifest states
+    the same arena size.
+
+Both numbers are printed. Closing line: test_arena: N passed, M failed.
+"""
+import json
+import os
+import re
+import sys
+import tarfile
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import util  # noqa: E402
+
+MODEL = "light_resnet50"
+SLACK = 0.10
+
+
+def manifest_arena(bundle):
+    """The arena size the bundle's manifest.json states (None when it cannot be read)."""
+    try:
+        with tarfile.open(bundle) as tar:
+            man = json.load(tar.extractfile("manifest.json"))
+    except (OSError, KeyError, tarfile.TarError, ValueError):
+        return None
+
+    def find(v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if "arena" in k and isinstance(x, int):
+                    return x
+                r = find(x)
+                if r is not None:
+                    return r
+        if isinstance(v, list):
+            for x in v:
+                r = find(x)
+                if r is not None:
+                    return r
+        return None
+    return find(man)
+
+
+def main():
+    args = util.parse_args(__doc__)
+    checks = util.Checks("test_arena")
+    model = os.path.join(util.onnx_data_dir("light"), MODEL + ".onnx")
+    with tempfile.TemporaryDirectory(prefix="kiln_arena_") as work:
+        bundle = os.path.join(work, "resnet50.kiln")
+        run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle, "--dump-after=plan"], timeout=1200)
+        if not checks.check(run.rc == 0 and not run.sanitizer_report(),
+                            "compile %s: %s" % (run.describe(), run.sanitizer_report() or run.err.strip()[:300])):
+            checks.finish()
+        m = re.search(r"arena: ([0-9.]+) MiB \(liveness lower bound ([0-9.]+) MiB\)", run.out)
+        if not checks.check(m is not None, "kiln compile printed no 'arena: X MiB (liveness lower bound Y MiB)' line"):
+            checks.finish()
+        arena_mib, bound_mib = float(m.group(1)), float(m.group(2))
+        d = re.search(r"arena (\d+) bytes \(liveness lower bound (\d+)\)", run.out)
+        arena_b = int(d.group(1)) if d else None
+        bound_b = int(d.group(2)) if d else None
+        print("%s: arena %.2f MiB (%s bytes), liveness lower bound %.2f MiB (%s bytes), ratio %s" % (
+            MODEL, arena_mib, arena_b if arena_b is not None else "?", bound_mib,
+            bound_b if bound_b is not None else "?",
+            "%.4f" % (arena_b / bound_b) if arena_b and bound_b else
+            "%.4f" % (arena_mib / bound_mib) if bound_mib else "?"), flush=True)
+        arena = arena_b if arena_b is not None else arena_mib
+        bound = bound_b if bound_b is not None else bound_mib
+        checks.check(bound > 0, "the lower bound is %s" % bound)
+        checks.check(arena <= bound * (1 + SLACK),
+                     "arena %s is more than %d%% above the lower bound %s" % (arena, SLACK * 100, bound))
+        checks.check(arena >= bound, "arena %s is below the lower bound %s" % (arena, bound))
+        if checks.check(d is not None, "--dump-after=plan printed no 'arena N bytes (liveness lower bound M)' line"):
+            checks.check(abs(arena_b / 1048576.0 - arena_mib) <= 0.006 and abs(bound_b / 1048576.0 - bound_mib) <= 0.006,
+                         "dump bytes %d/%d disagree with the printed %.2f/%.2f MiB" % (
+                             arena_b, bound_b, arena_mib, bound_mib))
+            man = manifest_arena(bundle)
+            checks.check(man == arena_b, "the manifest states arena %s, compile printed %d bytes" % (man, arena_b))
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
