@@ -15,12 +15,6 @@
 #include "lower.h"
 #include "passes.h"
 
-static int32_t serial_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n) {
-  (void)ctx;
-  if (n > 0) fn(closure, 0, n);
-  return 0;
-}
-
 /* Runs the program: every graph value gets a buffer (constants and inputs point
  * at their data), kernels run in order. */
 static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit, const void *const *inputs,
@@ -38,7 +32,6 @@ static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit
     buf[i] = p;
   }
   for (int i = 0; i < g->n_inputs; i++) memcpy((void *)buf[g->inputs[i]->id], inputs[i], (size_t)gir_value_nbytes(g->inputs[i]));
-  kiln_ctx ctx = {.parallel_for = serial_parallel_for};
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     kiln_kernel_fn fn = tgt_llvm_jit_lookup(jit, kr->fn->name, err);
@@ -50,7 +43,7 @@ static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit
       args[kr->n_in + kr->n_out + i] = gir_arena_alloc(a, (size_t)(kr->ws_bytes[i] > 64 ? kr->ws_bytes[i] : 64));
       if (!args[kr->n_in + kr->n_out + i]) return gir_errf(err, "out of memory");
     }
-    if (fn(args, &ctx) != 0) return gir_errf(err, "kernel %s failed", kr->fn->name);
+    if (fn(args, cli_serial_ctx()) != 0) return gir_errf(err, "kernel %s failed", kr->fn->name);
   }
   *bufs_out = buf;
   return 0;

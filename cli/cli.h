@@ -22,6 +22,13 @@ typedef struct cli_import {
   imp_options opt;
 } cli_import;
 
+/* The constant folder: the TE interpreter for small nodes, compiled code for
+ * large ones (fold_jit.c). Stateless. */
+gir_evaluator cli_fold_evaluator(void);
+/* A kiln_ctx whose parallel_for runs serially, for in-process kernel calls. */
+#include "kiln_abi.h"
+const kiln_ctx *cli_serial_ctx(void);
+
 /* Consumes "--input-shape SPEC" at argv[*i]; 1 if consumed, 0 if not, -1 on error. */
 int cli_take_input_shape(cli_import *ci, int argc, char **argv, int *i);
 void cli_import_finish(cli_import *ci);

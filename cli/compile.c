@@ -48,7 +48,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   FILE *dump = o->dump ? o->dump : stdout;
   memset(f, 0, sizeof *f);
   f->arena = gir_arena_new();
-  gir_evaluator ev = lower_fold_evaluator();
+  gir_evaluator ev = cli_fold_evaluator();
   int32_t *group_of = NULL, n_groups = 0;
 
   /* import: ONNX → graph IR, shapes bound, small constants folded */

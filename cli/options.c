@@ -28,7 +28,7 @@ int cli_take_input_shape(cli_import *ci, int argc, char **argv, int *i) {
 void cli_import_finish(cli_import *ci) {
   ci->opt.shapes = ci->shapes;
   ci->opt.n_shapes = ci->n_shapes;
-  ci->eval = lower_fold_evaluator();
+  ci->eval = cli_fold_evaluator();
   ci->opt.eval = &ci->eval;
 }
 

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
 #include "kiln.h"
@@ -209,7 +211,7 @@ int kiln_cmd_run(int argc, char **argv) {
     }
   }
   double *times = calloc((size_t)repeat + 1, sizeof *times);
-  if (rc == 0 && (st = kiln_model_run(m)) != KILN_OK) { /* warm-up */
+  if (rc == 0 && repeat > 1 && (st = kiln_model_run(m)) != KILN_OK) { /* warm-up, when timing several runs */
     fprintf(stderr, "kiln run: %s\n", kiln_model_last_error(m));
     rc = 1;
   }
@@ -221,6 +223,10 @@ int kiln_cmd_run(int argc, char **argv) {
       rc = 1;
     }
     times[r] = now_ms() - t0;
+  }
+  if (rc == 0 && outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "kiln run: cannot create '%s': %s\n", outdir, strerror(errno));
+    rc = 1;
   }
   if (rc == 0) {
     for (int i = 0; i < kiln_model_output_count(m); i++) {
