@@ -126,16 +126,18 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
       if (v && v->producer && group_of[v->producer->id] != group_of[k]) leaves[v->id] = 1;
     }
   for (int i = 0; i < g->n_outputs; i++) leaves[g->outputs[i]->id] = 1;
-  /* groups in the order of their first node (topological, since groups are convex) */
+  /* groups in the order of their last node: every group a group reads from ends
+   * before it starts computing (groups are convex), so this order can run — the
+   * order of first nodes cannot (a group may start before one it reads from ends) */
   p->n_kernels = 0;
   p->kernels = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *p->kernels);
-  uint8_t *done = gir_arena_calloc(a, (size_t)n_groups + 1, 1);
+  int32_t *last = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *last);
+  for (int k = 0; k < g->n_nodes; k++) last[group_of[k]] = k;
   te_ctx c;
   te_ctx_init(&c, a, err);
   for (int k = 0; k < g->n_nodes; k++) {
     int32_t gi = group_of[k];
-    if (done[gi]) continue;
-    done[gi] = 1;
+    if (last[gi] != k) continue;
     const gir_value **outs = gir_arena_calloc(a, 64, sizeof *outs);
     int32_t no = 0;
     for (int j = 0; j < count[gi]; j++)
