@@ -59,10 +59,7 @@ int kiln_cmd_check(int argc, char **argv) {
     if (t < 0) return 2;
     if (t) continue;
     if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
-      if (t < 0) {
-        fprintf(stderr, "kiln check: --opt-level takes 0, 1, 2 or 3\n");
-        return 2;
-      }
+      if (t < 0) return 2;
       continue;
     }
     if (!strcmp(argv[i], "--test-data") && i + 1 < argc) dir = argv[++i];

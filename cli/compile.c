@@ -25,7 +25,10 @@ static const char *model_name(const char *path) {
 int cli_take_opt_level(int argc, char **argv, int *i, int *level) {
   const char *v = NULL;
   if (!strcmp(argv[*i], "--opt-level") || !strcmp(argv[*i], "-O")) {
-    if (*i + 1 >= argc) return -1;
+    if (*i + 1 >= argc) {
+      fprintf(stderr, "kiln: %s needs a level\n", argv[*i]);
+      return -1;
+    }
     v = argv[++*i];
   } else if (!strncmp(argv[*i], "--opt-level=", 12))
     v = argv[*i] + 12;
@@ -33,7 +36,10 @@ int cli_take_opt_level(int argc, char **argv, int *i, int *level) {
     v = argv[*i] + 2;
   else
     return 0;
-  if (strlen(v) != 1 || v[0] < '0' || v[0] > '3') return -1;
+  if (strlen(v) != 1 || v[0] < '0' || v[0] > '3') {
+    fprintf(stderr, "kiln: --opt-level takes 0, 1, 2 or 3, not '%s'\n", v);
+    return -1;
+  }
   *level = v[0] - '0';
   return 1;
 }
@@ -176,10 +182,7 @@ int kiln_cmd_compile(int argc, char **argv) {
     if (t < 0) return 2;
     if (t) continue;
     if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
-      if (t < 0) {
-        fprintf(stderr, "kiln compile: --opt-level takes 0, 1, 2 or 3\n");
-        return 2;
-      }
+      if (t < 0) return 2;
       continue;
     }
     if (!strcmp(argv[i], "-o") && i + 1 < argc) o.output_path = argv[++i];

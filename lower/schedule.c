@@ -338,44 +338,20 @@ int sch_set_scope(sch_schedule *s, sch_stage *st, tir_scope scope) {
   return 0;
 }
 
-typedef struct inline_arg {
-  sch_schedule *s;
-  sch_stage *p;
-} inline_arg;
-
-/* Replaces loads of p->t in e by p's body at the loaded indices. */
-static te_expr *inline_into(inline_arg *a, te_expr *e) {
-  te_ctx *c = a->s->te;
-  switch (e->kind) {
-  case TE_LOAD: {
-    te_expr *idx[GIR_MAX_RANK];
-    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = inline_into(a, e->u.load.idx[i]);
-    if (e->u.load.t == a->p->t) return te_subst(c, a->p->body, a->p->t->axis, idx, a->p->t->rank);
-    return te_load(c, e->u.load.t, idx);
-  }
-  case TE_UNARY: return te_un(c, e->u.un.op, inline_into(a, e->u.un.a));
-  case TE_BINARY: return te_bin(c, e->u.bin.op, inline_into(a, e->u.bin.a), inline_into(a, e->u.bin.b));
-  case TE_SELECT: return te_select(c, inline_into(a, e->u.sel.c), inline_into(a, e->u.sel.a), inline_into(a, e->u.sel.b));
-  case TE_CAST: return te_cast(c, e->dtype, inline_into(a, e->u.cast.a));
-  case TE_REDUCE: {
-    te_expr *r = gir_arena_alloc(c->arena, sizeof *r);
-    *r = *e;
-    r->u.red.src = inline_into(a, e->u.red.src);
-    if (e->u.red.cond) r->u.red.cond = inline_into(a, e->u.red.cond);
-    return r;
-  }
-  default: return e;
-  }
+/* A load of p's tensor becomes p's body at the loaded indices. */
+static te_expr *inline_load(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
+  const sch_stage *p = arg;
+  if (ld->u.load.t == p->t) return te_subst(c, p->body, p->t->axis, idx, p->t->rank);
+  return te_load(c, ld->u.load.t, idx);
 }
 
 int sch_compute_inline(sch_schedule *s, sch_stage *st) {
   if (st->n_reduce) return gir_errf(s->err, "compute_inline: %s is a reduction", st->t->name);
   if (st->is_output) return gir_errf(s->err, "compute_inline: %s is an output", st->t->name);
-  inline_arg a = {s, st};
   for (int i = st->id + 1; i < s->n_stages; i++) {
     sch_stage *c = s->stages[i];
     if (c->attach == SCH_INLINE) continue;
-    c->body = inline_into(&a, c->body);
+    c->body = te_rewrite_loads(s->te, c->body, inline_load, st);
   }
   st->attach = SCH_INLINE;
   return 0;
@@ -391,32 +367,12 @@ static void insert_stage_before(sch_schedule *s, sch_stage *nst, sch_stage *befo
 }
 
 typedef struct replace_arg {
-  te_ctx *c;
   te_tensor *from, *to;
 } replace_arg;
 
-static te_expr *replace_loads(replace_arg *a, te_expr *e) {
-  te_ctx *c = a->c;
-  switch (e->kind) {
-  case TE_LOAD: {
-    te_expr *idx[GIR_MAX_RANK];
-    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = replace_loads(a, e->u.load.idx[i]);
-    return te_load(c, e->u.load.t == a->from ? a->to : e->u.load.t, idx);
-  }
-  case TE_UNARY: return te_un(c, e->u.un.op, replace_loads(a, e->u.un.a));
-  case TE_BINARY: return te_bin(c, e->u.bin.op, replace_loads(a, e->u.bin.a), replace_loads(a, e->u.bin.b));
-  case TE_SELECT:
-    return te_select(c, replace_loads(a, e->u.sel.c), replace_loads(a, e->u.sel.a), replace_loads(a, e->u.sel.b));
-  case TE_CAST: return te_cast(c, e->dtype, replace_loads(a, e->u.cast.a));
-  case TE_REDUCE: {
-    te_expr *r = gir_arena_alloc(c->arena, sizeof *r);
-    *r = *e;
-    r->u.red.src = replace_loads(a, e->u.red.src);
-    if (e->u.red.cond) r->u.red.cond = replace_loads(a, e->u.red.cond);
-    return r;
-  }
-  default: return e;
-  }
+static te_expr *redirect_load(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
+  const replace_arg *a = arg;
+  return te_load(c, ld->u.load.t == a->from ? a->to : ld->u.load.t, idx);
 }
 
 sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n) {
@@ -432,8 +388,8 @@ sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_st
   for (int i = 1; i < n; i++)
     if (readers[i]->id < first->id) first = readers[i];
   insert_stage_before(s, nst, first);
-  replace_arg a = {c, t, copy};
-  for (int i = 0; i < n; i++) readers[i]->body = replace_loads(&a, readers[i]->body);
+  replace_arg a = {t, copy};
+  for (int i = 0; i < n; i++) readers[i]->body = te_rewrite_loads(c, readers[i]->body, redirect_load, &a);
   return nst;
 }
 

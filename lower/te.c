@@ -267,3 +267,28 @@ int te_may_trap(const te_expr *e) {
   default: return 0;
   }
 }
+
+te_expr *te_rewrite_loads(te_ctx *c, const te_expr *e, te_load_fn f, void *arg) {
+  switch (e->kind) {
+  case TE_LOAD: {
+    te_expr *idx[GIR_MAX_RANK];
+    for (int i = 0; i < e->u.load.t->rank; i++) idx[i] = te_rewrite_loads(c, e->u.load.idx[i], f, arg);
+    return f(c, e, idx, arg);
+  }
+  case TE_UNARY: return te_un(c, e->u.un.op, te_rewrite_loads(c, e->u.un.a, f, arg));
+  case TE_BINARY:
+    return te_bin(c, e->u.bin.op, te_rewrite_loads(c, e->u.bin.a, f, arg), te_rewrite_loads(c, e->u.bin.b, f, arg));
+  case TE_SELECT:
+    return te_select(c, te_rewrite_loads(c, e->u.sel.c, f, arg), te_rewrite_loads(c, e->u.sel.a, f, arg),
+                     te_rewrite_loads(c, e->u.sel.b, f, arg));
+  case TE_CAST: return te_cast(c, e->dtype, te_rewrite_loads(c, e->u.cast.a, f, arg));
+  case TE_REDUCE: {
+    te_expr *r = alloc(c, sizeof *r);
+    *r = *e;
+    r->u.red.src = te_rewrite_loads(c, e->u.red.src, f, arg);
+    if (e->u.red.cond) r->u.red.cond = te_rewrite_loads(c, e->u.red.cond, f, arg);
+    return r;
+  }
+  default: return (te_expr *)e;
+  }
+}

@@ -146,6 +146,10 @@ const char *te_binop_name(te_binop op);
 /* Copies e with every variable vars[i] replaced by repl[i] (index expressions).
  * Reduce variables inside e are kept (they are bound by their reduction). */
 te_expr *te_subst(te_ctx *c, const te_expr *e, te_var *const *vars, te_expr *const *repl, int32_t n);
+/* Copies e, replacing every load by f(c, load, its rewritten indices, arg) —
+ * f returns the replacement (te_load of the same tensor keeps it). */
+typedef te_expr *(*te_load_fn)(te_ctx *c, const te_expr *load, te_expr *const *idx, void *arg);
+te_expr *te_rewrite_loads(te_ctx *c, const te_expr *e, te_load_fn f, void *arg);
 /* Calls f(t, arg) for each tensor loaded anywhere in e (with repeats). */
 void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *arg);
 /* 1 if e contains a load or an integer division (evaluating it could fault or
