@@ -103,7 +103,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   int rc = group_of ? lower_graph_groups(g, group_of, n_groups, &f->b, &f->prog, err) : lower_graph(g, &f->b, &f->prog, err);
   if (rc < 0) return -1;
   res->kernels = f->prog.n_kernels;
-  for (int k = 0; k < g->n_nodes; k++) res->flops += gir_node_flops(g->nodes[k]);
+  for (int k = 0; k < g->n_nodes; k++) res->flops = gir_flops_add(res->flops, gir_node_flops(g->nodes[k]));
   if (dumping(o, "lower"))
     for (int k = 0; k < f->prog.n_kernels; k++) tir_print_func(f->prog.kernels[k].fn, dump);
   return 0;

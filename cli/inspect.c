@@ -57,7 +57,7 @@ static void weights_and_flops(const gir_graph *g, int64_t *params, int64_t *byte
   for (int k = 0; k < g->n_nodes; k++) {
     const gir_node *n = g->nodes[k];
     if (n->n_out && cd[n->out[0]->id]) continue;
-    *flops += gir_node_flops(n);
+    *flops = gir_flops_add(*flops, gir_node_flops(n));
     for (int j = 0; j < n->n_in; j++) {
       const gir_value *v = n->in[j];
       if (!v || !cd[v->id] || counted[v->id]) continue;

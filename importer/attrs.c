@@ -31,6 +31,7 @@ double imp_attr_float(const imp_node *n, const char *name, double def) {
 const char *imp_attr_string(imp_ctx *c, const imp_node *n, const char *name, const char *def) {
   const Onnx__AttributeProto *a = imp_attr(n, name);
   if (!a || !a->has_s) return def;
+  if (!a->s.len) return ""; /* protobuf-c may leave data NULL */
   return gir_arena_strndup(c->g->arena, (const char *)a->s.data, a->s.len);
 }
 

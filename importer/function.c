@@ -64,9 +64,13 @@ static Onnx__NodeProto *clone_node(imp_ctx *c, const Onnx__NodeProto *src, const
 }
 
 int imp_inline_function(imp_ctx *c, const Onnx__FunctionProto *fn, imp_node *n) {
-  if (c->depth >= IMP_MAX_SUBGRAPH_DEPTH) return imp_fail(c, "functions nested deeper than %d (recursive?)", IMP_MAX_SUBGRAPH_DEPTH);
+  /* Errors of the call itself name the call site; errors in the body name the body
+   * node, whose name holds the chain of calls (the caller adds no prefix). */
+  if (c->depth >= IMP_MAX_SUBGRAPH_DEPTH)
+    return imp_fail(c, "function '%s' nests calls deeper than %d (recursive?)", fn->name, IMP_MAX_SUBGRAPH_DEPTH);
   if ((size_t)n->n_in > fn->n_input || (size_t)n->n_out > fn->n_output)
-    return imp_fail(c, "function '%s' called with too many inputs or outputs", fn->name);
+    return imp_fail(c, "%s: function '%s' called with %d inputs and %d outputs; it has %zu and %zu", c->origin,
+                    fn->name, n->n_in, n->n_out, fn->n_input, fn->n_output);
   const char *tag = gir_arena_printf(c->g->arena, "%s#%d", n->name, c->g->next_name++);
   imp_scope *saved_scope = c->scope;
   int64_t saved_opset = c->opset;
@@ -81,6 +85,9 @@ int imp_inline_function(imp_ctx *c, const Onnx__FunctionProto *fn, imp_node *n) 
     if (fn->node[i]) body[i] = clone_node(c, fn->node[i], tag, n);
   c->depth++;
   c->opset = function_opset(c, fn);
+  if (c->opset != saved_opset && (c->opset < 1 || c->opset > IMP_MAX_OPSET)) /* its own ai.onnx import */
+    rc = imp_fail(c, "%s: function '%s' imports ai.onnx opset %lld; kiln supports 1 to %d", saved_origin, fn->name,
+                  (long long)c->opset, IMP_MAX_OPSET);
   if (rc == 0) rc = imp_convert_nodes(c, body, fn->n_node);
   c->depth--;
   gir_value **outs = gir_arena_calloc(c->g->arena, fn->n_output + 1, sizeof *outs);
@@ -88,7 +95,7 @@ int imp_inline_function(imp_ctx *c, const Onnx__FunctionProto *fn, imp_node *n) 
   for (size_t i = 0; i < fn->n_output && rc == 0; i++) {
     gir_value *v = NULL;
     if (!imp_scope_lookup(c, renamed(c, tag, fn->output[i]), &v))
-      rc = imp_fail(c, "function '%s' never produces its output '%s'", fn->name, fn->output[i]);
+      rc = imp_fail(c, "%s: function '%s' never produces its output '%s'", saved_origin, fn->name, fn->output[i]);
     else if (!v)
       poisoned = 1;
     outs[i] = v;
@@ -100,4 +107,89 @@ int imp_inline_function(imp_ctx *c, const Onnx__FunctionProto *fn, imp_node *n) 
   if (poisoned) return -2; /* the body held unsupported ops, already reported */
   for (int i = 0; i < n->n_out && rc == 0; i++) rc = imp_set_output(c, n, i, outs[i]);
   return rc;
+}
+
+/* --- the expansion check ---
+ * Inlining copies a body at every call, so functions that call each other twice
+ * per level grow exponentially: 40 functions in 2 KB would expand to 2^40 nodes.
+ * Before anything is converted, each function's inlined size (its nodes, those of
+ * the graphs in its attributes, and those of the functions it calls) is counted
+ * once (memoized, saturating) and the total over all call sites is bounded.
+ * Recursion is refused here too, with the function's name. */
+
+typedef struct expand {
+  imp_ctx *c;
+  int64_t *size;  /* per function: inlined node count */
+  uint8_t *state; /* 0 unvisited, 1 being counted, 2 done */
+} expand;
+
+static int64_t count_nodes(expand *x, Onnx__NodeProto *const *nodes, size_t n_nodes, int fdepth);
+
+static size_t function_index(const imp_ctx *c, const Onnx__FunctionProto *fn) {
+  size_t i = 0;
+  while (c->model->functions[i] != fn) i++;
+  return i;
+}
+
+/* a + b, or IMP_MAX_INLINED_NODES + 1 once above the limit (both are within it) */
+static int64_t saturate(int64_t a, int64_t b) {
+  return a > IMP_MAX_INLINED_NODES - b ? IMP_MAX_INLINED_NODES + 1 : a + b;
+}
+
+static int64_t function_size(expand *x, const Onnx__FunctionProto *fn, int fdepth) {
+  size_t i = function_index(x->c, fn);
+  if (x->state[i] == 2) return x->size[i];
+  if (x->state[i] == 1)
+    return imp_fail(x->c, "function '%s' is recursive (it calls itself, directly or through other functions), "
+                          "which cannot be inlined", fn->name);
+  if (fdepth >= IMP_MAX_SUBGRAPH_DEPTH)
+    return imp_fail(x->c, "function '%s' nests calls deeper than %d", fn->name, IMP_MAX_SUBGRAPH_DEPTH);
+  x->state[i] = 1;
+  int64_t s = count_nodes(x, (Onnx__NodeProto *const *)fn->node, fn->n_node, fdepth + 1);
+  if (s < 0) return -1;
+  x->state[i] = 2;
+  x->size[i] = saturate(s, (int64_t)fn->n_node);
+  return x->size[i];
+}
+
+static int64_t count_graph(expand *x, const Onnx__GraphProto *g, int fdepth) {
+  return g ? count_nodes(x, (Onnx__NodeProto *const *)g->node, g->n_node, fdepth) : 0;
+}
+
+/* Nodes added by inlining the calls among nodes (and in their subgraphs). */
+static int64_t count_nodes(expand *x, Onnx__NodeProto *const *nodes, size_t n_nodes, int fdepth) {
+  int64_t total = 0;
+  for (size_t i = 0; i < n_nodes && total <= IMP_MAX_INLINED_NODES; i++) {
+    const Onnx__NodeProto *np = nodes[i];
+    if (!np) continue;
+    const Onnx__FunctionProto *fn = np->op_type ? imp_find_function(x->c, np->domain, np->op_type) : NULL;
+    int64_t s = fn ? function_size(x, fn, fdepth) : 0;
+    for (size_t a = 0; a < np->n_attribute && s >= 0; a++) {
+      const Onnx__AttributeProto *at = np->attribute[a];
+      if (!at) continue;
+      int64_t t = count_graph(x, at->g, fdepth);
+      s = t < 0 ? -1 : saturate(s, t);
+      for (size_t k = 0; k < at->n_graphs && s >= 0; k++) {
+        t = count_graph(x, at->graphs[k], fdepth);
+        s = t < 0 ? -1 : saturate(s, t);
+      }
+    }
+    if (s < 0) return -1;
+    total = saturate(total, s);
+  }
+  return total;
+}
+
+int imp_check_functions(imp_ctx *c, const Onnx__GraphProto *g) {
+  const Onnx__ModelProto *m = c->model;
+  if (!m || m->n_functions == 0) return 0;
+  expand x = {.c = c, .size = gir_arena_calloc(c->g->arena, m->n_functions, sizeof *x.size),
+              .state = gir_arena_calloc(c->g->arena, m->n_functions, 1)};
+  if (!x.size || !x.state) return imp_fail(c, "out of memory");
+  int64_t total = count_graph(&x, g, 0);
+  if (total < 0) return -1;
+  if (total > IMP_MAX_INLINED_NODES)
+    return imp_fail(c, "the model's function calls expand to too many nodes (more than %d once inlined)",
+                    IMP_MAX_INLINED_NODES);
+  return 0;
 }

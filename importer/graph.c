@@ -88,8 +88,8 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
     rc = imp_inline_function(c, fn, &n);
   else if (!is_default_domain(np->domain))
     rc = imp_unsupported_node(c, &n, "domain '%s' is not supported", np->domain);
-  else if (c->opset == 0)
-    rc = imp_fail(c, "node '%s' (%s) uses the ai.onnx domain, which the model does not import", name, op_type);
+  else if (c->opset == 0) /* said in full here: the origin would read "(opset 0)" */
+    return imp_fail(c, "node '%s' (%s) uses the ai.onnx domain, which the model does not import", name, op_type);
   else {
     imp_convert_fn conv = imp_find_converter(op_type, c->opset);
     rc = conv ? conv(c, &n) : imp_unsupported_node(c, &n, "no converter");
@@ -99,6 +99,7 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
     return poison_outputs(c, np);
   }
   if (rc < 0) {
+    if (fn) return -1; /* the body node or the call names itself (function.c) */
     if (!c->err->msg[0]) imp_fail(c, "conversion failed");
     /* shape inference already names the node (its origin); don't say it twice */
     if (strncmp(c->err->msg, c->origin, strlen(c->origin))) return gir_err_prefix(c->err, "%s", c->origin);
@@ -129,14 +130,38 @@ static gir_value *named_output(imp_ctx *c, gir_value *v, const char *name) {
   return n->out[0];
 }
 
+/* tensor.c says "tensor 'w' ..."; for an initializer, say "initializer 'w' ...". */
+static int initializer_error(imp_ctx *c) {
+  char *m = c->err->msg;
+  if (strncmp(m, "tensor '", 8)) return gir_err_prefix(c->err, "initializer");
+  size_t len = strlen(m);
+  if (len + 5 >= sizeof c->err->msg) return -1;
+  memmove(m + 11, m + 6, len - 6 + 1); /* "tensor" → "initializer" */
+  memcpy(m, "initializer", 11);
+  return -1;
+}
+
+/* Every --input-shape must name a graph input that is not an initializer. */
+static int check_user_shapes(imp_ctx *c, const Onnx__GraphProto *gp) {
+  for (int i = 0; c->opt && i < c->opt->n_shapes; i++) {
+    const char *name = c->opt->shapes[i].name;
+    int found = 0;
+    for (size_t j = 0; j < gp->n_input && !found; j++)
+      found = gp->input[j] && gp->input[j]->name && !strcmp(gp->input[j]->name, name);
+    if (!found) return imp_fail(c, "--input-shape names '%s', which is not an input of the model", name);
+  }
+  return 0;
+}
+
 int imp_import_graph(imp_ctx *c, const Onnx__GraphProto *gp, int top_level) {
+  if (top_level && check_user_shapes(c, gp) < 0) return -1;
   if (gp->n_sparse_initializer) return imp_fail(c, "sparse initializers are not supported");
   for (size_t i = 0; i < gp->n_initializer; i++) {
     const Onnx__TensorProto *t = gp->initializer[i];
     if (!t) continue;
     if (!t->name || !t->name[0]) return imp_fail(c, "initializer %zu has no name", i);
     gir_value *v = imp_tensor_to_const(c, t, t->name);
-    if (!v) return gir_err_prefix(c->err, "initializer '%s'", t->name);
+    if (!v) return initializer_error(c);
     if (c->rep && top_level) {
       c->rep->param_count += gir_value_numel(v);
       c->rep->param_bytes += gir_value_nbytes(v);

@@ -12,8 +12,6 @@
 #include "ctx.h"
 #include "function.h"
 
-#define IMP_MAX_OPSET 27 /* newest ai.onnx opset of the onnx release we test against */
-
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "raw_data is little-endian; big-endian hosts need byte swaps");
 
 void imp_report_init(imp_report *r) {

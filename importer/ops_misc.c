@@ -68,6 +68,7 @@ int imp_cv_Shape(imp_ctx *c, imp_node *n) {
   if (start < 0) start += s->rank;
   if (end < 0) end += s->rank;
   if (start < 0) start = 0;
+  if (start > s->rank) start = s->rank;
   if (end > s->rank) end = s->rank;
   if (end < start) end = start;
   return imp_set_output(c, n, 0, gir_const_i64s(c->g, s->dims + start, (int32_t)(end - start)));

@@ -26,7 +26,7 @@ imp_scope *imp_scope_push(imp_ctx *c) {
   imp_scope *s = gir_arena_alloc(c->g->arena, sizeof *s);
   if (!s) return NULL;
   s->parent = c->scope;
-  s->cap = 64;
+  s->cap = 16;
   s->tab = gir_arena_calloc(c->g->arena, s->cap, sizeof *s->tab);
   if (!s->tab) return NULL;
   c->scope = s;

@@ -67,14 +67,17 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
     return NULL;
   }
   int64_t nbytes = numel * (int64_t)es;
-  gir_value *v = gir_const_new(c->g, t->name && t->name[0] ? t->name : NULL, dt, &s, NULL);
-  unsigned char *dst = v->data;
-
+  const char *name = t->name && t->name[0] ? t->name : NULL;
+  gir_value *v;
+  unsigned char *dst;
+  /* Every size is checked against the data before the payload is allocated: a
+   * few bytes of protobuf must not make the importer allocate gigabytes. */
   if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
     int64_t off = 0, len = nbytes;
     const char *loc = ext_field(t, "location"), *o = ext_field(t, "offset"), *l = ext_field(t, "length");
     if ((o && parse_i64(o, &off) < 0) || (l && parse_i64(l, &len) < 0)) {
-      imp_fail(c, "tensor '%s': bad external data offset or length", label);
+      imp_fail(c, "tensor '%s': bad external data offset '%s' or length '%s' (expected decimal numbers)", label,
+               o ? o : "", l ? l : "");
       return NULL;
     }
     if (len != nbytes) {
@@ -83,7 +86,12 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
       return NULL;
     }
     gir_err e = {{0}};
-    if (imp_read_external(c->base_dir, loc, off, len, dst, &e) < 0) {
+    if (imp_read_external(c->base_dir, loc, off, len, NULL, &e) < 0) { /* checks only */
+      imp_fail(c, "tensor '%s': %s", label, e.msg);
+      return NULL;
+    }
+    v = gir_const_new(c->g, name, dt, &s, NULL);
+    if (imp_read_external(c->base_dir, loc, off, len, v->data, &e) < 0) {
       imp_fail(c, "tensor '%s': %s", label, e.msg);
       return NULL;
     }
@@ -95,7 +103,8 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
                gir_dtype_name(dt), (long long)nbytes);
       return NULL;
     }
-    if (nbytes) memcpy(dst, t->raw_data.data, (size_t)nbytes); /* little-endian host (checked at build) */
+    v = gir_const_new(c->g, name, dt, &s, t->raw_data.data); /* little-endian host (checked at build) */
+    dst = v->data;
     if (dt == GIR_BOOL)
       for (int64_t i = 0; i < numel; i++) dst[i] = dst[i] != 0;
     return v;
@@ -113,6 +122,8 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
     imp_fail(c, "tensor '%s' holds %zu values, its dims need %lld", label, have, (long long)numel);
     return NULL;
   }
+  v = gir_const_new(c->g, name, dt, &s, NULL);
+  dst = v->data;
   for (int64_t i = 0; i < numel; i++) {
     switch (dt) {
     case GIR_F32: ((float *)(void *)dst)[i] = t->float_data[i]; break;
@@ -138,10 +149,16 @@ int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt,
   if (*dt == GIR_DTYPE_NONE) return imp_fail(c, "input '%s' has unknown element type code %d", name, tt->elem_type);
   if (!gir_dtype_first_class(*dt))
     return imp_fail(c, "input '%s' has element type %s, which kiln does not support", name, gir_dtype_name(*dt));
-  /* user-bound shape wins */
+  /* user-bound shape wins, if its rank is the declared one */
   for (int i = 0; c->opt && i < c->opt->n_shapes; i++)
     if (!strcmp(c->opt->shapes[i].name, name)) {
-      *s = gir_shape_make(c->opt->shapes[i].rank, c->opt->shapes[i].dims);
+      const imp_input_shape *u = &c->opt->shapes[i];
+      if (tt->shape && tt->shape->n_dim != (size_t)u->rank)
+        return imp_fail(c, "--input-shape gives input '%s' rank %d, but the model declares rank %zu", name, u->rank,
+                        tt->shape->n_dim);
+      *s = gir_shape_make(u->rank, u->dims);
+      gir_err e = {{0}};
+      if (gir_shape_numel(s, &e) < 0) return imp_fail(c, "--input-shape for input '%s': %s", name, e.msg);
       return 0;
     }
   if (!tt->shape) return imp_fail(c, "input '%s' has no shape; give one with --input-shape %s:DIMS", name, name);

@@ -17,12 +17,26 @@ typedef struct walker {
   int depth;
 } walker;
 
+/* "malformed ONNX file: WHAT at byte N in field graph.node.attribute": the path of
+ * message fields down to the problem, its middle elided when the nesting is deep. */
 static int fail(walker *w, size_t at, const char *what) {
   char path[512] = "";
   size_t o = 0;
-  for (int i = 0; i < w->depth && o < sizeof path; i++)
+  for (int i = 0; i < w->depth && o < sizeof path; i++) {
+    if (w->depth > 12 && i == 4) {
+      o += (size_t)snprintf(path + o, sizeof path - o, ".<%d more>", w->depth - 8);
+      i = w->depth - 4;
+    }
     o += (size_t)snprintf(path + o, sizeof path - o, i ? ".%s" : "%s", w->path[i]);
+  }
   return gir_errf(w->err, "malformed ONNX file: %s at byte %zu%s%s", what, at, path[0] ? " in field " : "", path);
+}
+
+/* Same, naming the field whose encoding is wrong. */
+static int fail_field(walker *w, size_t at, const char *what, const ProtobufCFieldDescriptor *f) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "%s for field '%s'", what, f->name);
+  return fail(w, at, buf);
 }
 
 static int read_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) {
@@ -45,6 +59,20 @@ static int is_varint_type(ProtobufCType t) {
          t == PROTOBUF_C_TYPE_BOOL || t == PROTOBUF_C_TYPE_ENUM;
 }
 
+static int is_fixed64_type(ProtobufCType t) {
+  return t == PROTOBUF_C_TYPE_DOUBLE || t == PROTOBUF_C_TYPE_FIXED64 || t == PROTOBUF_C_TYPE_SFIXED64;
+}
+
+static int is_fixed32_type(ProtobufCType t) {
+  return t == PROTOBUF_C_TYPE_FLOAT || t == PROTOBUF_C_TYPE_FIXED32 || t == PROTOBUF_C_TYPE_SFIXED32;
+}
+
+/* A length-delimited field: a string, bytes, a message, or a packed repeated scalar. */
+static int takes_length(const ProtobufCFieldDescriptor *f) {
+  return f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_BYTES ||
+         f->type == PROTOBUF_C_TYPE_MESSAGE || f->label == PROTOBUF_C_LABEL_REPEATED;
+}
+
 static int walk(walker *w, const ProtobufCMessageDescriptor *d, size_t start, size_t end, int graph_depth) {
   size_t pos = start;
   const uint8_t *p = w->base;
@@ -61,29 +89,43 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *d, size_t start, si
     case 0: {
       uint64_t v;
       if (read_varint(p, end, &pos, &v) < 0) return fail(w, at, "truncated varint");
-      if (f && !is_varint_type(f->type)) return fail(w, at, "wrong wire type (varint) for a field");
+      if (f && !is_varint_type(f->type)) return fail_field(w, at, "wrong wire type (varint)", f);
       break;
     }
     case 1:
       if (end - pos < 8) return fail(w, at, "truncated 64-bit value");
+      if (f && !is_fixed64_type(f->type)) return fail_field(w, at, "wrong wire type (64-bit)", f);
       pos += 8;
       break;
     case 5:
       if (end - pos < 4) return fail(w, at, "truncated 32-bit value");
+      if (f && !is_fixed32_type(f->type)) return fail_field(w, at, "wrong wire type (32-bit)", f);
       pos += 4;
       break;
     case 2: {
       uint64_t len;
       if (read_varint(p, end, &pos, &len) < 0) return fail(w, at, "truncated length");
-      if (len > end - pos) return fail(w, at, "length runs past the end of the data");
+      if (len > end - pos) {
+        if (f) return fail_field(w, at, "length runs past the end of the data", f);
+        return fail(w, at, "length runs past the end of the data");
+      }
       if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
         if (w->depth >= MAX_MESSAGE_DEPTH) return fail(w, at, "messages nested too deeply");
         w->path[w->depth++] = f->name;
         if (walk(w, f->descriptor, pos, pos + (size_t)len, graph_depth) < 0) return -1;
         w->depth--;
-      } else if (f && f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_BYTES &&
-                 f->label != PROTOBUF_C_LABEL_REPEATED) {
-        return fail(w, at, "wrong wire type (length-delimited) for a scalar field");
+      } else if (f && !takes_length(f)) {
+        return fail_field(w, at, "wrong wire type (length-delimited)", f);
+      } else if (f && f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_BYTES) {
+        /* packed repeated scalars: whole values only */
+        if ((is_fixed32_type(f->type) && len % 4) || (is_fixed64_type(f->type) && len % 8))
+          return fail_field(w, at, "packed values of a partial size", f);
+        if (is_varint_type(f->type))
+          for (size_t q = pos; q < pos + (size_t)len;) {
+            uint64_t v;
+            if (read_varint(p, pos + (size_t)len, &q, &v) < 0)
+              return fail_field(w, at, "truncated packed varint", f);
+          }
       }
       pos += (size_t)len;
       break;

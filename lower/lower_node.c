@@ -72,7 +72,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
       }
     }
     if (lower_compute(c, n, in, o) < 0) return gir_err_prefix(err, "%s", n->origin ? n->origin : n->name);
-    k->flops += gir_node_flops(n);
+    k->flops = gir_flops_add(k->flops, gir_node_flops(n));
     for (int i = 0; i < n->n_out; i++) vmap_put(&m, n->out[i], o[i]);
   }
   k->n_in = np;
