@@ -14,13 +14,26 @@ static void spatial(const gir_node *n, const char *name, int k, int64_t def, int
   for (int i = 0; i < k; i++) out[i] = v && i < cnt ? v[i] : def;
 }
 
+/* The sliding-window attributes shared by conv, conv_transpose and pooling. */
+typedef struct window {
+  int64_t ks[GIR_MAX_RANK], st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK];
+} window;
+
+static window read_window(const gir_node *n, int k) {
+  window w;
+  spatial(n, "kernel", k, 1, w.ks);
+  spatial(n, "strides", k, 1, w.st);
+  spatial(n, "dilations", k, 1, w.dl);
+  spatial(n, "pads", 2 * k, 0, w.pd);
+  return w;
+}
+
 int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
   int k = x->rank - 2;
-  int64_t group = gir_attr_int(n, "group", 1), st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK];
-  spatial(n, "strides", k, 1, st);
-  spatial(n, "dilations", k, 1, dl);
-  spatial(n, "pads", 2 * k, 0, pd);
+  int64_t group = gir_attr_int(n, "group", 1);
+  window win = read_window(n, k);
+  const int64_t *st = win.st, *dl = win.dl, *pd = win.pd;
   int64_t cpg = w->shape[1], mpg = w->shape[0] / group;
   te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
@@ -57,10 +70,9 @@ int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
 int lower_compute_conv_transpose(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
   int k = x->rank - 2;
-  int64_t group = gir_attr_int(n, "group", 1), st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK];
-  spatial(n, "strides", k, 1, st);
-  spatial(n, "dilations", k, 1, dl);
-  spatial(n, "pads", 2 * k, 0, pd);
+  int64_t group = gir_attr_int(n, "group", 1);
+  window win = read_window(n, k);
+  const int64_t *st = win.st, *dl = win.dl, *pd = win.pd;
   int64_t cpg = x->shape[1] / group, mpg = w->shape[1];
   te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
@@ -120,11 +132,8 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
 int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int k = x->rank - 2;
-  int64_t st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK], ks[GIR_MAX_RANK];
-  spatial(n, "kernel", k, 1, ks);
-  spatial(n, "strides", k, 1, st);
-  spatial(n, "dilations", k, 1, dl);
-  spatial(n, "pads", 2 * k, 0, pd);
+  window win = read_window(n, k);
+  const int64_t *st = win.st, *dl = win.dl, *pd = win.pd, *ks = win.ks;
   gir_pool_fn fn = (gir_pool_fn)gir_attr_int(n, "fn", GIR_POOL_MAX);
   int include_pad = (int)gir_attr_int(n, "count_include_pad", 0);
   gir_dtype t = acc_type(x->dtype);
@@ -171,11 +180,8 @@ int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
 int lower_compute_pool_index(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int k = x->rank - 2;
-  int64_t st[GIR_MAX_RANK], dl[GIR_MAX_RANK], pd[2 * GIR_MAX_RANK], ks[GIR_MAX_RANK];
-  spatial(n, "kernel", k, 1, ks);
-  spatial(n, "strides", k, 1, st);
-  spatial(n, "dilations", k, 1, dl);
-  spatial(n, "pads", 2 * k, 0, pd);
+  window win = read_window(n, k);
+  const int64_t *st = win.st, *dl = win.dl, *pd = win.pd, *ks = win.ks;
   te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
   for (int i = 0; i < k; i++) rv[i] = te_var_new(c, "rk", ks[i]);
