@@ -6,6 +6,7 @@
 #include "compile.h"
 #include "flops.h"
 #include "fusion.h"
+#include "simplify.h"
 #include "interp.h"
 #include "link.h"
 #include "llvm_backend.h"
@@ -13,7 +14,7 @@
 #include "passes.h"
 #include "plan.h"
 
-const char *const kiln_compile_steps[] = {"import", "fold", "fuse", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
+const char *const kiln_compile_steps[] = {"import", "fold", "simplify", "fuse", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
 
 static int dumping(const kiln_compile_options *o, const char *step) { return o->dump_after && !strcmp(o->dump_after, step); }
 
@@ -70,6 +71,18 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     gir_fold_constants(g, &ev, 0, &res->folded_nodes, &ferr);
   }
   if (dumping(o, "fold")) gir_print(g, dump);
+
+  /* simplify (-O1): algebraic rewrites, no-op removal, affine ops folded into
+   * conv/matmul weights (batch norm), CSE; then the new constants fold */
+  if (o->opt_level >= 1) {
+    gir_simplify_stats st;
+    if (gir_simplify(g, &ev, &st, err) < 0) return -1;
+    gir_err ferr = {{0}};
+    int32_t more = 0;
+    gir_fold_constants(g, &ev, 0, &more, &ferr);
+    res->folded_nodes += more;
+  }
+  if (dumping(o, "simplify")) gir_print(g, dump);
 
   /* fuse (-O2): FuseOps groups, one kernel each; below -O2 one node per kernel */
   if (o->opt_level >= 2) {
