@@ -10,10 +10,8 @@
 #include <string.h>
 #include "cli.h"
 #include "compile.h"
-#include "interp.h"
 #include "llvm_backend.h"
 #include "lower.h"
-#include "passes.h"
 
 /* Runs the program: every graph value gets a buffer (constants and inputs point
  * at their data), kernels run in order. */

@@ -73,14 +73,10 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   if (dumping(o, "fold")) gir_print(g, dump);
 
   /* simplify (-O1): algebraic rewrites, no-op removal, affine ops folded into
-   * conv/matmul weights (batch norm), CSE; then the new constants fold */
+   * conv/matmul weights (batch norm), CSE */
   if (o->opt_level >= 1) {
-    gir_simplify_stats st;
+    gir_simplify_stats st; /* with an evaluator, the constants a rewrite creates fold at once */
     if (gir_simplify(g, &ev, &st, err) < 0) return -1;
-    gir_err ferr = {{0}};
-    int32_t more = 0;
-    gir_fold_constants(g, &ev, 0, &more, &ferr);
-    res->folded_nodes += more;
   }
   if (dumping(o, "simplify")) gir_print(g, dump);
 
@@ -156,7 +152,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   /* plan: buffers for every value, memory planned by liveness */
   pack_plan plan;
   if (pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
-  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = lower_kernel_flops(&p.kernels[k]);
+  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = p.kernels[k].flops;
   res->arena_bytes = plan.mem.arena_bytes;
   res->arena_lower_bound = plan.mem.lower_bound;
   res->weights_bytes = plan.params_bytes;

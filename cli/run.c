@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
+#include "dtype.h"
 #include "kiln.h"
 #include "npy.h"
 
@@ -45,18 +46,8 @@ static double value_at(kiln_dtype t, const void *d, int64_t i) {
   case KILN_DTYPE_UINT16: return ((const uint16_t *)d)[i];
   case KILN_DTYPE_UINT32: return ((const uint32_t *)d)[i];
   case KILN_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
-  case KILN_DTYPE_FLOAT16: {
-    uint16_t h = ((const uint16_t *)d)[i];
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
-  }
-  case KILN_DTYPE_BFLOAT16: {
-    uint32_t x = (uint32_t)((const uint16_t *)d)[i] << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-  }
+  case KILN_DTYPE_FLOAT16: return gir_f16_to_f32(((const uint16_t *)d)[i]);
+  case KILN_DTYPE_BFLOAT16: return gir_bf16_to_f32(((const uint16_t *)d)[i]);
   default: return 0;
   }
 }
@@ -67,23 +58,8 @@ static void fill_random(kiln_dtype t, void *d, int64_t n, uint64_t *seed) {
     switch (t) {
     case KILN_DTYPE_FLOAT32: ((float *)d)[i] = (float)(2 * u - 1); break;
     case KILN_DTYPE_FLOAT64: ((double *)d)[i] = 2 * u - 1; break;
-    case KILN_DTYPE_FLOAT16: { /* values in [-1, 1) as float16 via bfloat-free rounding */
-      float f = (float)(2 * u - 1);
-      uint32_t x;
-      memcpy(&x, &f, 4);
-      int e = (int)((x >> 23) & 255) - 127 + 15;
-      uint16_t h = (uint16_t)((x >> 16) & 0x8000);
-      if (e > 0) h |= (uint16_t)(e << 10 | ((x >> 13) & 1023));
-      ((uint16_t *)d)[i] = h;
-      break;
-    }
-    case KILN_DTYPE_BFLOAT16: {
-      float f = (float)(2 * u - 1);
-      uint32_t x;
-      memcpy(&x, &f, 4);
-      ((uint16_t *)d)[i] = (uint16_t)(x >> 16);
-      break;
-    }
+    case KILN_DTYPE_FLOAT16: ((uint16_t *)d)[i] = gir_f32_to_f16((float)(2 * u - 1)); break;
+    case KILN_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = gir_f32_to_bf16((float)(2 * u - 1)); break;
     case KILN_DTYPE_BOOL: ((uint8_t *)d)[i] = u < 0.5; break;
     case KILN_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(u * 10); break;
     case KILN_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(u * 10); break;

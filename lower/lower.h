@@ -41,7 +41,4 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
 /* One kernel per node. */
 int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err);
 
-/* The work of a kernel, for reports. */
-static inline int64_t lower_kernel_flops(const lower_kernel *k) { return k->flops; }
-
 #endif
