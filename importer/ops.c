@@ -13,6 +13,9 @@ static const struct {
 #include "onnx_ops_nn.def"
 #include "onnx_ops_reduce.def"
 #include "onnx_ops_rnn.def"
+#include "onnx_ops_attention.def"
+#include "onnx_ops_loss.def"
+#include "onnx_ops_signal.def"
 #undef IMP_OP
 };
 

@@ -9,6 +9,9 @@
 #include "onnx_ops_nn.def"
 #include "onnx_ops_reduce.def"
 #include "onnx_ops_rnn.def"
+#include "onnx_ops_attention.def"
+#include "onnx_ops_loss.def"
+#include "onnx_ops_signal.def"
 #undef IMP_OP
 
 /* Helpers shared by converters (ops_common.c). */

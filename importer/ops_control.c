@@ -1,0 +1,639 @@
+/* ops_control.c — ONNX If, Loop and Scan (every opset: 1/8 to 25) where the
+ * control flow is static → straight-line canonical ops.
+ *
+ * kiln's graph has no control flow: shapes are static and every node runs. So a
+ * subgraph is converted in place, once per use, by the same node loop as the main
+ * graph (imp_convert_nodes): a scope pushed on top of the current one binds the
+ * body's formal inputs and initializers, and name lookups that miss it fall
+ * through to the enclosing scopes, which is how ONNX lets a body read outer
+ * values. Each copy's values are renamed "loop[3]/name" or "if/then_branch/name"
+ * so that dumps stay readable; the scopes make the ONNX names themselves collide
+ * harmlessly. Body initializers become constants once per node, for all copies.
+ *
+ *   If: a condition that is a constant (a literal or something folded from
+ *   literals; a graph input is not a constant here even when its value is known)
+ *   inlines the branch it takes. Otherwise both branches are inlined and each
+ *   output is where(cond, then, else), which needs the two outputs to agree in
+ *   element type and shape.
+ *
+ *   Loop: unrolled. The trip count M must be known at compile time (a constant,
+ *   or a known input like a Reshape's shape); without M the condition must fold
+ *   to false within the unrolling bound. Each iteration binds the iteration number
+ *   as a constant, so the body's index arithmetic folds. A condition known at
+ *   compile time (like M: a constant or a known input) ends the unrolling where
+ *   it turns false; one computed at run
+ *   time (with M known) masks the rest: the carried values stop changing once the
+ *   condition has been false, v = where(active, v_body, v), active = active and
+ *   cond_body. Scan outputs need a static iteration count, so they require a
+ *   condition known at compile time. Scan outputs are stacked along a new axis 0.
+ *   Without the cond input the first iteration runs and the body's condition is
+ *   obeyed from then on, as onnxruntime does (the operator's pseudo-code says it
+ *   is ignored; the reference implementation runs no iteration at all).
+ *
+ *   Scan (opset 9+): the sequence length is the static length of the scan axis;
+ *   iteration t reads element t (reverse direction: S-1-t) of each scan input,
+ *   and each scan output stacks its per-iteration values along its output axis,
+ *   in iteration order or reversed (scan_output_directions = 1, prepending).
+ *   Scan-8 is batched (axis 0 of every input and output) with the scan axis 1 and
+ *   an optional sequence_lens: each batch entry is unrolled on its own for its
+ *   length (which must be known at compile time), and its scan outputs are padded
+ *   with zeros up to the maximum length (ONNX leaves those values undefined).
+ *
+ * Unrolling is bounded: one Loop or Scan may unroll at most CTRL_MAX_UNROLLED
+ * (iterations × the body's nodes and outputs: outputs count because each one is
+ * bound and stacked per iteration), and no unrolling starts an iteration once the
+ * graph holds CTRL_MAX_GRAPH_VALUES values, which bounds nested loops as a whole.
+ * Both refusals are reported as unsupported nodes. Sequence and optional values
+ * (Loop/If over SequenceConstruct, Optional…) stay unsupported: the ops that make
+ * them have no converter, so the body is reported through them. */
+#include <string.h>
+#include "ops.h"
+
+#define CTRL_MAX_UNROLLED (1 << 16)      /* iterations × body size for one Loop or Scan */
+#define CTRL_MAX_GRAPH_VALUES (1 << 20)  /* no iteration starts in a graph this large */
+#define CONCAT_MAX 64                    /* ops.def: concat takes at most 64 inputs */
+
+/* x (one element) as a scalar. */
+static gir_value *scalar_of(imp_ctx *c, gir_value *x) {
+  int64_t none[1] = {0};
+  return imp_reshape(c, x, 0, none);
+}
+
+static int wants_output(const imp_node *n, int i) { return i < n->n_out && n->out_names[i] && n->out_names[i][0]; }
+
+static const Onnx__GraphProto *graph_attr(imp_ctx *c, const imp_node *n, const char *name) {
+  const Onnx__AttributeProto *a = imp_attr(n, name);
+  if (!a || !a->g) {
+    imp_fail(c, "attribute %s (a graph) is missing", name);
+    return NULL;
+  }
+  return a->g;
+}
+
+/* --- converting a body once --- */
+
+/* Renames the values made since index first to "name[it]/value" (an iteration)
+ * or "name/label/value" (a branch); generated names stay. */
+static void rename_values(imp_ctx *c, int32_t first, const char *name, const char *label, int64_t it) {
+  for (int32_t i = first; i < c->g->n_values; i++) {
+    gir_value *v = c->g->values[i];
+    if (!v->name || v->name[0] == '%') continue;
+    if (it >= 0) v->name = gir_arena_printf(c->g->arena, "%s[%lld]/%s", name, (long long)it, v->name);
+    else v->name = gir_arena_printf(c->g->arena, "%s/%s/%s", name, label, v->name);
+  }
+}
+
+/* A subgraph and its initializers, made into constants once for all its copies. */
+typedef struct subgraph {
+  const Onnx__GraphProto *g;
+  gir_value **consts;
+} subgraph;
+
+static int body_init(imp_ctx *c, const Onnx__GraphProto *g, subgraph *b) {
+  b->g = g;
+  if (g->n_sparse_initializer) return imp_fail(c, "the body holds sparse initializers, which are not supported");
+  b->consts = gir_arena_calloc(c->g->arena, g->n_initializer + 1, sizeof *b->consts);
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    const Onnx__TensorProto *t = g->initializer[i];
+    if (!t || !t->name || !t->name[0]) return imp_fail(c, "body initializer %zu has no name", i);
+    if (!(b->consts[i] = imp_tensor_to_const(c, t, t->name))) return gir_err_prefix(c->err, "body initializer");
+  }
+  return 0;
+}
+
+/* Converts the body once: its formal inputs bound to ins, its nodes converted in
+ * a scope that sees the enclosing ones; outs[i] receives output i. This copy is
+ * iteration `it` of node `name`, or (it < 0) its branch `label`: that names its
+ * values and its errors. 0, -1 (error), -2 (the body holds unsupported ops,
+ * already reported) or -3 (the graph is too large to unroll more). */
+static int run_body(imp_ctx *c, const subgraph *b, const char *name, const char *label, int64_t it,
+                    gir_value *const *ins, size_t n_ins, gir_value **outs) {
+  const Onnx__GraphProto *body = b->g;
+  if (c->depth >= IMP_MAX_SUBGRAPH_DEPTH) return imp_fail(c, "subgraphs nest deeper than %d", IMP_MAX_SUBGRAPH_DEPTH);
+  if (c->g->n_values >= CTRL_MAX_GRAPH_VALUES) return -3;
+  int32_t first = c->g->n_values;
+  const char *origin = c->origin;
+  imp_scope *saved = c->scope;
+  if (!imp_scope_push(c)) return imp_fail(c, "out of memory");
+  int rc = 0;
+  if (body->n_input != n_ins) rc = imp_fail(c, "the body has %zu inputs, expected %zu", body->n_input, n_ins);
+  for (size_t i = 0; i < body->n_initializer && rc == 0; i++)
+    rc = imp_scope_bind(c, body->initializer[i]->name, b->consts[i]);
+  for (size_t i = 0; i < n_ins && rc == 0; i++) {
+    const Onnx__ValueInfoProto *vi = body->input[i];
+    if (!vi || !vi->name || !vi->name[0]) rc = imp_fail(c, "body input %zu has no name", i);
+    else rc = imp_scope_bind(c, vi->name, ins[i]);
+  }
+  c->depth++;
+  if (rc == 0) rc = imp_convert_nodes(c, (Onnx__NodeProto *const *)body->node, body->n_node);
+  c->depth--;
+  int poisoned = 0;
+  for (size_t i = 0; i < body->n_output && rc == 0; i++) {
+    const Onnx__ValueInfoProto *vi = body->output[i];
+    gir_value *v = NULL;
+    if (!vi || !vi->name || !imp_scope_lookup(c, vi->name, &v))
+      rc = imp_fail(c, "body output '%s' is never produced", vi && vi->name ? vi->name : "?");
+    else if (!v)
+      poisoned = 1;
+    outs[i] = v;
+  }
+  c->scope = saved;
+  c->origin = origin;
+  rename_values(c, first, name, label, it);
+  if (rc < 0) {
+    if (!c->err->msg[0]) return imp_fail(c, "%s: conversion failed", label);
+    if (it >= 0) return gir_err_prefix(c->err, "iteration %lld", (long long)it);
+    return gir_err_prefix(c->err, "%s", label);
+  }
+  return poisoned ? -2 : 0;
+}
+
+static int too_large(imp_ctx *c, const imp_node *n) {
+  return imp_unsupported_node(c, n, "unrolling stopped: the graph holds more than %d values", CTRL_MAX_GRAPH_VALUES);
+}
+
+/* Binds output i to v. A value this node made (index >= first) takes the output's
+ * name, so that the model's names survive and no renamed copy is needed. */
+static int set_out(imp_ctx *c, imp_node *n, int i, gir_value *v, int32_t first) {
+  if (v && wants_output(n, i) && v->id >= first && !v->is_input)
+    v->name = gir_arena_strdup(c->g->arena, n->out_names[i]);
+  return imp_set_output(c, n, i, v);
+}
+
+/* What one iteration of g costs: its nodes and outputs (at least 1). */
+static int64_t body_size(const Onnx__GraphProto *g) { return (int64_t)(g->n_node + g->n_output) + 1; }
+
+static int over_limit(imp_ctx *c, const imp_node *n, int64_t iters, int64_t size) {
+  return imp_unsupported_node(c, n, "%lld iterations of a body of %lld nodes and outputs exceed the unrolling limit "
+                                    "(%d)", (long long)iters, (long long)size - 1, CTRL_MAX_UNROLLED);
+}
+
+/* --- shared builders --- */
+
+/* Concatenation of cnt values along axis (more than concat's 64 inputs: in rounds). */
+static gir_value *concat_many(imp_ctx *c, gir_value *const *xs, int64_t cnt, int64_t axis) {
+  gir_value **tmp = gir_arena_calloc(c->g->arena, (size_t)cnt + 1, sizeof *tmp);
+  memcpy(tmp, xs, (size_t)cnt * sizeof *tmp);
+  while (cnt > CONCAT_MAX) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < cnt; i += CONCAT_MAX) {
+      int64_t k = cnt - i < CONCAT_MAX ? cnt - i : CONCAT_MAX;
+      tmp[m++] = imp_concat(c, tmp + i, (int32_t)k, axis);
+    }
+    cnt = m;
+  }
+  return imp_concat(c, tmp, (int32_t)cnt, axis);
+}
+
+/* x with a unit axis inserted at axis. */
+static gir_value *unsqueeze(imp_ctx *c, gir_value *x, int64_t axis) {
+  if (!x) return NULL;
+  if (x->shape.rank >= GIR_MAX_RANK) {
+    imp_fail(c, "stacking a rank-%d value exceeds the rank limit", x->shape.rank);
+    return NULL;
+  }
+  int64_t dims[GIR_MAX_RANK];
+  for (int i = 0, k = 0; i <= x->shape.rank; i++) dims[i] = i == axis ? 1 : x->shape.dims[k++];
+  return imp_reshape(c, x, x->shape.rank + 1, dims);
+}
+
+/* x without its axis `axis` (which has size 1). */
+static gir_value *squeeze(imp_ctx *c, gir_value *x, int64_t axis) {
+  if (!x) return NULL;
+  int64_t dims[GIR_MAX_RANK];
+  for (int i = 0, k = 0; i < x->shape.rank; i++)
+    if (i != axis) dims[k++] = x->shape.dims[i];
+  return imp_reshape(c, x, x->shape.rank - 1, dims);
+}
+
+/* Element t of x along axis, without that axis. */
+static gir_value *element(imp_ctx *c, gir_value *x, int64_t axis, int64_t t) {
+  return squeeze(c, imp_slice_axis(c, x, (int)axis, t, 1, 1), axis);
+}
+
+/* The per-iteration values xs[0..cnt) stacked along a new axis (reversed: last first). */
+static gir_value *stack(imp_ctx *c, gir_value *const *xs, int64_t cnt, int64_t axis, int reversed) {
+  gir_value **u = gir_arena_calloc(c->g->arena, (size_t)cnt + 1, sizeof *u);
+  for (int64_t i = 0; i < cnt; i++) {
+    gir_value *x = xs[reversed ? cnt - 1 - i : i];
+    if (x->shape.rank != xs[0]->shape.rank || x->dtype != xs[0]->dtype || !gir_shape_equal(&x->shape, &xs[0]->shape)) {
+      char a[160], b[160];
+      imp_fail(c, "a scan output changes across iterations: %s %s, then %s %s", gir_dtype_name(xs[0]->dtype),
+               gir_shape_str(&xs[0]->shape, a, sizeof a), gir_dtype_name(x->dtype),
+               gir_shape_str(&x->shape, b, sizeof b));
+      return NULL;
+    }
+    if (!(u[i] = unsqueeze(c, x, axis))) return NULL;
+  }
+  return concat_many(c, u, cnt, axis);
+}
+
+/* The static type of a body output (every dim a number), or -1 without error. */
+static int static_type(const Onnx__ValueInfoProto *vi, gir_dtype *dt, gir_shape *s) {
+  const Onnx__TypeProto *tp = vi ? vi->type : NULL;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return -1;
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  *dt = gir_dtype_from_onnx(tt->elem_type);
+  if (*dt == GIR_DTYPE_NONE || !gir_dtype_first_class(*dt) || !tt->shape || tt->shape->n_dim >= GIR_MAX_RANK) return -1;
+  s->rank = (int32_t)tt->shape->n_dim;
+  for (int i = 0; i < s->rank; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    if (!d || d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || d->dim_value < 0) return -1;
+    s->dims[i] = d->dim_value;
+  }
+  return 0;
+}
+
+/* A scan output of zero iterations: empty along axis, the element shape taken from
+ * the body's declared output type. */
+static gir_value *empty_stack(imp_ctx *c, const imp_node *n, const Onnx__ValueInfoProto *vi, int64_t axis, int *rc) {
+  gir_dtype dt;
+  gir_shape s;
+  if (static_type(vi, &dt, &s) < 0 || axis > s.rank) {
+    *rc = imp_unsupported_node(c, n, "zero iterations, and the body does not declare the static shape of scan output "
+                                     "'%s'", vi && vi->name ? vi->name : "?");
+    return NULL;
+  }
+  for (int i = s.rank; i > axis; i--) s.dims[i] = s.dims[i - 1];
+  s.dims[axis] = 0;
+  s.rank++;
+  return imp_broadcast_to(c, imp_scalar(c, dt, 0.0), &s);
+}
+
+/* --- If --- */
+
+int imp_cv_If(imp_ctx *c, imp_node *n) {
+  int32_t first = c->g->n_values;
+  const Onnx__GraphProto *tb = graph_attr(c, n, "then_branch"), *eb = tb ? graph_attr(c, n, "else_branch") : NULL;
+  gir_value *cond = n->n_in > 0 ? n->in[0] : NULL;
+  if (!eb) return -1;
+  if (!cond) return imp_fail(c, "needs input cond");
+  if (cond->dtype != GIR_BOOL || gir_value_numel(cond) != 1)
+    return imp_fail(c, "cond must be a bool tensor of one element, got %s", gir_dtype_name(cond->dtype));
+  if (tb->n_output != eb->n_output)
+    return imp_fail(c, "then_branch has %zu outputs, else_branch %zu", tb->n_output, eb->n_output);
+  if ((size_t)n->n_out > tb->n_output)
+    return imp_fail(c, "%d outputs, but the branches have %zu", n->n_out, tb->n_output);
+  size_t k = tb->n_output;
+  gir_value **outs = gir_arena_calloc(c->g->arena, 2 * k + 1, sizeof *outs);
+  subgraph tbb, ebb;
+  if (cond->data) { /* the taken branch only */
+    int taken = *(const uint8_t *)cond->data != 0;
+    const char *which = taken ? "then_branch" : "else_branch";
+    if (body_init(c, taken ? tb : eb, &tbb) < 0) return -1;
+    int rc = run_body(c, &tbb, n->name, which, -1, NULL, 0, outs);
+    if (rc == -3) return too_large(c, n);
+    if (rc < 0) return rc;
+    for (int i = 0; i < n->n_out; i++)
+      if (set_out(c, n, i, outs[i], first) < 0) return -1;
+    return 0;
+  }
+  if (body_init(c, tb, &tbb) < 0 || body_init(c, eb, &ebb) < 0) return -1;
+  int rc = run_body(c, &tbb, n->name, "then_branch", -1, NULL, 0, outs);
+  if (rc == 0) rc = run_body(c, &ebb, n->name, "else_branch", -1, NULL, 0, outs + k);
+  if (rc == -3) return too_large(c, n);
+  if (rc < 0) return rc;
+  gir_value *sel = scalar_of(c, cond);
+  for (int i = 0; i < n->n_out; i++) {
+    if (!wants_output(n, i)) continue;
+    gir_value *a = outs[i], *b = outs[k + i], *y = a;
+    if (a != b) {
+      if (a->dtype != b->dtype || !gir_shape_equal(&a->shape, &b->shape)) {
+        char sa[160], sb[160];
+        return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
+                                          "(then %s %s, else %s %s): only outputs of one type and shape can be "
+                                          "selected",
+                                    i, gir_dtype_name(a->dtype), gir_shape_str(&a->shape, sa, sizeof sa),
+                                    gir_dtype_name(b->dtype), gir_shape_str(&b->shape, sb, sizeof sb));
+      }
+      y = imp_where(c, sel, a, b);
+    }
+    if (set_out(c, n, i, y, first) < 0) return -1;
+  }
+  return 0;
+}
+
+/* --- Loop --- */
+
+/* 1 true, 0 false, -1 computed at run time (no error left behind). */
+static int known_bool(imp_ctx *c, const gir_value *v) {
+  if (!v) return -1;
+  const void *d = imp_const_data(c, v, "the loop condition");
+  if (!d) {
+    c->err->msg[0] = 0;
+    return -1;
+  }
+  return gir_load_f64(v->dtype, d, 0) != 0;
+}
+
+int imp_cv_Loop(imp_ctx *c, imp_node *n) {
+  int32_t first = c->g->n_values;
+  const Onnx__GraphProto *body = graph_attr(c, n, "body");
+  if (!body) return -1;
+  if (n->n_in < 2) return imp_fail(c, "needs inputs M and cond (either may be empty)");
+  int64_t N = n->n_in - 2;
+  if (body->n_input != (size_t)N + 2)
+    return imp_fail(c, "the body has %zu inputs, expected %lld (iteration number, condition, %lld carried values)",
+                    body->n_input, (long long)N + 2, (long long)N);
+  if (body->n_output < (size_t)N + 1)
+    return imp_fail(c, "the body has %zu outputs, expected at least %lld", body->n_output, (long long)N + 1);
+  int64_t K = (int64_t)body->n_output - 1 - N;
+  if (n->n_out > N + K) return imp_fail(c, "%d outputs, but the body yields %lld", n->n_out, (long long)(N + K));
+  for (int64_t i = 0; i < N; i++)
+    if (!n->in[2 + i])
+      return imp_unsupported_node(c, n, "carried value %lld is absent (an empty optional)", (long long)i);
+
+  gir_value *M = n->in[0], *cond0 = n->in[1];
+  int64_t trips = -1; /* -1: no trip count */
+  if (M) {
+    int32_t cnt;
+    int64_t *m = imp_const_ints(c, M, "input 'M'", &cnt);
+    if (!m) {
+      c->err->msg[0] = 0;
+      return imp_unsupported_node(c, n, "the trip count M is computed at run time");
+    }
+    if (cnt != 1) return imp_fail(c, "input 'M' must hold one value, has %d", cnt);
+    trips = m[0] < 0 ? 0 : m[0];
+  }
+  int64_t size = body_size(body), max_iters = CTRL_MAX_UNROLLED / size;
+  if (trips > max_iters) return over_limit(c, n, trips, size);
+
+  /* cond_state: 1 known true, 0 known false, -1 run time (active holds it) */
+  int cond_state = cond0 ? known_bool(c, cond0) : 1;
+  gir_value *active = NULL;
+  if (cond_state < 0) {
+    if (cond0->dtype != GIR_BOOL || gir_value_numel(cond0) != 1)
+      return imp_fail(c, "cond must be a bool tensor of one element");
+    if (trips < 0) return imp_unsupported_node(c, n, "no trip count and a condition computed at run time");
+    if (K > 0) return imp_unsupported_node(c, n, "scan outputs with a condition computed at run time");
+    active = scalar_of(c, cond0);
+  }
+
+  subgraph b;
+  if (body_init(c, body, &b) < 0) return -1;
+  gir_value **carried = gir_arena_calloc(c->g->arena, (size_t)N + 1, sizeof *carried);
+  for (int64_t i = 0; i < N; i++) carried[i] = n->in[2 + i];
+  int64_t cap = trips >= 0 ? trips : max_iters;
+  gir_value **scans = gir_arena_calloc(c->g->arena, (size_t)(K * (cap > 0 ? cap : 1)) + 1, sizeof *scans);
+  gir_value **ins = gir_arena_calloc(c->g->arena, (size_t)N + 3, sizeof *ins);
+  gir_value **outs = gir_arena_calloc(c->g->arena, body->n_output + 1, sizeof *outs);
+  int64_t it = 0;
+  for (; cond_state != 0; it++) {
+    if (it == cap) {
+      if (trips >= 0) break;
+      return imp_unsupported_node(c, n, "the condition is still true after %lld iterations of a body of %lld nodes "
+                                        "and outputs (the unrolling limit is %d)", (long long)it, (long long)size - 1,
+                                  CTRL_MAX_UNROLLED);
+    }
+    ins[0] = gir_const_scalar(c->g, GIR_I64, (double)it);
+    ins[1] = active ? active : gir_const_scalar(c->g, GIR_BOOL, 1);
+    for (int64_t i = 0; i < N; i++) ins[2 + i] = carried[i];
+    int rc = run_body(c, &b, n->name, "body", it, ins, (size_t)N + 2, outs);
+    if (rc == -3) return too_large(c, n);
+    if (rc < 0) return rc;
+    for (int64_t i = 0; i < N; i++) {
+      gir_value *v = outs[1 + i];
+      if (active) {
+        if (v->dtype != carried[i]->dtype || !gir_shape_equal(&v->shape, &carried[i]->shape))
+          return imp_unsupported_node(c, n, "carried value %lld changes type or shape under a condition computed at "
+                                            "run time", (long long)i);
+        v = imp_where(c, active, v, carried[i]);
+      }
+      carried[i] = v;
+    }
+    for (int64_t j = 0; j < K; j++) scans[j * cap + it] = outs[1 + N + j];
+    gir_value *co = outs[0];
+    if (co->dtype != GIR_BOOL || gir_value_numel(co) != 1)
+      return imp_fail(c, "iteration %lld: the body's condition must be a bool tensor of one element", (long long)it);
+    if (active) {
+      active = imp_binary(c, GIR_BINARY_AND, active, scalar_of(c, co));
+      continue;
+    }
+    cond_state = known_bool(c, co);
+    if (cond_state < 0) {
+      if (trips < 0) return imp_unsupported_node(c, n, "no trip count and a condition computed at run time");
+      if (K > 0) return imp_unsupported_node(c, n, "scan outputs with a condition computed at run time");
+      active = scalar_of(c, co);
+    }
+  }
+  if (c->err->msg[0]) return -1;
+  for (int64_t i = 0; i < N; i++)
+    if (set_out(c, n, (int)i, carried[i], first) < 0) return -1;
+  for (int64_t j = 0; j < K; j++) {
+    if (!wants_output(n, (int)(N + j))) continue;
+    int rc = 0;
+    gir_value *y = it ? stack(c, scans + j * cap, it, 0, 0) : empty_stack(c, n, body->output[1 + N + j], 0, &rc);
+    if (rc) return rc;
+    if (!y || set_out(c, n, (int)(N + j), y, first) < 0) return -1;
+  }
+  return 0;
+}
+
+/* --- Scan --- */
+
+typedef struct scan {
+  const Onnx__GraphProto *body;
+  subgraph b;       /* the body with its initializers made constants */
+  int64_t N, M, K;  /* states, scan inputs, scan outputs */
+  int64_t *in_axis, *in_dir, *out_axis, *out_dir;
+} scan;
+
+/* Runs the scan over `len` iterations on unbatched values: states[N] in (final
+ * values out), xs[M] the scan inputs (axis in_axis), per[K][len] receives the
+ * scan output elements in iteration order. tag names the copies. */
+static int scan_run(imp_ctx *c, const imp_node *n, const scan *s, const char *tag, int64_t len, gir_value **states,
+                    gir_value *const *xs, gir_value **per) {
+  gir_value **ins = gir_arena_calloc(c->g->arena, (size_t)(s->N + s->M) + 1, sizeof *ins);
+  gir_value **outs = gir_arena_calloc(c->g->arena, s->body->n_output + 1, sizeof *outs);
+  for (int64_t t = 0; t < len; t++) {
+    for (int64_t i = 0; i < s->N; i++) ins[i] = states[i];
+    for (int64_t j = 0; j < s->M; j++) {
+      int64_t at = s->in_dir[j] ? len - 1 - t : t;
+      if (!(ins[s->N + j] = element(c, xs[j], s->in_axis[j], at))) return -1;
+    }
+    int rc = run_body(c, &s->b, tag, "body", t, ins, (size_t)(s->N + s->M), outs);
+    if (rc == -3) return too_large(c, n);
+    if (rc < 0) return rc;
+    for (int64_t i = 0; i < s->N; i++) states[i] = outs[i];
+    for (int64_t k = 0; k < s->K; k++) per[k * len + t] = outs[s->N + k];
+  }
+  return 0;
+}
+
+/* Reads an axis or direction list of count entries (absent: zeros). */
+static int64_t *flags(imp_ctx *c, const imp_node *n, const char *name, int64_t count, int is_direction) {
+  int64_t *v;
+  int32_t got = imp_attr_ints(c, n, name, &v);
+  if (c->err->msg[0]) return NULL;
+  if (got < 0) return gir_arena_calloc(c->g->arena, (size_t)count + 1, sizeof *v);
+  if (got != count) {
+    imp_fail(c, "attribute %s has %d values, expected %lld", name, got, (long long)count);
+    return NULL;
+  }
+  for (int64_t i = 0; i < count; i++)
+    if (is_direction && v[i] != 0 && v[i] != 1) {
+      imp_fail(c, "attribute %s must hold 0 or 1, got %lld", name, (long long)v[i]);
+      return NULL;
+    }
+  return v;
+}
+
+static int parse_scan(imp_ctx *c, imp_node *n, int batched, scan *s) {
+  s->body = graph_attr(c, n, "body");
+  if (!s->body) return -1;
+  const Onnx__AttributeProto *m = imp_attr(n, "num_scan_inputs");
+  if (!m) return imp_fail(c, "attribute num_scan_inputs is missing");
+  s->M = imp_attr_int(n, "num_scan_inputs", 0);
+  int64_t avail = n->n_in - batched;
+  if (s->M < 1 || s->M > avail)
+    return imp_fail(c, "num_scan_inputs is %lld, with %lld inputs", (long long)s->M, (long long)avail);
+  s->N = avail - s->M;
+  if (s->body->n_input != (size_t)(s->N + s->M))
+    return imp_fail(c, "the body has %zu inputs, expected %lld", s->body->n_input, (long long)(s->N + s->M));
+  if (s->body->n_output < (size_t)s->N)
+    return imp_fail(c, "the body has %zu outputs, fewer than the %lld states", s->body->n_output, (long long)s->N);
+  s->K = (int64_t)s->body->n_output - s->N;
+  if (n->n_out > s->N + s->K)
+    return imp_fail(c, "%d outputs, but the body yields %lld", n->n_out, (long long)(s->N + s->K));
+  for (int64_t i = 0; i < s->N + s->M; i++)
+    if (!n->in[batched + i]) return imp_fail(c, "input %lld is missing", (long long)(batched + i));
+  if (batched) {
+    s->in_dir = flags(c, n, "directions", s->M, 1);
+    s->in_axis = gir_arena_calloc(c->g->arena, (size_t)s->M + 1, sizeof *s->in_axis); /* axis 1 of the batched input */
+    s->out_axis = gir_arena_calloc(c->g->arena, (size_t)s->K + 1, sizeof *s->out_axis);
+    s->out_dir = gir_arena_calloc(c->g->arena, (size_t)s->K + 1, sizeof *s->out_dir);
+  } else {
+    s->in_dir = flags(c, n, "scan_input_directions", s->M, 1);
+    s->in_axis = flags(c, n, "scan_input_axes", s->M, 0);
+    s->out_dir = flags(c, n, "scan_output_directions", s->K, 1);
+    s->out_axis = flags(c, n, "scan_output_axes", s->K, 0);
+  }
+  if (!s->in_dir || !s->in_axis || !s->out_dir || !s->out_axis) return -1;
+  return body_init(c, s->body, &s->b);
+}
+
+/* Scan 9 and later. */
+static int scan9(imp_ctx *c, imp_node *n) {
+  int32_t first = c->g->n_values;
+  scan s = {0};
+  if (parse_scan(c, n, 0, &s) < 0) return -1;
+  gir_value **states = gir_arena_calloc(c->g->arena, (size_t)s.N + 1, sizeof *states);
+  gir_value **xs = n->in + s.N;
+  for (int64_t i = 0; i < s.N; i++) states[i] = n->in[i];
+  int64_t len = -1;
+  for (int64_t j = 0; j < s.M; j++) {
+    int32_t r = xs[j]->shape.rank;
+    if (r < 1) return imp_fail(c, "scan input %lld is a scalar", (long long)j);
+    if (imp_axis(c, s.in_axis[j], r, &s.in_axis[j]) < 0) return -1;
+    int64_t l = xs[j]->shape.dims[s.in_axis[j]];
+    if (len >= 0 && l != len)
+      return imp_fail(c, "scan inputs differ in sequence length (%lld and %lld)", (long long)len, (long long)l);
+    len = l;
+  }
+  int64_t size = body_size(s.body);
+  if (len > CTRL_MAX_UNROLLED / size) return over_limit(c, n, len, size);
+  gir_value **per = gir_arena_calloc(c->g->arena, (size_t)(s.K * len) + 1, sizeof *per);
+  int rc = scan_run(c, n, &s, n->name, len, states, xs, per);
+  if (rc < 0) return rc;
+  for (int64_t i = 0; i < s.N; i++)
+    if (set_out(c, n, (int)i, states[i], first) < 0) return -1;
+  for (int64_t k = 0; k < s.K; k++) {
+    if (!wants_output(n, (int)(s.N + k))) continue;
+    const Onnx__ValueInfoProto *vi = s.body->output[s.N + k];
+    int32_t r = len ? per[k * len]->shape.rank + 1 : 0;
+    gir_dtype dt;
+    gir_shape es;
+    if (!len) r = static_type(vi, &dt, &es) < 0 ? 1 : es.rank + 1;
+    int64_t axis;
+    if (imp_axis(c, s.out_axis[k], r, &axis) < 0) return -1;
+    gir_value *y = len ? stack(c, per + k * len, len, axis, (int)s.out_dir[k]) : empty_stack(c, n, vi, axis, &rc);
+    if (rc) return rc;
+    if (!y || set_out(c, n, (int)(s.N + k), y, first) < 0) return -1;
+  }
+  return 0;
+}
+
+/* Scan 8: batch axis 0 everywhere, scan axis 1, optional sequence_lens. */
+static int scan8(imp_ctx *c, imp_node *n) {
+  int32_t first = c->g->n_values;
+  scan s = {0};
+  if (parse_scan(c, n, 1, &s) < 0) return -1;
+  gir_value **init = n->in + 1, **xs = n->in + 1 + s.N;
+  int64_t B = -1, S = -1;
+  for (int64_t i = 0; i < s.N + s.M; i++) {
+    gir_value *v = init[i];
+    int is_scan = i >= s.N;
+    if (v->shape.rank < (is_scan ? 2 : 1))
+      return imp_fail(c, "input %lld must have a batch axis%s", (long long)(1 + i), is_scan ? " and a scan axis" : "");
+    if (B >= 0 && v->shape.dims[0] != B) return imp_fail(c, "inputs differ in batch size");
+    B = v->shape.dims[0];
+    if (is_scan) {
+      if (S >= 0 && v->shape.dims[1] != S) return imp_fail(c, "scan inputs differ in sequence length");
+      S = v->shape.dims[1];
+    }
+  }
+  int64_t *lens = NULL;
+  if (n->in[0]) {
+    int32_t cnt;
+    lens = imp_const_ints(c, n->in[0], "input 'sequence_lens'", &cnt);
+    if (!lens) {
+      c->err->msg[0] = 0;
+      return imp_unsupported_node(c, n, "sequence_lens is computed at run time");
+    }
+    if (cnt != B) return imp_fail(c, "sequence_lens has %d values for batch size %lld", cnt, (long long)B);
+    for (int64_t b = 0; b < B; b++)
+      if (lens[b] < 0 || lens[b] > S)
+        return imp_fail(c, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b, (long long)lens[b],
+                        (long long)S);
+  }
+  int64_t size = body_size(s.body);
+  if (B == 0) return imp_unsupported_node(c, n, "batch size 0");
+  if (B > CTRL_MAX_UNROLLED / size || (S > 0 && S > CTRL_MAX_UNROLLED / size / B))
+    return over_limit(c, n, S > INT64_MAX / B ? INT64_MAX : B * (S > 0 ? S : 1), size);
+
+  gir_value **fin = gir_arena_calloc(c->g->arena, (size_t)(s.N * B) + 1, sizeof *fin);  /* [N][B] */
+  gir_value **outb = gir_arena_calloc(c->g->arena, (size_t)(s.K * B) + 1, sizeof *outb); /* [K][B] */
+  gir_value **states = gir_arena_calloc(c->g->arena, (size_t)s.N + 1, sizeof *states);
+  gir_value **xb = gir_arena_calloc(c->g->arena, (size_t)s.M + 1, sizeof *xb);
+  gir_value **per = gir_arena_calloc(c->g->arena, (size_t)(s.K * S) + 1, sizeof *per);
+  for (int64_t b = 0; b < B; b++) {
+    int64_t len = lens ? lens[b] : S;
+    for (int64_t i = 0; i < s.N; i++) states[i] = element(c, init[i], 0, b);
+    for (int64_t j = 0; j < s.M; j++) xb[j] = element(c, xs[j], 0, b);
+    if (c->err->msg[0]) return -1;
+    const char *tag = gir_arena_printf(c->g->arena, "%s[batch %lld]", n->name, (long long)b);
+    int rc = scan_run(c, n, &s, tag, len, states, xb, per);
+    if (rc < 0) return rc;
+    for (int64_t i = 0; i < s.N; i++) fin[i * B + b] = states[i];
+    for (int64_t k = 0; k < s.K; k++) {
+      if (!wants_output(n, (int)(s.N + k))) continue;
+      gir_value *y;
+      if (len == 0) {
+        rc = 0;
+        y = empty_stack(c, n, s.body->output[s.N + k], 0, &rc);
+        if (rc) return rc;
+      } else {
+        y = stack(c, per + k * len, len, 0, 0);
+      }
+      if (y && len < S) { /* pad to the maximum length with zeros */
+        int64_t pads[2 * GIR_MAX_RANK] = {0};
+        pads[y->shape.rank] = S - len;
+        gir_node *p = imp_new_node(c, GIR_OP_pad, &y, 1, 1);
+        gir_attr_set_ints(c->g, p, "pads", pads, 2 * y->shape.rank);
+        gir_attr_set_int(c->g, p, "mode", GIR_PAD_CONSTANT);
+        gir_attr_set_float(c->g, p, "value", 0.0);
+        y = imp_finish(c, p);
+      }
+      if (!y) return -1;
+      outb[k * B + b] = y;
+    }
+  }
+  for (int64_t i = 0; i < s.N; i++)
+    if (wants_output(n, (int)i) && set_out(c, n, (int)i, stack(c, fin + i * B, B, 0, 0), first) < 0) return -1;
+  for (int64_t k = 0; k < s.K; k++)
+    if (wants_output(n, (int)(s.N + k)) && set_out(c, n, (int)(s.N + k), stack(c, outb + k * B, B, 0, 0), first) < 0)
+      return -1;
+  return c->err->msg[0] ? -1 : 0;
+}
+
+int imp_cv_Scan(imp_ctx *c, imp_node *n) { return n->opset < 9 ? scan8(c, n) : scan9(c, n); }
