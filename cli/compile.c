@@ -8,13 +8,14 @@
 #include "fusion.h"
 #include "simplify.h"
 #include "interp.h"
+#include "layout.h"
 #include "link.h"
 #include "llvm_backend.h"
 #include "lower.h"
 #include "passes.h"
 #include "plan.h"
 
-const char *const kiln_compile_steps[] = {"import", "fold", "simplify", "fuse", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
+const char *const kiln_compile_steps[] = {"import", "fold", "simplify", "hfuse", "layout", "fuse", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
 
 static int dumping(const kiln_compile_options *o, const char *step) { return o->dump_after && !strcmp(o->dump_after, step); }
 
@@ -80,6 +81,36 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   }
   if (dumping(o, "simplify")) gir_print(g, dump);
 
+  /* hfuse (-O3): sibling matmuls / convs on one input become one wider op and
+   * slices (Q/K/V → one GEMM); fold then concatenates their weights */
+  if (o->opt_level >= 3) {
+    gir_hfuse_stats hs;
+    if (gir_hfuse(g, GIR_HFUSE_MAX_WEIGHT_BYTES, &hs, err) < 0) return -1;
+    int32_t folded = 0;
+    gir_err ferr = {{0}};
+    gir_fold_constants(g, &ev, 0, &folded, &ferr);
+    res->folded_nodes += folded;
+  }
+  if (dumping(o, "hfuse")) gir_print(g, dump);
+
+  /* layout (-O2): convolutions in NCHW[x]c with packed weights, x the target's
+   * vector width; the layout spreads through layout-agnostic ops */
+  tgt_llvm_options topt;
+  lower_target lt;
+  if (tgt_llvm_named_target(o->target ? o->target : "host", &topt, err) < 0 || tgt_llvm_lower_target(&topt, &lt) < 0)
+    return -1;
+  if (o->opt_level >= 2) {
+    lay_stats ls;
+    if (lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1;
+    int32_t merged = 0; /* two convs reading one input got one relayout each */
+    if (gir_cse(g, &merged) < 0) return gir_errf(err, "layout: CSE failed");
+    int32_t folded = 0;
+    gir_err ferr = {{0}};
+    gir_fold_constants(g, &ev, 0, &folded, &ferr);
+    res->folded_nodes += folded;
+  }
+  if (dumping(o, "layout")) gir_print(g, dump);
+
   /* fuse (-O2): FuseOps groups, one kernel each; below -O2 one node per kernel */
   if (o->opt_level >= 2) {
     fus_options fo = fus_default_options();
@@ -109,7 +140,8 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
 
   /* lower: one kernel per group (compute definitions + schedule → loop IR) */
   tir_builder_init(&f->b, f->arena);
-  int rc = group_of ? lower_graph_groups(g, group_of, n_groups, &f->b, &f->prog, err) : lower_graph(g, &f->b, &f->prog, err);
+  int rc = group_of ? lower_graph_groups(g, group_of, n_groups, &f->b, &lt, &f->prog, err)
+                    : lower_graph(g, &f->b, &lt, &f->prog, err);
   if (rc < 0) return -1;
   res->kernels = f->prog.n_kernels;
   for (int k = 0; k < g->n_nodes; k++) res->flops = gir_flops_add(res->flops, gir_node_flops(g->nodes[k]));
@@ -118,7 +150,21 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   return 0;
 }
 
-int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
+/* Bytes the kernels write into intermediate tensors per run: every kernel
+ * output that is neither a graph output nor a constant (what fusion saves). */
+static int64_t intermediate_bytes(const lower_program *p) {
+  int64_t bytes = 0;
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int j = 0; j < p->kernels[k].n_out; j++) {
+      const gir_value *v = p->kernels[k].out[j];
+      if (v && !v->is_output && !v->data) bytes += gir_value_nbytes(v);
+    }
+  return bytes;
+}
+
+/* kiln_compile, also reporting the intermediate bytes (intermediates may be NULL). */
+static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *res, int64_t *intermediates,
+                          gir_err *err) {
   FILE *dump = o->dump ? o->dump : stdout;
   memset(res, 0, sizeof *res);
   kiln_front f = {0};
@@ -134,6 +180,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   g = f.g;
   a = f.arena;
   lower_program p = f.prog;
+  if (intermediates) *intermediates = intermediate_bytes(&p);
 
   /* codegen: loop IR → LLVM IR → optimized object for the target */
   const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
@@ -183,6 +230,10 @@ out:
   return rc;
 }
 
+int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
+  return compile_bundle(o, res, NULL, err);
+}
+
 int kiln_cmd_compile(int argc, char **argv) {
   cli_import ci = {0};
   kiln_compile_options o = {.threads_hint = 2, .opt_level = 2};
@@ -222,14 +273,16 @@ int kiln_cmd_compile(int argc, char **argv) {
   cli_import_finish(&ci);
   o.import = &ci.opt;
   kiln_compile_result r;
+  int64_t intermediates = 0;
   gir_err err = {{0}};
-  if (kiln_compile(&o, &r, &err) < 0) {
+  if (compile_bundle(&o, &r, &intermediates, &err) < 0) {
     fprintf(stderr, "kiln compile: %s\n", err.msg);
     return 1;
   }
   printf("compiled %s -> %s\n", o.model_path, o.output_path);
   printf("  kernels: %d (%d nodes folded at compile time)\n", r.kernels, r.folded_nodes);
   printf("  arena: %.2f MiB (liveness lower bound %.2f MiB)\n", r.arena_bytes / 1048576.0, r.arena_lower_bound / 1048576.0);
+  printf("  intermediates: %.1f MiB written per run\n", intermediates / 1048576.0);
   printf("  weights: %.2f MiB\n", r.weights_bytes / 1048576.0);
   printf("  code: %.1f KiB\n", r.code_bytes / 1024.0);
   printf("  work: %.3f GFLOPs per run\n", r.flops / 1e9);

@@ -36,7 +36,7 @@ static int jit_fold(gir_graph *g, gir_node *n, gir_err *err) {
   tgt_llvm_module *m = NULL;
   tgt_llvm_jit *j = NULL;
   int rc = -1;
-  if (lower_node(&b, &c, n, "fold", &k, err) < 0) goto out;
+  if (lower_node(&b, &c, n, "fold", NULL, &k, err) < 0) goto out;
   const tir_func *fns[1] = {k.fn};
   m = tgt_llvm_compile(fns, 1, NULL, err);
   j = m ? tgt_llvm_jit_new(m, err) : NULL;

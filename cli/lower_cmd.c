@@ -37,7 +37,7 @@ int kiln_cmd_lower(int argc, char **argv) {
     tir_builder b;
     tir_builder_init(&b, a);
     lower_program p;
-    if (lower_graph(g, &b, &p, &err) == 0) {
+    if (lower_graph(g, &b, NULL, &p, &err) == 0) {
       for (int k = 0; k < p.n_kernels; k++) tir_print_func(p.kernels[k].fn, stdout);
       rc = 0;
     }

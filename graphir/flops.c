@@ -20,6 +20,10 @@ int64_t gir_node_flops(const gir_node *n) {
     const gir_shape *w = &n->in[1]->shape; /* [M, C/g, k...]: MACs per output = C/g * prod(k) */
     return sat(2 * out * sat(prod(w->dims + 1, w->rank - 1)));
   }
+  case GIR_OP_conv_nchwc: {
+    const gir_shape *w = &n->in[1]->shape; /* [M/ob, Cg/wb, kh, kw, wb, ob]: MACs per output = Cg * kh * kw */
+    return sat(2 * out * sat(prod(w->dims + 1, 4)));
+  }
   case GIR_OP_conv_transpose: {
     const gir_shape *w = &n->in[1]->shape; /* each input element × (M/g) × prod(k) */
     return sat(2 * (__int128)gir_value_numel(n->in[0]) * sat(prod(w->dims + 1, w->rank - 1)));

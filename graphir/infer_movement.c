@@ -213,3 +213,16 @@ int gir_infer_resize(gir_graph *g, gir_node *n, gir_err *err) {
   }
   return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
 }
+
+int gir_infer_relayout(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape;
+  int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
+  if (src < 0 || dst < 0) return gir_errf(err, "relayout: negative block size");
+  if (x->rank != (src ? 5 : 4) || (src && x->dims[4] != src))
+    return gir_errf(err, "relayout: input is not in the NCHW%s layout it claims", src ? "[b]c" : "");
+  int64_t channels = src ? x->dims[1] * src : x->dims[1];
+  if (dst && channels % dst) return gir_errf(err, "relayout: %lld channels are not a multiple of %lld", (long long)channels, (long long)dst);
+  gir_shape s = {.rank = dst ? 5 : 4, .dims = {x->dims[0], dst ? channels / dst : channels, x->dims[2], x->dims[3], dst}};
+  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+}

@@ -72,6 +72,31 @@ int gir_infer_conv(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
 }
 
+int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
+  int64_t group = gir_attr_int(n, "group", 1);
+  if (x->rank != 5 || wt->rank != 6) return gir_errf(err, "conv_nchwc needs a 5-D input and a 6-D weight");
+  if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "input and weight element types differ");
+  int64_t ib = x->dims[4], ob = wt->dims[5], channels = x->dims[1] * ib;
+  if (group == 1) {
+    if (wt->dims[1] != x->dims[1] || wt->dims[4] != ib) return gir_errf(err, "conv_nchwc: weight blocks do not match the input's");
+  } else if (group != channels || wt->dims[1] != 1 || wt->dims[4] != 1 || ob != ib || wt->dims[0] != x->dims[1]) {
+    return gir_errf(err, "conv_nchwc: group %lld is neither 1 nor depthwise", (long long)group);
+  }
+  if (n->n_in > 2 && n->in[2] &&
+      (n->in[2]->shape.rank != 2 || n->in[2]->shape.dims[0] != wt->dims[0] || n->in[2]->shape.dims[1] != ob))
+    return gir_errf(err, "conv_nchwc: bias must be [M/ob, ob]");
+  window w;
+  if (read_window(n, 2, wt->dims + 2, &w, err) < 0) return -1;
+  gir_shape s = {.rank = 5, .dims = {x->dims[0], wt->dims[0], 0, 0, ob}};
+  for (int i = 0; i < 2; i++) {
+    s.dims[2 + i] = window_out(x->dims[2 + i], &w, i, 0);
+    if (s.dims[2 + i] < 1) return gir_errf(err, "kernel larger than padded input on spatial axis %d", i);
+  }
+  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+}
+
 int gir_infer_conv_transpose(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
@@ -117,7 +142,8 @@ int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
 int gir_infer_pool(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *x = &n->in[0]->shape;
-  int k = x->rank - 2;
+  int blocked = gir_attr_int(n, "blocked", 0) != 0;
+  int k = x->rank - 2 - blocked;
   int64_t fn = gir_attr_int(n, "fn", -1);
   if (fn < 0 || fn >= GIR_POOL_COUNT) return gir_errf(err, "bad pool function");
   if (k < 1) return gir_errf(err, "pool needs rank >= 3");
@@ -127,7 +153,7 @@ int gir_infer_pool(gir_graph *g, gir_node *n, gir_err *err) {
   if (nk != k) return gir_errf(err, "kernel needs %d values, has %d", k, nk);
   window w;
   if (read_window(n, k, kernel, &w, err) < 0) return -1;
-  gir_shape s = {.rank = x->rank, .dims = {x->dims[0], x->dims[1]}};
+  gir_shape s = *x;
   for (int i = 0; i < k; i++) {
     s.dims[2 + i] = window_out(x->dims[2 + i], &w, i, (int)gir_attr_int(n, "ceil", 0));
     if (s.dims[2 + i] < 1) return gir_errf(err, "window larger than padded input on spatial axis %d", i);

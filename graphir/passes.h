@@ -14,4 +14,26 @@ int gir_fold_constants(gir_graph *g, const gir_evaluator *ev, int64_t max_bytes,
  * inputs get an identity copy (the runtime writes outputs into their own buffers). */
 void gir_materialize_outputs(gir_graph *g);
 
+/* Horizontal fusion (pass_hfuse.c): sibling matmuls with constant [K, N_i]
+ * weights on the same input (and their per-column bias adds), and sibling
+ * group-1 convs with the same window, become one op on concatenated weights
+ * followed by a slice per sibling — when the slices cost nothing (each
+ * sibling's result goes to one data-movement or reduction op) and there are
+ * at least two such siblings. The concatenations are left as nodes on
+ * constants for gir_fold_constants. Siblings whose weights exceed
+ * max_weight_bytes together (0: no limit) stay apart. stats may be NULL.
+ * -1 with a message only on an internal inference failure. */
+#define GIR_HFUSE_MAX_WEIGHT_BYTES (64ll << 20)
+
+typedef struct gir_hfuse_stats {
+  int32_t matmul_groups, matmuls; /* merged groups of sibling matmuls, and the matmuls in them */
+  int32_t conv_groups, convs;
+  int32_t biases;                 /* bias adds taken into a merged matmul */
+  int32_t skipped_large;          /* groups left alone for the size of their weights */
+  int32_t left_out;               /* siblings left alone: a slice would cost them a kernel (an epilogue,
+                                     a complex consumer, a graph output) */
+} gir_hfuse_stats;
+
+int gir_hfuse(gir_graph *g, int64_t max_weight_bytes, gir_hfuse_stats *stats, gir_err *err);
+
 #endif

@@ -251,7 +251,7 @@ static int sweep(gir_sx *s, gir_simplify_stats *st) {
 /* Restores topological order after rewrites appended nodes: a depth-first walk
  * from each node in list order, producers first, so an ordered list stays as it
  * is. Ids are positions (no node was removed since the last compaction). */
-static void topo_sort(gir_graph *g, gir_arena *tmp) {
+void gir_topo_sort(gir_graph *g, gir_arena *tmp) {
   int32_t n = g->n_nodes, cnt = 0, sp = 0;
   gir_node **order = gir_arena_calloc(tmp, (size_t)n + 1, sizeof *order);
   uint8_t *mark = gir_arena_calloc(tmp, (size_t)n + 1, 1);
@@ -306,7 +306,7 @@ int gir_simplify(gir_graph *g, const gir_evaluator *ev, gir_simplify_stats *stat
       break;
     }
     st.rewrites += fired;
-    topo_sort(g, s.tmp);
+    gir_topo_sort(g, s.tmp);
     gir_graph_compact(g);
     int32_t merged = 0;
     gir_cse(g, &merged);
@@ -315,7 +315,7 @@ int gir_simplify(gir_graph *g, const gir_evaluator *ev, gir_simplify_stats *stat
     if (!fired && !merged) break;
   }
   if (rc < 0) { /* leave a valid graph behind all the same */
-    topo_sort(g, s.tmp);
+    gir_topo_sort(g, s.tmp);
     gir_graph_compact(g);
   }
   st.nodes_after = g->n_nodes;

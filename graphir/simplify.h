@@ -45,6 +45,9 @@ int gir_cse(gir_graph *g, int32_t *merged);
  * already a graph input or output; otherwise nothing changes and -1 is
  * returned (the caller keeps old). 0 on success. */
 int gir_replace_uses(gir_graph *g, gir_value *old, gir_value *new_value);
+/* Restores topological order after a pass appended nodes (ids must be positions:
+ * nothing removed since the last compaction); tmp holds the scratch arrays. */
+void gir_topo_sort(gir_graph *g, gir_arena *tmp);
 /* Whether gir_replace_uses(g, old, new_value) would succeed. */
 int gir_can_replace_uses(const gir_value *old, const gir_value *new_value);
 

@@ -20,7 +20,10 @@ void lower_out_axes(te_ctx *c, const gir_node *n, int i, te_var **axes) {
 
 te_tensor *lower_stage(te_ctx *c, const gir_node *n, int i, te_var *const *axes, te_expr *body) {
   const gir_value *v = n->out[i];
-  return te_compute(c, n->name, v->dtype, v->shape.rank, v->shape.dims, axes, body);
+  te_tensor *t = te_compute(c, n->name, v->dtype, v->shape.rank, v->shape.dims, axes, body);
+  t->tag = gir_op_name(n->op);
+  t->origin = n;
+  return t;
 }
 
 te_expr *lower_idx_const(te_ctx *c, int64_t v) { return te_int(c, v); }

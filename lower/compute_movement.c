@@ -195,3 +195,18 @@ int lower_compute_one_hot(te_ctx *c, const gir_node *n, te_tensor *const *in, te
   out[0] = lower_stage(c, n, 0, ax, te_select(c, te_bin(c, TE_EQ, v, te_v(c, ax[axis])), on, off));
   return 0;
 }
+
+/* NCHW <-> NCHW[b]c: channel c lives at (c / b, c % b) in a blocked tensor. */
+int lower_compute_relayout(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_var *ax[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
+  te_expr *ch = dst ? te_add(c, te_mul(c, te_v(c, ax[1]), te_int(c, dst)), te_v(c, ax[4])) : te_v(c, ax[1]);
+  te_expr *idx[5] = {te_v(c, ax[0]), ch, te_v(c, ax[2]), te_v(c, ax[3]), NULL};
+  if (src) {
+    idx[1] = te_div(c, ch, te_int(c, src));
+    idx[4] = te_bin(c, TE_MOD, ch, te_int(c, src));
+  }
+  out[0] = lower_stage(c, n, 0, ax, te_load(c, in[0], idx));
+  return 0;
+}

@@ -67,6 +67,65 @@ int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
   return 0;
 }
 
+/* conv in NCHW[x]c. Padding is a stage of its own (tag "conv_pad": the zero-padded
+ * input), so the reduction itself has no condition and its inner loops no test. */
+int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+  int depthwise = gir_attr_int(n, "group", 1) != 1;
+  window win = read_window(n, 2);
+  const int64_t *st = win.st, *dl = win.dl, *pd = win.pd;
+  te_tensor *xp = x;
+  if (pd[0] || pd[1] || pd[2] || pd[3]) {
+    int64_t ps[5] = {x->shape[0], x->shape[1], x->shape[2] + pd[0] + pd[2], x->shape[3] + pd[1] + pd[3], x->shape[4]};
+    te_var *pa[5];
+    te_axes(c, 5, ps, pa);
+    te_expr *h = te_sub(c, te_v(c, pa[2]), te_int(c, pd[0])), *wx = te_sub(c, te_v(c, pa[3]), te_int(c, pd[1]));
+    te_expr *xi[5] = {te_v(c, pa[0]), te_v(c, pa[1]), h, wx, te_v(c, pa[4])};
+    te_expr *ok = te_and(c, te_in_range(c, h, x->shape[2]), te_in_range(c, wx, x->shape[3]));
+    xp = te_compute(c, "pad", x->dtype, 5, ps, pa, te_select(c, ok, te_load(c, x, xi), te_const(c, x->dtype, 0)));
+    xp->tag = "conv_pad";
+    xp->origin = n;
+  }
+  te_var *ax[GIR_MAX_RANK], *rv[4];
+  lower_out_axes(c, n, 0, ax);
+  te_expr *ih, *iw, *xi[5], *wi[6];
+  int nr;
+  if (depthwise) {
+    rv[0] = te_var_new(c, "rkh", w->shape[2]);
+    rv[1] = te_var_new(c, "rkw", w->shape[3]);
+    nr = 2;
+  } else {
+    rv[0] = te_var_new(c, "rcb", w->shape[1]);
+    rv[1] = te_var_new(c, "rkh", w->shape[2]);
+    rv[2] = te_var_new(c, "rkw", w->shape[3]);
+    rv[3] = te_var_new(c, "rci", w->shape[4]);
+    nr = 4;
+  }
+  te_var *kh = rv[depthwise ? 0 : 1], *kw = rv[depthwise ? 1 : 2];
+  ih = te_add(c, te_mul(c, te_v(c, ax[2]), te_int(c, st[0])), te_mul(c, te_v(c, kh), te_int(c, dl[0])));
+  iw = te_add(c, te_mul(c, te_v(c, ax[3]), te_int(c, st[1])), te_mul(c, te_v(c, kw), te_int(c, dl[1])));
+  xi[0] = te_v(c, ax[0]);
+  xi[1] = depthwise ? te_v(c, ax[1]) : te_v(c, rv[0]);
+  xi[2] = ih;
+  xi[3] = iw;
+  xi[4] = depthwise ? te_v(c, ax[4]) : te_v(c, rv[3]);
+  wi[0] = te_v(c, ax[1]);
+  wi[1] = depthwise ? te_int(c, 0) : te_v(c, rv[0]);
+  wi[2] = te_v(c, kh);
+  wi[3] = te_v(c, kw);
+  wi[4] = depthwise ? te_int(c, 0) : te_v(c, rv[3]);
+  wi[5] = te_v(c, ax[4]);
+  gir_dtype t = acc_type(x->dtype);
+  te_expr *prod = te_mul(c, te_cast(c, t, te_load(c, xp, xi)), te_cast(c, t, te_load(c, w, wi)));
+  te_expr *body = te_reduce(c, TE_SUM, rv, nr, prod, NULL);
+  if (b) {
+    te_expr *bi[2] = {te_v(c, ax[1]), te_v(c, ax[4])};
+    body = te_add(c, body, te_cast(c, t, te_load(c, b, bi)));
+  }
+  out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
+  return 0;
+}
+
 int lower_compute_conv_transpose(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
   int k = x->rank - 2;
@@ -131,7 +190,8 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
 
 int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
-  int k = x->rank - 2;
+  int blocked = gir_attr_int(n, "blocked", 0) != 0; /* NCHW[b]c: the last axis is a channel block */
+  int k = x->rank - 2 - blocked;
   window win = read_window(n, k);
   const int64_t *st = win.st, *dl = win.dl, *pd = win.pd, *ks = win.ks;
   gir_pool_fn fn = (gir_pool_fn)gir_attr_int(n, "fn", GIR_POOL_MAX);
@@ -146,6 +206,7 @@ int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
   te_expr *xi[GIR_MAX_RANK], *cond = NULL, *cond2 = NULL;
   xi[0] = te_v(c, ax[0]);
   xi[1] = te_v(c, ax[1]);
+  if (blocked) xi[x->rank - 1] = te_v(c, ax[x->rank - 1]);
   for (int i = 0; i < k; i++) {
     te_expr *base = te_sub(c, te_mul(c, te_v(c, ax[2 + i]), te_int(c, st[i])), te_int(c, pd[i]));
     te_expr *pos = te_add(c, base, te_mul(c, te_v(c, rv[i]), te_int(c, dl[i])));

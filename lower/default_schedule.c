@@ -1,10 +1,13 @@
-/* default_schedule.c — the schedule every op gets when nothing better is known:
- * correct for any shape, reasonably parallel. Non-reducing intermediate stages are
- * inlined into their consumers; for each remaining stage the leading spatial loops
- * are fused until there is enough parallel work, and that loop runs in parallel
- * when the stage computes enough elements to pay for the fork. Speed comes from
- * the op-specific templates (a later step), which start from this. */
+/* default_schedule.c — the schedule of a kernel's stages: non-reducing
+ * intermediate stages are inlined into their consumers, heavy stages get their
+ * template (templates.c: matmul, conv in NCHWc), and every other stage gets a
+ * schedule that is correct for any shape and reasonably parallel: a reduction is
+ * computed at its epilogue's innermost loop, and the leading spatial loops are
+ * fused until there is enough parallel work, running in parallel when the stage
+ * computes enough elements to pay for the fork. */
+#include <string.h>
 #include "lower.h"
+#include "templates.h"
 
 #define PARALLEL_MIN_ELEMENTS 16384
 
@@ -27,19 +30,25 @@ static int same_shape(const te_tensor *a, const te_tensor *b) {
   return 1;
 }
 
-int lower_default_schedule(sch_schedule *s, int threads_hint) {
+int lower_default_schedule(sch_schedule *s, const lower_target *t) {
+  lower_target def = lower_target_default();
+  if (!t) t = &def;
+  int threads_hint = t->threads;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    if (!st->is_output && st->n_reduce == 0 && sch_compute_inline(s, st) < 0) return -1;
+    /* a convolution's padded input stays a stage: its template computes it once */
+    int keep = st->t->tag && !strcmp(st->t->tag, "conv_pad");
+    if (!st->is_output && st->n_reduce == 0 && !keep && sch_compute_inline(s, st) < 0) return -1;
   }
+  if (lower_apply_templates(s, t) < 0) return -1;
   /* A reduction feeding only an element-wise epilogue of its own shape (conv →
    * bias → relu, matmul → add) is computed at the epilogue's innermost loop: its
    * accumulator shrinks to one element, a register, instead of a buffer. */
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    if (st->is_output || !st->n_reduce || st->attach != SCH_ROOT) continue;
+    if (st->is_output || !st->n_reduce || st->attach != SCH_ROOT || st->n_rels) continue;
     sch_stage *c = sole_reader(s, st);
-    if (!c || c->n_reduce || !same_shape(c->t, st->t) || !c->n_leaf) continue;
+    if (!c || c->n_reduce || c->n_rels || !same_shape(c->t, st->t) || !c->n_leaf) continue;
     gir_err e = {{0}};
     gir_err *saved = s->err;
     s->err = &e; /* a refusal just keeps the stage at the root */
@@ -48,7 +57,7 @@ int lower_default_schedule(sch_schedule *s, int threads_hint) {
   }
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    if (st->attach != SCH_ROOT || st->n_root == 0) continue;
+    if (st->attach != SCH_ROOT || st->n_root == 0 || st->n_rels) continue; /* n_rels: a template's */
     int64_t numel = 1;
     for (int d = 0; d < st->n_root; d++) numel *= st->root_axes[d]->extent;
     if (numel < PARALLEL_MIN_ELEMENTS) continue;

@@ -6,6 +6,7 @@
 #define LOWER_H
 #include "graph.h"
 #include "schedule.h"
+#include "templates.h"
 #include "tir.h"
 
 typedef struct lower_kernel {
@@ -24,21 +25,28 @@ typedef struct lower_program {
   int32_t n_kernels;
 } lower_program;
 
-/* The default schedule of a stage set: non-reducing intermediates inlined,
- * leading spatial loops fused and run in parallel when the stage is large. */
-int lower_default_schedule(sch_schedule *s, int threads_hint);
+/* The default schedule of a stage set: non-reducing intermediates inlined, heavy
+ * stages scheduled by their templates, the leading spatial loops of the others
+ * fused and run in parallel when the stage is large. t NULL: lower_target_default. */
+int lower_default_schedule(sch_schedule *s, const lower_target *t);
+/* The element-wise stage that is st's only reader, has its shape and is still
+ * unscheduled at the root, or NULL. */
+sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
+/* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
+sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
 
 /* One kernel computing outs (n_outs values produced by the nodes) from the nodes
  * (topological order), named `name`. */
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
-                int32_t n_outs, const char *name, lower_kernel *k, gir_err *err);
+                int32_t n_outs, const char *name, const lower_target *t, lower_kernel *k, gir_err *err);
 /* One kernel for node n. */
-int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err);
+int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, const lower_target *t, lower_kernel *out,
+               gir_err *err);
 
 /* One kernel per group: group_of[node id] in [0, n_groups), groups convex. */
-int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b, lower_program *p,
-                       gir_err *err);
+int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b,
+                       const lower_target *t, lower_program *p, gir_err *err);
 /* One kernel per node. */
-int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err);
+int lower_graph(const gir_graph *g, tir_builder *b, const lower_target *t, lower_program *p, gir_err *err);
 
 #endif

@@ -47,12 +47,14 @@ static te_tensor *copy_stage(te_ctx *c, te_tensor *t) {
 }
 
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
-                int32_t n_outs, const char *name, lower_kernel *k, gir_err *err) {
+                int32_t n_outs, const char *name, const lower_target *t, lower_kernel *k, gir_err *err) {
   gir_arena *a = b->arena;
   vmap m = {.a = a};
-  te_tensor **params = gir_arena_calloc(a, 64, sizeof *params);
+  int32_t cap = 1; /* a kernel reads at most every input of its nodes */
+  for (int j = 0; j < n_nodes; j++) cap += nodes[j]->n_in;
+  te_tensor **params = gir_arena_calloc(a, (size_t)cap, sizeof *params);
   int32_t np = 0;
-  k->in = gir_arena_calloc(a, 64, sizeof *k->in);
+  k->in = gir_arena_calloc(a, (size_t)cap, sizeof *k->in);
   k->node = nodes[n_nodes - 1];
   k->flops = 0;
   for (int j = 0; j < n_nodes; j++) {
@@ -64,7 +66,6 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
       if (!v) continue;
       in[i] = vmap_get(&m, v);
       if (!in[i]) {
-        if (np == 64) return gir_errf(err, "%s: a kernel may read at most 64 values", name);
         in[i] = te_placeholder(c, v->name, v->dtype, v->shape.rank, v->shape.dims);
         vmap_put(&m, v, in[i]);
         k->in[np] = v;
@@ -88,7 +89,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
     if (dup) ot[i] = copy_stage(c, ot[i]);
   }
   sch_schedule *s = sch_create(c, params, np, ot, n_outs, err);
-  if (!s || lower_default_schedule(s, 2) < 0) return gir_err_prefix(err, "scheduling %s", name);
+  if (!s || lower_default_schedule(s, t) < 0) return gir_err_prefix(err, "scheduling %s", name);
   k->fn = sch_lower(s, b, name);
   if (!k->fn) return gir_err_prefix(err, "lowering %s", name);
   k->fn->body = tir_optimize(b, k->fn->body);
@@ -101,15 +102,16 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
   return 0;
 }
 
-int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, lower_kernel *out, gir_err *err) {
+int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, const lower_target *t, lower_kernel *out,
+               gir_err *err) {
   const gir_value *outs[8];
   if (n->n_out > 8) return gir_errf(err, "%s: too many outputs", n->name);
   for (int i = 0; i < n->n_out; i++) outs[i] = n->out[i];
-  return lower_nodes(b, c, &n, 1, outs, n->n_out, name, out, err);
+  return lower_nodes(b, c, &n, 1, outs, n->n_out, name, t, out, err);
 }
 
-int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b, lower_program *p,
-                       gir_err *err) {
+int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b,
+                       const lower_target *t, lower_program *p, gir_err *err) {
   gir_arena *a = b->arena;
   /* members of each group, in topological order */
   int32_t *count = gir_arena_calloc(a, (size_t)n_groups + 1, sizeof *count);
@@ -138,24 +140,30 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
   for (int k = 0; k < g->n_nodes; k++) {
     int32_t gi = group_of[k];
     if (last[gi] != k) continue;
-    const gir_value **outs = gir_arena_calloc(a, 64, sizeof *outs);
+    int32_t ocap = 1;
+    for (int j = 0; j < count[gi]; j++) ocap += members[gi][j]->n_out;
+    const gir_value **outs = gir_arena_calloc(a, (size_t)ocap, sizeof *outs);
     int32_t no = 0;
     for (int j = 0; j < count[gi]; j++)
       for (int i = 0; i < members[gi][j]->n_out; i++)
-        if (leaves[members[gi][j]->out[i]->id]) {
-          if (no == 64) return gir_errf(err, "group %d has more than 64 outputs", gi);
-          outs[no++] = members[gi][j]->out[i];
-        }
-    const gir_node *last = members[gi][count[gi] - 1];
-    char *name = gir_arena_printf(a, "k%d_%s", p->n_kernels, gir_op_name(last->op));
-    if (lower_nodes(b, &c, members[gi], count[gi], outs, no, name, &p->kernels[p->n_kernels], err) < 0) return -1;
+        if (leaves[members[gi][j]->out[i]->id]) outs[no++] = members[gi][j]->out[i];
+    /* named after the group's anchor: its first non-injective op (conv, matmul,
+     * a reduction…), else its last op; profiles group kernels by these names */
+    const gir_node *anchor = members[gi][count[gi] - 1];
+    for (int j = 0; j < count[gi]; j++)
+      if (gir_op_category(members[gi][j]->op) != GIR_INJECTIVE) {
+        anchor = members[gi][j];
+        break;
+      }
+    char *name = gir_arena_printf(a, "k%d_%s", p->n_kernels, gir_op_name(anchor->op));
+    if (lower_nodes(b, &c, members[gi], count[gi], outs, no, name, t, &p->kernels[p->n_kernels], err) < 0) return -1;
     p->n_kernels++;
   }
   return 0;
 }
 
-int lower_graph(const gir_graph *g, tir_builder *b, lower_program *p, gir_err *err) {
+int lower_graph(const gir_graph *g, tir_builder *b, const lower_target *t, lower_program *p, gir_err *err) {
   int32_t *group_of = gir_arena_calloc(b->arena, (size_t)g->n_nodes + 1, sizeof *group_of);
   for (int k = 0; k < g->n_nodes; k++) group_of[k] = k;
-  return lower_graph_groups(g, group_of, g->n_nodes, b, p, err);
+  return lower_graph_groups(g, group_of, g->n_nodes, b, t, p, err);
 }

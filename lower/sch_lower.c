@@ -50,17 +50,26 @@ typedef struct lower_ctx {
 /* ---- linear forms over tir vars, for bound inference ---- */
 
 #define LIN_MAX 16
+/* sum coef[i]·term[i] + c, where a term is a loop variable or an opaque
+ * expression (a fused loop's div/mod…) the caller checks separately */
 typedef struct lin {
   int ok;
   int n;
-  tir_var *var[LIN_MAX];
+  const tir_expr *term[LIN_MAX];
   int64_t coef[LIN_MAX];
   int64_t c;
 } lin;
 
-static void lin_add_term(lin *l, tir_var *v, int64_t k) {
+static int tir_same(const tir_expr *a, const tir_expr *b);
+
+static int same_term(const tir_expr *a, const tir_expr *b) {
+  if (a->kind == TIR_VAR && b->kind == TIR_VAR) return a->u.var == b->u.var;
+  return tir_same(a, b);
+}
+
+static void lin_add_term(lin *l, const tir_expr *t, int64_t k) {
   for (int i = 0; i < l->n; i++)
-    if (l->var[i] == v) {
+    if (same_term(l->term[i], t)) {
       l->coef[i] += k;
       return;
     }
@@ -68,7 +77,7 @@ static void lin_add_term(lin *l, tir_var *v, int64_t k) {
     l->ok = 0;
     return;
   }
-  l->var[l->n] = v;
+  l->term[l->n] = t;
   l->coef[l->n++] = k;
 }
 
@@ -80,18 +89,19 @@ static lin lin_of(const tir_expr *e) {
   }
   switch (e->kind) {
   case TIR_INT: r.c = e->u.i; return r;
-  case TIR_VAR: lin_add_term(&r, e->u.var, 1); return r;
+  case TIR_VAR: lin_add_term(&r, e, 1); return r;
   case TIR_BINARY: {
+    if (e->u.bin.op != TE_ADD && e->u.bin.op != TE_SUB && e->u.bin.op != TE_MUL) break;
     lin a = lin_of(e->u.bin.a), b = lin_of(e->u.bin.b);
     if (!a.ok || !b.ok) break;
     if (e->u.bin.op == TE_ADD || e->u.bin.op == TE_SUB) {
       int64_t sg = e->u.bin.op == TE_ADD ? 1 : -1;
       r = a;
-      for (int i = 0; i < b.n; i++) lin_add_term(&r, b.var[i], sg * b.coef[i]);
+      for (int i = 0; i < b.n; i++) lin_add_term(&r, b.term[i], sg * b.coef[i]);
       r.c += sg * b.c;
       return r;
     }
-    if (e->u.bin.op == TE_MUL && (a.n == 0 || b.n == 0)) {
+    if (a.n == 0 || b.n == 0) {
       lin *v = a.n ? &a : &b;
       int64_t k = a.n ? b.c : a.c;
       r = *v;
@@ -103,7 +113,8 @@ static lin lin_of(const tir_expr *e) {
   }
   default: break;
   }
-  r.ok = 0;
+  /* anything else is an opaque term */
+  lin_add_term(&r, e, 1);
   return r;
 }
 
@@ -328,10 +339,15 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
       int64_t mn = l.c, mx = l.c;
       for (int i = 0; i < l.n; i++) {
         int inner = -1;
-        for (int j = 0; j < n_inner; j++)
-          if (inner_vars[j] == l.var[i]) inner = j;
+        if (l.term[i]->kind == TIR_VAR) {
+          for (int j = 0; j < n_inner; j++)
+            if (inner_vars[j] == l.term[i]->u.var) inner = j;
+        } else if (uses_any(l.term[i], inner_vars, n_inner)) {
+          sym.ok = 0; /* an opaque term that varies inside the attach point */
+          break;
+        }
         if (inner < 0) {
-          lin_add_term(&sym, l.var[i], l.coef[i]);
+          lin_add_term(&sym, l.term[i], l.coef[i]);
           continue;
         }
         int64_t span = l.coef[i] * (inner_ext[inner] - 1);
@@ -354,7 +370,7 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
       for (int i = 0; same && i < sym.n; i++) {
         int found = 0;
         for (int j = 0; j < base[d].n; j++)
-          if (base[d].var[j] == sym.var[i] && base[d].coef[j] == sym.coef[i]) found = 1;
+          if (same_term(base[d].term[j], sym.term[i]) && base[d].coef[j] == sym.coef[i]) found = 1;
         same = found;
       }
       if (!same) {
@@ -379,7 +395,7 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
     }
     tir_expr *m = tir_i64(b, lo[d]);
     for (int i = 0; i < base[d].n; i++)
-      m = tir_bin(b, TE_ADD, m, tir_bin(b, TE_MUL, tir_var_ref(b, base[d].var[i]), tir_i64(b, base[d].coef[i])));
+      m = tir_bin(b, TE_ADD, m, tir_bin(b, TE_MUL, (tir_expr *)base[d].term[i], tir_i64(b, base[d].coef[i])));
     out->min[d] = m;
     out->extent[d] = hi[d] - lo[d] + 1;
     if (base[d].n || lo[d] < 0 || hi[d] >= t->shape[d]) out->may_escape = 1;
@@ -389,6 +405,19 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
 /* ---- statements ---- */
 
 static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st);
+
+/* The local buffers of the stages computed at loop `it` of st are allocated in
+ * that loop's body: each iteration (each thread, for a parallel loop) has its own. */
+static tir_stmt *alloc_attached(lower_ctx *L, sch_stage *st, sch_iter *it, tir_stmt *s) {
+  for (int i = 0; i < L->s->n_stages; i++) {
+    sch_stage *p = L->s->stages[i];
+    if (p->attach == SCH_AT && p->at_stage == st && p->at_iter == it) {
+      s = tir_allocate(L->b, L->info[p->id].buf, s);
+      if (L->info[p->id].aux) s = tir_allocate(L->b, L->info[p->id].aux, s);
+    }
+  }
+  return s;
+}
 
 static tir_expr *reduce_identity(lower_ctx *L, te_combiner comb, gir_dtype t) {
   tir_builder *b = L->b;
@@ -586,7 +615,7 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   for (int k = st->n_leaf - 1; k >= (init ? first_red : 0); k--) {
     sch_iter *it = st->leaf[k];
     tir_stmt *att = attached_at(L, st, it);
-    if (att) s = tir_seq2(b, att, s);
+    if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
     s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
   }
   if (init) {
@@ -604,16 +633,8 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
     for (int k = first_red - 1; k >= 0; k--) {
       sch_iter *it = st->leaf[k];
       tir_stmt *att = attached_at(L, st, it);
-      if (att) s = tir_seq2(b, att, s);
+      if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
       s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
-    }
-  }
-  /* local buffers of stages attached inside this nest are allocated around it */
-  for (int i = 0; i < L->s->n_stages; i++) {
-    sch_stage *p = L->s->stages[i];
-    if (p->attach == SCH_AT && p->at_stage == st) {
-      s = tir_allocate(b, L->info[p->id].buf, s);
-      if (L->info[p->id].aux) s = tir_allocate(b, L->info[p->id].aux, s);
     }
   }
   return s;

@@ -100,6 +100,8 @@ static te_expr *split_reductions(build_ctx *b, te_tensor *owner, te_expr *e, int
     }
     te_expr *body = te_subst(c, r, owner->axis, repl, owner->rank);
     te_tensor *t = te_compute(c, "red", r->dtype, owner->rank, owner->shape, ax, body);
+    t->tag = owner->tag; /* the reduction is the heart of the owner's op: templates find it by tag */
+    t->origin = owner->origin;
     visit_tensor(t, b); /* becomes a stage before the owner */
     return te_load(c, t, idx);
   }
@@ -409,6 +411,8 @@ sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope) {
   }
   te_expr *body = te_subst(c, st->body, t->axis, repl, t->rank);
   te_tensor *work = te_compute(c, "local", t->dtype, t->rank, t->shape, ax, body);
+  work->tag = t->tag;
+  work->origin = t->origin;
   sch_stage *nst = stage_new(s, work, body);
   nst->scope = scope;
   insert_stage_before(s, nst, st);

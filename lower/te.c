@@ -2,6 +2,7 @@
  * operands is an internal invariant of the compute definitions, so it is asserted,
  * not reported: user input never reaches these checks unvalidated. */
 #include <assert.h>
+#include <string.h>
 #include <stdlib.h>
 #include "te.h"
 
@@ -46,6 +47,7 @@ te_var *te_var_new(te_ctx *c, const char *name, int64_t extent) {
 te_tensor *te_placeholder(te_ctx *c, const char *name, gir_dtype t, int32_t rank, const int64_t *shape) {
   assert(rank >= 0 && rank <= GIR_MAX_RANK);
   te_tensor *x = alloc(c, sizeof *x);
+  memset(x, 0, sizeof *x);
   x->kind = TE_PLACEHOLDER;
   x->name = name;
   x->dtype = t;

@@ -94,6 +94,9 @@ struct te_tensor {
   te_var *axis[GIR_MAX_RANK]; /* COMPUTE: iteration variable of each output axis */
   te_expr *body;              /* COMPUTE */
   int32_t id;
+  const char *tag;            /* COMPUTE: the canonical op that defined it ("conv", "matmul"…), or
+                               * NULL; schedule templates dispatch on it, as TVM's tags */
+  const void *origin;         /* the gir_node it came from (its attributes), or NULL */
 };
 
 typedef struct te_ctx {

@@ -1,8 +1,11 @@
-/* memplan.c — greedy-by-size offset assignment (the scheme TFLite and TVM's
- * static planners use): sort by size, descending; place each tensor at the lowest
- * aligned offset that does not collide with an already placed tensor whose
- * lifetime overlaps. Sizes are rounded up to the alignment first, with overflow
- * checks. O(n² log n), which is nothing next to compiling the kernels. */
+/* memplan.c — greedy offset assignment (the scheme TFLite and TVM's static
+ * planners use): take the tensors in some order; place each at the lowest aligned
+ * offset that does not collide with an already placed tensor whose lifetime
+ * overlaps. Orders tried: by size descending (greedy-by-size), by lifetime length
+ * descending (greedy-by-breadth, good when short-lived workspaces sit between long
+ * activations), and by first use; the smallest arena wins. Sizes are rounded up to
+ * the alignment first, with overflow checks. O(n² log n) per order, which is
+ * nothing next to compiling the kernels. */
 #include <stdlib.h>
 #include "memplan.h"
 
@@ -16,6 +19,21 @@ static int by_size_desc(const void *a, const void *b, void *ctx) {
   if (t[i].bytes != t[j].bytes) return t[i].bytes < t[j].bytes ? 1 : -1;
   if (t[i].first != t[j].first) return t[i].first < t[j].first ? -1 : 1;
   return i < j ? -1 : i > j;
+}
+
+static int by_life_desc(const void *a, const void *b, void *ctx) {
+  const pack_tensor *t = ctx;
+  int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+  int32_t li = t[i].last - t[i].first, lj = t[j].last - t[j].first;
+  if (li != lj) return li < lj ? 1 : -1;
+  return by_size_desc(a, b, ctx);
+}
+
+static int by_first(const void *a, const void *b, void *ctx) {
+  const pack_tensor *t = ctx;
+  int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+  if (t[i].first != t[j].first) return t[i].first < t[j].first ? -1 : 1;
+  return by_size_desc(a, b, ctx);
 }
 
 static int by_lo(const void *a, const void *b) {
@@ -68,25 +86,41 @@ int pack_plan_memory(pack_tensor *t, int32_t n, pack_plan_stats *st, gir_err *er
   }
   free(alive);
 
-  qsort_r(order, (size_t)n, sizeof *order, by_size_desc, t);
-  for (int32_t k = 0; k < n; k++) {
-    pack_tensor *x = &t[order[k]];
-    int64_t need = align_up(x->bytes);
-    int32_t nb = 0;
-    for (int32_t j = 0; j < k; j++) {
-      const pack_tensor *y = &t[order[j]];
-      if (y->first <= x->last && x->first <= y->last && y->bytes > 0)
-        busy[nb++] = (interval){y->offset, y->offset + align_up(y->bytes)};
-    }
-    qsort(busy, (size_t)nb, sizeof *busy, by_lo);
-    int64_t off = 0;
-    for (int32_t j = 0; j < nb; j++) {
-      if (busy[j].lo >= off + need) break; /* fits in the gap before this one */
-      if (busy[j].hi > off) off = busy[j].hi;
-    }
-    x->offset = off;
-    if (off + need > st->arena_bytes) st->arena_bytes = off + need;
+  int (*const orders[])(const void *, const void *, void *) = {by_size_desc, by_life_desc, by_first};
+  int64_t *best = malloc(sizeof *best * (size_t)n);
+  if (!best) {
+    rc = gir_errf(err, "memory planner: out of memory");
+    goto out;
   }
+  st->arena_bytes = -1;
+  for (size_t o = 0; o < sizeof orders / sizeof orders[0]; o++) {
+    qsort_r(order, (size_t)n, sizeof *order, orders[o], t);
+    int64_t arena = 0;
+    for (int32_t k = 0; k < n; k++) {
+      pack_tensor *x = &t[order[k]];
+      int64_t need = align_up(x->bytes);
+      int32_t nb = 0;
+      for (int32_t j = 0; j < k; j++) {
+        const pack_tensor *y = &t[order[j]];
+        if (y->first <= x->last && x->first <= y->last && y->bytes > 0)
+          busy[nb++] = (interval){y->offset, y->offset + align_up(y->bytes)};
+      }
+      qsort(busy, (size_t)nb, sizeof *busy, by_lo);
+      int64_t off = 0;
+      for (int32_t j = 0; j < nb; j++) {
+        if (busy[j].lo >= off + need) break; /* fits in the gap before this one */
+        if (busy[j].hi > off) off = busy[j].hi;
+      }
+      x->offset = off;
+      if (off + need > arena) arena = off + need;
+    }
+    if (st->arena_bytes < 0 || arena < st->arena_bytes) {
+      st->arena_bytes = arena;
+      for (int32_t i = 0; i < n; i++) best[i] = t[i].offset;
+    }
+  }
+  for (int32_t i = 0; i < n; i++) t[i].offset = best[i];
+  free(best);
 out:
   free(order);
   free(busy);

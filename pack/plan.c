@@ -82,7 +82,7 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     pack_call *c = &out->calls[k];
-    c->name = kr->node ? kr->node->name : kr->fn->name;
+    c->name = kr->fn->name;
     c->symbol = kr->fn->name;
     c->n_args = kr->n_in + kr->n_out + kr->n_ws;
     c->args = gir_arena_calloc(a, (size_t)c->n_args + 1, sizeof *c->args);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include "err.h"
 #include "kiln_abi.h"
+#include "templates.h"
 #include "tir.h"
 
 typedef struct tgt_llvm_options {
@@ -38,6 +39,9 @@ typedef struct tgt_llvm_options {
 int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err);
 /* The names above, NULL-terminated. */
 const char *const *tgt_llvm_target_names(void);
+
+/* The vector width and register count the schedule templates tile for. */
+int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out);
 
 typedef struct tgt_llvm_module tgt_llvm_module;
 

@@ -376,3 +376,36 @@ int tgt_llvm_dump_asm(const tgt_llvm_module *m, FILE *out, gir_err *err) {
   free(s);
   return rc;
 }
+
+/* --- what the schedule templates need to know --- */
+
+int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out) {
+  *out = lower_target_default();
+  char *triple = opt->triple ? dup_message(LLVMNormalizeTargetTriple(opt->triple)) : host_triple();
+  char *features = opt->features ? strdup(opt->features) : NULL;
+  if (!opt->triple && !opt->features) features = dup_message(LLVMGetHostCPUFeatures());
+  if (!triple) {
+    free(features);
+    return -1;
+  }
+  if (!strncmp(triple, "x86_64", 6)) {
+    /* the generic x86-64 has SSE2; named targets and the host say more */
+    int avx512 = features && has_feature(features, "avx512f"), avx2 = features && has_feature(features, "avx2");
+    if (opt->cpu && !strcmp(opt->cpu, "x86-64-v4")) avx512 = 1;
+    if (opt->cpu && !strcmp(opt->cpu, "x86-64-v3")) avx2 = 1;
+    out->vec_f32 = avx512 ? 16 : avx2 ? 8 : 4;
+    out->vec_regs = avx512 ? 32 : 16;
+  } else if (!strncmp(triple, "aarch64", 7)) {
+    out->vec_f32 = 4;
+    out->vec_regs = 32;
+  } else if (!strncmp(triple, "arm", 3)) {
+    out->vec_f32 = 4;
+    out->vec_regs = 16;
+  } else {
+    out->vec_f32 = 1; /* rv64gc: no vector extension */
+    out->vec_regs = 32;
+  }
+  free(triple);
+  free(features);
+  return 0;
+}

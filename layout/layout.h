@@ -1,0 +1,26 @@
+/* layout.h — data-layout transforms of the graph (design guide §5). For CPU
+ * convolutions, activations move to NCHW[x]c (channel blocks of x innermost, x
+ * from the target's vector width) and weights to OIHW[x]i[y]o, packed at compile
+ * time so bundles ship them packed. The blocked layout then spreads through the
+ * layout-agnostic ops (element-wise, pooling, spatial reductions, concat on
+ * channels), so transforms remain only where a layout-bound op needs plain NCHW;
+ * a transform back followed by one forward cancels (or becomes one re-blocking). */
+#ifndef LAY_LAYOUT_H
+#define LAY_LAYOUT_H
+#include "graph.h"
+
+typedef struct lay_stats {
+  int32_t convs;       /* convolutions moved to conv_nchwc */
+  int32_t propagated;  /* layout-agnostic ops now running blocked */
+  int32_t transforms;  /* relayout nodes left in the graph */
+} lay_stats;
+
+/* Rewrites eligible 2-D float32 convolutions with constant weights (group 1 or
+ * depthwise) into conv_nchwc and propagates the layout. `block` is the vector
+ * width in floats: output blocks are 2·block when that divides the channels (a
+ * two-vector register tile), else block or a smaller power of two ≥ 4; an input
+ * already blocked keeps its block. Requires: topological order.
+ * Preserves: semantics, output names and shapes; compacts the graph. */
+int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
+
+#endif

@@ -1,0 +1,228 @@
+/* nchwc.c — the NCHW[x]c layout pass (TVM's AlterOpLayout for x86, NeoCPU's
+ * layout planning), in one forward sweep over the graph in topological order:
+ *
+ *   conv(x, w, b)            → relayout(conv_nchwc(relayout(x, 0→ib), pack(w), b'), ob→0)
+ *   op(relayout(a, b→0), …)  → relayout(op'(a, …'), b→0)   for layout-agnostic ops
+ *   relayout(relayout(a, s→t), t→u) → relayout(a, s→u), or a itself when s = u
+ *
+ * Each rewrite leaves the value in plain NCHW behind a relayout, so every
+ * consumer the sweep cannot convert still reads what it read before; consumers
+ * that can convert look through the relayout when their turn comes. Relayouts
+ * nobody reads any more are dropped by compaction, so transforms remain only at
+ * the boundaries of the blocked region. Weights are packed here, in C, into new
+ * constants; operands of element-wise ops that are constants get a relayout the
+ * fold pass that follows computes at compile time. */
+#include <string.h>
+#include "layout.h"
+#include "simplify.h"
+
+typedef struct lay {
+  gir_graph *g;
+  gir_err *err;
+  int32_t block;
+  lay_stats *st;
+} lay;
+
+static void copy_attrs(gir_graph *g, gir_node *dst, const gir_node *src) {
+  for (int i = 0; i < src->n_attrs; i++) {
+    const gir_attr *a = &src->attrs[i];
+    switch (a->kind) {
+    case GIR_ATTR_INT: gir_attr_set_int(g, dst, a->name, a->i); break;
+    case GIR_ATTR_FLOAT: gir_attr_set_float(g, dst, a->name, a->f); break;
+    case GIR_ATTR_INTS: gir_attr_set_ints(g, dst, a->name, a->ints, a->n); break;
+    case GIR_ATTR_FLOATS: gir_attr_set_floats(g, dst, a->name, a->floats, a->n); break;
+    case GIR_ATTR_STRING: gir_attr_set_string(g, dst, a->name, a->s); break;
+    default: break;
+    }
+  }
+}
+
+/* A new node of op over ins, with like's attributes (like may be NULL). */
+static gir_node *new_node(lay *L, gir_op op, gir_value *const *ins, int32_t n_in, const gir_node *like) {
+  gir_node *n = gir_node_new(L->g, op, NULL, ins, n_in, 1);
+  if (like) {
+    copy_attrs(L->g, n, like);
+    n->origin = like->origin;
+  }
+  return n;
+}
+
+static gir_value *finish(lay *L, gir_node *n) { return gir_node_infer(L->g, n, L->err) < 0 ? NULL : n->out[0]; }
+
+/* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
+ * a relayout that produced x. */
+static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, const gir_node *origin) {
+  gir_node *p = x->producer;
+  if (p && p->op == GIR_OP_relayout && gir_attr_int(p, "dst", 0) == src) {
+    x = p->in[0];
+    src = gir_attr_int(p, "src", 0);
+  }
+  if (src == dst) return x;
+  gir_node *n = new_node(L, GIR_OP_relayout, &x, 1, NULL);
+  n->origin = origin ? origin->origin : NULL;
+  gir_attr_set_int(L->g, n, "src", src);
+  gir_attr_set_int(L->g, n, "dst", dst);
+  return finish(L, n);
+}
+
+/* The blocked tensor behind v, when v is relayout(a, b→0); its block in *b. */
+static gir_value *blocked_source(const gir_value *v, int64_t *b) {
+  const gir_node *p = v ? v->producer : NULL;
+  if (!p || p->op != GIR_OP_relayout || gir_attr_int(p, "dst", 0) != 0 || gir_attr_int(p, "src", 0) == 0) return NULL;
+  *b = gir_attr_int(p, "src", 0);
+  return p->in[0];
+}
+
+/* The largest power-of-two block ≤ max (and ≥ 4) dividing c, or 0. */
+static int64_t pick_block(int64_t c, int64_t max) {
+  for (int64_t b = max; b >= 4; b /= 2)
+    if (c % b == 0) return b;
+  return 0;
+}
+
+/* ---- convolutions ---- */
+
+static int rewrite_conv(lay *L, gir_node *n) {
+  gir_graph *g = L->g;
+  gir_value *x = n->in[0], *w = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
+  if (x->shape.rank != 4 || x->dtype != GIR_F32 || !w->data || (bias && !bias->data)) return 0;
+  int64_t C = x->shape.dims[1], M = w->shape.dims[0], KH = w->shape.dims[2], KW = w->shape.dims[3];
+  int64_t group = gir_attr_int(n, "group", 1);
+  int dw = group != 1;
+  if (dw && !(group == C && M == C && w->shape.dims[1] == 1)) return 0;
+  /* input block: the producer's when it is blocked already (no re-blocking),
+   * else the widest that divides C (all of C when C is small, e.g. RGB);
+   * output block: two vectors when they divide M (a 2-vector register tile
+   * halves the broadcasts per FMA), else one */
+  int64_t in_b = 0, ib, ob;
+  if (blocked_source(x, &in_b) && C % in_b) in_b = 0;
+  if (dw) {
+    ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
+  } else {
+    ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
+    ob = pick_block(M, 2 * (int64_t)L->block);
+  }
+  if (!ob || !ib) return 0;
+  int64_t cg = dw ? 1 : C, wb = dw ? 1 : ib;
+  gir_shape ws = {.rank = 6, .dims = {M / ob, cg / wb, KH, KW, wb, ob}};
+  float *wp = gir_arena_alloc(g->arena, (size_t)(M * cg * KH * KW) * sizeof *wp);
+  const float *wd = w->data;
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t c = 0; c < cg; c++)
+      for (int64_t t = 0; t < KH * KW; t++) {
+        int64_t dst = ((((m / ob) * (cg / wb) + c / wb) * KH * KW + t) * wb + c % wb) * ob + m % ob;
+        wp[dst] = wd[(m * cg + c) * KH * KW + t];
+      }
+  gir_value *ins[3];
+  ins[0] = relayout(L, x, 0, ib, n);
+  if (!ins[0]) return -1;
+  ins[1] = gir_const_new(g, NULL, GIR_F32, &ws, wp);
+  ins[2] = NULL;
+  if (bias) {
+    gir_shape bs = {.rank = 2, .dims = {M / ob, ob}};
+    ins[2] = gir_const_new(g, NULL, GIR_F32, &bs, bias->data); /* [M] and [M/ob, ob] share the row-major order */
+  }
+  gir_node *cn = new_node(L, GIR_OP_conv_nchwc, ins, bias ? 3 : 2, n);
+  gir_value *y = finish(L, cn);
+  if (!y || !(y = relayout(L, y, ob, 0, n))) return -1;
+  if (gir_replace_uses(g, n->out[0], y) < 0) return 0;
+  L->st->convs++;
+  return 1;
+}
+
+/* ---- layout-agnostic ops ---- */
+
+/* Operand v of an element-wise op whose output is [N, C, H, W], in layout b. */
+static gir_value *blocked_operand(lay *L, gir_value *v, int64_t C, int64_t b, const gir_node *origin) {
+  int64_t vb;
+  if (blocked_source(v, &vb)) return relayout(L, v, 0, b, origin);
+  if (v->shape.rank > 4) return NULL;
+  int64_t d[4] = {1, 1, 1, 1};
+  for (int i = 0; i < v->shape.rank; i++) d[4 - v->shape.rank + i] = v->shape.dims[i];
+  gir_value *v4 = v;
+  if (v->shape.rank != 4 && d[1] != 1) {
+    gir_node *r = new_node(L, GIR_OP_reshape, &v, 1, NULL);
+    r->origin = origin->origin;
+    gir_attr_set_ints(L->g, r, "shape", d, 4);
+    if (!(v4 = finish(L, r))) return NULL;
+  }
+  if (d[1] == C) return relayout(L, v4, 0, b, origin);
+  if (d[1] != 1) return NULL;
+  int64_t d5[5] = {d[0], 1, d[2], d[3], 1};
+  gir_node *r = new_node(L, GIR_OP_reshape, &v, 1, NULL);
+  r->origin = origin->origin;
+  gir_attr_set_ints(L->g, r, "shape", d5, 5);
+  return finish(L, r);
+}
+
+static int is_spatial_reduce(const gir_node *n) {
+  int32_t na;
+  const int64_t *axes = gir_attr_ints(n, "axes", &na);
+  if (!axes || !gir_attr_int(n, "keepdims", 1)) return 0;
+  for (int i = 0; i < na; i++)
+    if (axes[i] != 2 && axes[i] != 3) return 0;
+  return 1;
+}
+
+static int propagate(lay *L, gir_node *n) {
+  if (n->n_out != 1 || n->out[0]->shape.rank != 4) return 0;
+  int64_t b = 0, C = n->out[0]->shape.dims[1];
+  for (int i = 0; i < n->n_in && !b; i++) blocked_source(n->in[i], &b);
+  if (!b) return 0;
+  gir_value *ins[64];
+  if (n->n_in > 64) return 0;
+  switch (n->op) {
+  case GIR_OP_unary: case GIR_OP_cast: case GIR_OP_binary: case GIR_OP_where:
+    if (C % b) return 0;
+    for (int i = 0; i < n->n_in; i++) {
+      ins[i] = blocked_operand(L, n->in[i], C, b, n);
+      if (!ins[i]) return 0; /* an operand that cannot follow: the op stays plain */
+    }
+    break;
+  case GIR_OP_pool:
+    if (gir_attr_int(n, "blocked", 0) || n->in[0]->shape.rank != 4) return 0;
+    ins[0] = blocked_source(n->in[0], &b);
+    break;
+  case GIR_OP_reduce:
+    if (!is_spatial_reduce(n) || n->in[0]->shape.rank != 4) return 0;
+    ins[0] = blocked_source(n->in[0], &b);
+    break;
+  case GIR_OP_concat:
+    if (gir_attr_int(n, "axis", 0) != 1) return 0;
+    for (int i = 0; i < n->n_in; i++) {
+      if (n->in[i]->shape.rank != 4 || n->in[i]->shape.dims[1] % b) return 0;
+      if (!(ins[i] = relayout(L, n->in[i], 0, b, n))) return -1;
+    }
+    break;
+  default: return 0;
+  }
+  gir_node *nn = new_node(L, n->op, ins, n->n_in, n);
+  if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);
+  gir_value *y = finish(L, nn);
+  if (!y || !(y = relayout(L, y, b, 0, n))) return -1;
+  if (gir_replace_uses(L->g, n->out[0], y) < 0) return 0;
+  L->st->propagated++;
+  return 1;
+}
+
+int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
+  lay_stats st = {0};
+  lay L = {.g = g, .err = err, .block = block, .st = &st};
+  int32_t n0 = g->n_nodes;
+  if (block >= 4) {
+    for (int k = 0; k < n0; k++) {
+      gir_node *n = g->nodes[k];
+      int r = n->op == GIR_OP_conv ? rewrite_conv(&L, n) : propagate(&L, n);
+      if (r < 0) return -1;
+    }
+  }
+  if (g->n_nodes != n0) {
+    gir_arena *tmp = gir_arena_new();
+    gir_topo_sort(g, tmp);
+    gir_arena_free(tmp);
+    gir_graph_compact(g);
+  }
+  for (int k = 0; k < g->n_nodes; k++) st.transforms += g->nodes[k]->op == GIR_OP_relayout;
+  if (stats) *stats = st;
+  return 0;
+}

@@ -1,0 +1,92 @@
+/* sched_conv.c — the direct-convolution template for conv_nchwc, after NeoCPU
+ * (and TVM's conv2d_NCHWc x86 schedule). The output y[n, mo, oh, ow, mi] is cut
+ * into register tiles of ow_tile pixels along W × the mi block (oc_vecs vectors).
+ * For each tile the reduction runs input-channel blocks → kernel rows → kernel
+ * columns → channels in the block, and innermost the tile: one broadcast of an
+ * input value per pixel and one vector load of packed weights per vector, then
+ * ow_tile · oc_vecs FMAs into accumulators LLVM keeps in registers. The epilogue
+ * (bias is in the reduction; activation, residual add…) reads the tile from
+ * registers. The tiles (n, mo, oh, ow/ow_tile) are fused into one parallel loop.
+ * A depthwise conv has no channel reduction: its taps load input vectors.
+ * The zero-padded input (stage tag "conv_pad") is computed once, in parallel,
+ * before the convolution, so the inner loops carry no bounds test. */
+#include <string.h>
+#include "lower.h"
+
+lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
+  const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
+  int64_t ow = o->shape[3], ob = o->shape[4];
+  lower_conv_cfg c = {.ow_tile = 1, .oc_vecs = 1, .vec = t->vec_f32, .unroll_kw = 0, .parallel = 1};
+  if (o->dtype != GIR_F32) c.vec = 1;
+  while (c.vec > 1 && ob % c.vec) c.vec /= 2;
+  c.oc_vecs = (int32_t)(ob / c.vec);
+  if (c.oc_vecs > 4) c.oc_vecs = 4;
+  /* pixels per tile: the largest divisor of OW the registers allow (accumulators,
+   * the weight vectors, one broadcast) */
+  int64_t max_px = (t->vec_regs - c.oc_vecs - 1) / c.oc_vecs;
+  if (max_px > 14) max_px = 14;
+  for (int64_t p = max_px; p >= 1; p--)
+    if (ow % p == 0) {
+      c.ow_tile = (int32_t)p;
+      break;
+    }
+  if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8); /* a guarded tail beats tiny tiles */
+  return c;
+}
+
+/* The padded input: computed at the root, rows in parallel, channels vectorized. */
+static int sched_pad(sch_schedule *s, sch_stage *red, int32_t vec) {
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *p = s->stages[i];
+    if (p->attach != SCH_ROOT || p->n_rels || !p->t->tag || strcmp(p->t->tag, "conv_pad") || !sch_reads(red, p)) continue;
+    if (p->n_root != 5) continue;
+    sch_iter *rows;
+    if (sch_fuse(s, p, p->leaf[0], p->leaf[1], &rows) < 0 || sch_fuse(s, p, rows, p->leaf[1], &rows) < 0) return -1;
+    if (sch_annotate(s, p, rows, TIR_PARALLEL) < 0) return -1;
+    sch_iter *ci = p->leaf[p->n_leaf - 1];
+    if (vec > 1 && ci->extent % vec == 0) {
+      sch_iter *co, *cv;
+      if (sch_split(s, p, ci, vec, &co, &cv) < 0 || sch_annotate(s, p, cv, TIR_VECTORIZED) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
+int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
+  if (!epi) {
+    epi = red;
+    red = sch_cache_write(s, red, TIR_LOCAL);
+    if (!red) return -1;
+  }
+  if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
+  if (sched_pad(s, red, cfg->vec) < 0) return -1;
+  sch_iter *owo, *owi;
+  if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
+  sch_iter *tile = lower_fuse_through(s, epi, owo);
+  if (!tile) return gir_errf(s->err, "conv template: cannot fuse the tile loops of %s", epi->t->name);
+  if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
+  sch_iter *mi = epi->leaf[epi->n_leaf - 1];
+  if (cfg->vec > 1) {
+    sch_iter *mo, *mv;
+    if (sch_split(s, epi, mi, cfg->vec, &mo, &mv) < 0 || sch_annotate(s, epi, mv, TIR_VECTORIZED) < 0) return -1;
+  }
+  if (sch_compute_at(s, red, epi, tile) < 0) return -1;
+  /* the register tile: reduction loops outside, pixels × channel vectors inside */
+  sch_iter *ow = red->root_axes[3], *oc = red->root_axes[4], *oco = NULL, *ocv = oc;
+  if (cfg->vec > 1 && sch_split(s, red, oc, cfg->vec, &oco, &ocv) < 0) return -1;
+  sch_iter *order[8];
+  int n = 0;
+  for (int i = 0; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+  order[n++] = ow;
+  if (oco) order[n++] = oco;
+  order[n++] = ocv;
+  if (sch_reorder(s, red, order, n) < 0) return -1;
+  if (sch_annotate(s, red, ow, TIR_UNROLLED) < 0) return -1;
+  if (oco && sch_annotate(s, red, oco, TIR_UNROLLED) < 0) return -1;
+  if (cfg->vec > 1 && sch_annotate(s, red, ocv, TIR_VECTORIZED) < 0) return -1;
+  if (cfg->unroll_kw) {
+    sch_iter *kw = red->reduce_axes[red->n_reduce == 4 ? 2 : 1];
+    if (sch_annotate(s, red, kw, TIR_UNROLLED) < 0) return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,83 @@
+/* sched_matmul.c — the matmul template (dense, matmul, batch matmul), after
+ * BLIS/GotoBLAS's micro-kernel: the output is cut into mr × (nr_vecs·vec) tiles;
+ * for each tile the reduction runs with k outermost and the tile's accumulators
+ * innermost (fully unrolled rows, vector columns), so every step is one vector
+ * load of B per column vector, one broadcast of A per row and mr·nr_vecs FMAs that
+ * LLVM keeps in registers. The epilogue (bias, activation) then reads the tile from
+ * registers and writes the output once. Tiles are independent: the batch and tile
+ * loops are fused into one parallel loop. */
+#include "lower.h"
+
+/* The largest of the candidates that divides n, else the first. */
+static int32_t pick_divisor(int64_t n, const int32_t *cand, int nc) {
+  for (int i = 0; i < nc; i++)
+    if (cand[i] <= n && n % cand[i] == 0) return cand[i];
+  return cand[0];
+}
+
+lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *t) {
+  const te_tensor *o = red->t;
+  int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1];
+  lower_matmul_cfg c = {.mr = 1, .nr_vecs = 1, .vec = t->vec_f32, .k_unroll = 1, .parallel = 1};
+  if (o->dtype != GIR_F32) c.vec = 1;
+  /* columns: the widest tile (up to 2 vectors, 4 for a single row) whose width
+   * divides N, halving the vector if need be; else full vectors and a guarded tail */
+  int32_t max_vecs = M == 1 ? 4 : 2, found = 0;
+  for (int32_t v = c.vec; v >= 4 && !found; v /= 2)
+    for (int32_t nv = max_vecs; nv >= 1 && !found; nv /= 2)
+      if (N % ((int64_t)v * nv) == 0) {
+        c.vec = v;
+        c.nr_vecs = nv;
+        found = 1;
+      }
+  if (!found) {
+    while (c.vec > 1 && N < c.vec) c.vec /= 2;
+    c.nr_vecs = c.vec > 1 && N >= 2 * c.vec ? 2 : 1;
+  }
+  if (c.vec == 1) c.nr_vecs = (int32_t)(N < 8 ? N : 8);
+  /* rows: as many as the registers allow (accumulators + B vectors + a broadcast) */
+  int32_t max_rows = (t->vec_regs - c.nr_vecs - 2) / c.nr_vecs;
+  if (max_rows > 8) max_rows = 8;
+  static const int32_t rows[] = {8, 7, 6, 5, 4, 3, 2, 1};
+  int32_t cand[8], nc = 0;
+  for (int i = 0; i < 8; i++)
+    if (rows[i] <= max_rows) cand[nc++] = rows[i];
+  c.mr = M < cand[0] ? (int32_t)M : pick_divisor(M, cand, nc);
+  return c;
+}
+
+int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_matmul_cfg *cfg) {
+  if (!epi) { /* no epilogue: the reduction moves into a register stage, red copies it out */
+    epi = red;
+    red = sch_cache_write(s, red, TIR_LOCAL);
+    if (!red) return -1;
+  }
+  int r = epi->n_root;
+  if (r < 2 || red->n_reduce != 1) return gir_errf(s->err, "matmul template: %s is not a matmul", red->t->name);
+  int64_t nr = (int64_t)cfg->nr_vecs * cfg->vec;
+  sch_iter *mo, *mi, *no, *ni, *nio, *nii;
+  if (sch_split(s, epi, epi->root_axes[r - 2], cfg->mr, &mo, &mi) < 0 ||
+      sch_split(s, epi, epi->root_axes[r - 1], nr, &no, &ni) < 0)
+    return -1;
+  sch_iter *order[4] = {mo, no, mi, ni};
+  if (sch_reorder(s, epi, order, 4) < 0) return -1;
+  sch_iter *tile = lower_fuse_through(s, epi, no);
+  if (!tile) return -1;
+  if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
+  if (sch_split(s, epi, ni, cfg->vec, &nio, &nii) < 0) return -1;
+  if (cfg->vec > 1 && sch_annotate(s, epi, nii, TIR_VECTORIZED) < 0) return -1;
+  if (sch_compute_at(s, red, epi, tile) < 0) return -1;
+  /* the register tile: k outermost, rows and column vectors unrolled inside it */
+  sch_iter *k = red->reduce_axes[0], *m = red->root_axes[r - 2], *n = red->root_axes[r - 1], *n_o, *n_i;
+  if (sch_split(s, red, n, cfg->vec, &n_o, &n_i) < 0) return -1;
+  sch_iter *rorder[4] = {k, m, n_o, n_i};
+  if (sch_reorder(s, red, rorder, 4) < 0) return -1;
+  if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, n_o, TIR_UNROLLED) < 0) return -1;
+  if (cfg->vec > 1 && sch_annotate(s, red, n_i, TIR_VECTORIZED) < 0) return -1;
+  if (cfg->k_unroll > 1) {
+    sch_iter *ko, *ki;
+    if (sch_split(s, red, k, cfg->k_unroll, &ko, &ki) < 0) return -1;
+    if (sch_annotate(s, red, ki, TIR_UNROLLED) < 0) return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,69 @@
+/* sched_reduce.c — the template for reductions that leave the innermost axis
+ * alone (pooling and spatial means in NCHW[x]c, where the innermost axis is a
+ * block of channels; reductions over leading axes): the innermost output axis is
+ * cut into vectors, the reduction runs at each vector of its epilogue with the
+ * reduce loops outside and the vector lane innermost, so every tap is one vector
+ * load and one vector add/max into a register. Sibling reductions the epilogue
+ * also reads (an average pool's tap count) go to the same place. */
+#include "lower.h"
+
+static int is_plain(const sch_stage *st) {
+  const te_expr *b = st->body;
+  if (b->kind != TE_REDUCE) return 0;
+  te_combiner c = b->u.red.comb;
+  return c == TE_SUM || c == TE_PROD || c == TE_RMAX || c == TE_RMIN;
+}
+
+static int reads_last_axis(const sch_stage *st) {
+  /* the reduction's own output axes must not be reduced over: true by construction;
+   * what matters is that the innermost output axis exists and is not tiny */
+  return st->n_root >= 1;
+}
+
+int lower_vector_reduce_ok(const sch_stage *red, const sch_stage *epi, int32_t vec) {
+  (void)epi;
+  if (vec < 2 || !is_plain(red) || !reads_last_axis(red)) return 0;
+  int64_t last = red->t->shape[red->t->rank - 1];
+  return last % vec == 0 && red->t->dtype == GIR_F32;
+}
+
+static int sched_red_at(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *at, int32_t vec) {
+  if (sch_compute_at(s, red, epi, at) < 0) return -1;
+  sch_iter *lane = red->root_axes[red->n_root - 1], *lo, *li;
+  if (sch_split(s, red, lane, vec, &lo, &li) < 0) return -1;
+  sch_iter *order[GIR_MAX_RANK + 2];
+  int n = 0;
+  for (int i = 0; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+  order[n++] = lo;
+  order[n++] = li;
+  if (sch_reorder(s, red, order, n) < 0) return -1;
+  return sch_annotate(s, red, li, TIR_VECTORIZED);
+}
+
+int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel) {
+  if (!epi) { /* the reduction moves into a register stage, red copies it out */
+    epi = red;
+    red = sch_cache_write(s, red, TIR_LOCAL);
+    if (!red) return -1;
+  }
+  int r = epi->n_root;
+  sch_iter *lo, *li;
+  if (sch_split(s, epi, epi->root_axes[r - 1], vec, &lo, &li) < 0) return -1;
+  if (sch_annotate(s, epi, li, TIR_VECTORIZED) < 0) return -1;
+  sch_iter *outer = lower_fuse_through(s, epi, lo);
+  if (!outer) return -1;
+  if (parallel && outer->extent > 1 && sch_annotate(s, epi, outer, TIR_PARALLEL) < 0) return -1;
+  if (sched_red_at(s, red, epi, outer, vec) < 0) return -1;
+  for (int i = 0; i < s->n_stages; i++) { /* siblings: other reductions of the same epilogue */
+    sch_stage *p = s->stages[i];
+    if (p == red || p->attach != SCH_ROOT || p->n_rels || !p->n_reduce || !is_plain(p)) continue;
+    if (lower_epilogue_of(s, p) != NULL || !sch_reads(epi, p) || p->t->rank != red->t->rank) continue;
+    int same = 1;
+    for (int d = 0; d < p->t->rank; d++) same &= p->t->shape[d] == red->t->shape[d];
+    int only_epi = 1;
+    for (int j = p->id + 1; j < s->n_stages; j++)
+      if (s->stages[j] != epi && s->stages[j]->attach != SCH_INLINE && sch_reads(s->stages[j], p)) only_epi = 0;
+    if (same && only_epi && sched_red_at(s, p, epi, outer, vec) < 0) return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,76 @@
+/* templates.c — which template schedules which stage. A reduction stage whose tag
+ * names an op with a template (matmul, conv_nchwc) gets it, with its epilogue: the
+ * sole reader of the same shape that does not reduce (bias, activation, residual
+ * add, all inlined into one stage by then). Everything else keeps the default
+ * schedule (default_schedule.c), which runs after this and leaves scheduled stages
+ * alone. */
+#include <string.h>
+#include "lower.h"
+#include "templates.h"
+
+lower_target lower_target_default(void) { return (lower_target){.vec_f32 = 16, .vec_regs = 32, .threads = 2}; }
+
+static int same_shape(const te_tensor *a, const te_tensor *b) {
+  if (a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st) {
+  sch_stage *r = NULL;
+  for (int i = st->id + 1; i < s->n_stages; i++) {
+    sch_stage *c = s->stages[i];
+    if (c->attach == SCH_INLINE || !sch_reads(c, st)) continue;
+    if (r) return NULL;
+    r = c;
+  }
+  if (!r || r->n_reduce || r->attach != SCH_ROOT || r->n_rels || !same_shape(r->t, st->t)) return NULL;
+  return r;
+}
+
+sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last) {
+  sch_iter *f = st->leaf[0];
+  while (f != last) {
+    sch_iter *next = st->leaf[1];
+    if (sch_fuse(s, st, f, next, &f) < 0) return NULL;
+    if (next == last) break;
+  }
+  return f;
+}
+
+static int is_tag(const sch_stage *st, const char *tag) { return st->t->tag && !strcmp(st->t->tag, tag); }
+
+/* A reduction whose output keeps its input's innermost axis: a pool in NCHW[x]c,
+ * or a reduce that does not reduce over the last axis. */
+static int keeps_last_axis(const sch_stage *st) {
+  const gir_node *n = st->t->origin;
+  if (!n) return 0;
+  if (n->op == GIR_OP_pool) return gir_attr_int(n, "blocked", 0) != 0;
+  if (n->op != GIR_OP_reduce) return 0;
+  int32_t na;
+  const int64_t *axes = gir_attr_ints(n, "axes", &na);
+  int last = n->in[0]->shape.rank - 1;
+  for (int i = 0; axes && i < na; i++)
+    if (axes[i] == last) return 0;
+  return axes != NULL && last >= 0;
+}
+
+int lower_apply_templates(sch_schedule *s, const lower_target *t) {
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT || !st->n_reduce || st->n_rels) continue;
+    if (st->t->dtype != GIR_F32) continue;
+    sch_stage *epi = lower_epilogue_of(s, st);
+    if (is_tag(st, "matmul") && st->n_reduce == 1) {
+      lower_matmul_cfg cfg = lower_matmul_default(st, t);
+      if (lower_sched_matmul(s, st, epi, &cfg) < 0) return -1;
+    } else if (is_tag(st, "conv_nchwc")) {
+      lower_conv_cfg cfg = lower_conv_default(st, t);
+      if (lower_sched_conv(s, st, epi, &cfg) < 0) return -1;
+    } else if (keeps_last_axis(st) && lower_vector_reduce_ok(st, epi, t->vec_f32)) {
+      if (lower_sched_vector_reduce(s, st, epi, t->vec_f32, 1) < 0) return -1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,64 @@
+/* templates.h — schedule templates: for each kind of heavy stage (matmul, conv in
+ * NCHWc, depthwise conv…) a function that schedules it from a configuration of
+ * named knobs, and an analytic rule that picks a good default configuration from
+ * the shapes and the target. The knobs are plain data (AutoTVM's "config entity"),
+ * so the tuner can enumerate and record them; a template never branches on
+ * anything but its configuration and the shapes.
+ *
+ * A template receives the reduction stage and its epilogue: the element-wise
+ * stage of the same shape that reads it (bias, activation, residual add…), or NULL
+ * when there is none (the template then caches the reduction in registers itself).
+ * The register tile (the accumulators) is the reduction computed at the epilogue's
+ * tile loop, so the epilogue runs on values still in registers. */
+#ifndef LOWER_TEMPLATES_H
+#define LOWER_TEMPLATES_H
+#include "schedule.h"
+
+/* What the templates need to know about the target. */
+typedef struct lower_target {
+  int32_t vec_f32;  /* float lanes per vector register: 16 AVX-512, 8 AVX2, 4 NEON/SSE, 1 none */
+  int32_t vec_regs; /* vector registers: 32 AVX-512 and AArch64, 16 AVX2 and NEON on armv7 */
+  int32_t threads;  /* worker threads the runtime usually has */
+} lower_target;
+
+/* The default target description: AVX-512, 2 threads. */
+lower_target lower_target_default(void);
+
+/* Dense / matmul / batch-matmul: C[b.., m, n] = sum_k A[b.., m, k] B[b.., k, n].
+ * Register tile mr × (nr_vecs · vec) accumulators; k innermost of the reduction. */
+typedef struct lower_matmul_cfg {
+  int32_t mr;        /* rows of the register tile */
+  int32_t nr_vecs;   /* vectors per row of the tile */
+  int32_t vec;       /* lanes per vector (1: scalar) */
+  int32_t k_unroll;  /* unroll of the k loop (1: none) */
+  int32_t parallel;  /* run the tile loops in parallel */
+} lower_matmul_cfg;
+
+lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *t);
+int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_matmul_cfg *cfg);
+
+/* Direct convolution in NCHW[x]c (the conv_nchwc op): out[n, ob, oh, ow, oc] over
+ * (ib, kh, kw, ic). Register tile: ow_tile output pixels × oc_vecs vectors of the
+ * output-channel block; the loop order from outside is (n, ob, oh) fused and
+ * parallel → ow tiles → ib → kh → kw → ic → tile. */
+typedef struct lower_conv_cfg {
+  int32_t ow_tile;   /* output pixels along W in the register tile */
+  int32_t oc_vecs;   /* vectors of output channels in the tile (the block is oc_vecs · vec) */
+  int32_t vec;
+  int32_t unroll_kw; /* unroll the kernel-width loop */
+  int32_t parallel;
+} lower_conv_cfg;
+
+lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
+int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg);
+
+/* Reductions that keep the innermost axis (pooling in NCHW[x]c, spatial means):
+ * vectors of the innermost axis, reduce loops outside the lanes. */
+int lower_vector_reduce_ok(const sch_stage *red, const sch_stage *epi, int32_t vec);
+int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel);
+
+/* Picks and applies the template of every heavy stage it knows; stages it does
+ * not know keep the default schedule. Returns 0, or -1 with the schedule's error. */
+int lower_apply_templates(sch_schedule *s, const lower_target *t);
+
+#endif
