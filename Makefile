@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PY = .venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup build asan-build fuzz-build run test test-release test-asan fuzz conformance clean
+.PHONY: all setup build asan-build fuzz-build run bench test test-release test-asan fuzz conformance clean
 
 all: build
 
@@ -28,6 +28,10 @@ fuzz-build: setup
 
 run: build
 	@scripts/run.sh $(BUILD)/kiln
+
+# kiln vs onnxruntime on the benchmark models (bench/README.md); BENCH_ARGS passes options
+bench: build
+	@$(PY) bench/run.py --kiln $(BUILD)/kiln $(BENCH_ARGS)
 
 test: test-release test-asan fuzz
 

@@ -1,7 +1,9 @@
 /* cli.h — subcommands of the `kiln` command and the option helpers they share. */
 #ifndef KILN_CLI_H
 #define KILN_CLI_H
+#include <stdio.h>
 #include "importer.h"
+#include "kiln.h"
 
 #define KILN_VERSION "0.1.0"
 
@@ -11,6 +13,7 @@ int kiln_cmd_lower(int argc, char **argv);
 int kiln_cmd_check(int argc, char **argv);
 int kiln_cmd_compile(int argc, char **argv);
 int kiln_cmd_run(int argc, char **argv);
+int kiln_cmd_bench(int argc, char **argv);
 
 /* Shared import options built from --input-shape flags; the evaluator is the
  * compiler's constant folder when one is linked in. */
@@ -42,4 +45,44 @@ int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a);
  * if it matches, 0 if not, -1 if the reference cannot be read. */
 int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
                        gir_arena *a);
+
+/* The fp32 peak of one core, measured with a loop of independent FMAs in the
+ * widest ISA the CPU has (peak.c; takes ~0.1 s). */
+typedef struct cli_peak {
+  double gflops_per_core;
+  const char *isa; /* "avx512", "avx2+fma" or "scalar" */
+} cli_peak;
+void cli_measure_peak(cli_peak *out);
+
+/* Per-kernel report shared by `kiln run --profile` and `kiln bench`
+ * (profile_report.c). Kernels are sorted by time, longest first; pct_peak is
+ * < 0 for kernels that count no FLOPs. Conv kernels are those whose name says
+ * conv, matmul kernels those whose name says matmul or gemm; their *_pct_peak is
+ * the FLOP-weighted average of the kernels' % of peak (< 0 when there are none). */
+typedef struct cli_kernel_stat {
+  const char *name;
+  int64_t calls, flops;       /* flops per call */
+  double ms, share, gflops, pct_peak;
+} cli_kernel_stat;
+typedef struct cli_profile_summary {
+  cli_kernel_stat *kernels;   /* malloc'ed, n of them */
+  int32_t n;
+  double total_ms;            /* sum of the kernels' ms per call */
+  double peak_gflops;         /* per core x threads */
+  cli_peak peak;              /* per core */
+  int32_t threads;
+  double conv_pct_peak, matmul_pct_peak;
+  int32_t n_conv, n_matmul;
+} cli_profile_summary;
+int cli_profile_summarize(const kiln_kernel_profile *pr, int32_t n, const cli_peak *peak, int32_t threads,
+                          cli_profile_summary *s);
+/* Prints the top `top` kernels (all when top <= 0), then the conv/matmul averages. */
+void cli_profile_print(FILE *f, const cli_profile_summary *s, int top);
+void cli_profile_free(cli_profile_summary *s);
+
+/* Seeded random input data, the same numbers `kiln run` feeds (seeded_inputs.c):
+ * call once per input, in input order, with one seed variable starting at 42. */
+void cli_fill_random(kiln_dtype t, void *data, int64_t n, uint64_t *seed);
+/* Element i of a buffer of dtype t, as a double. */
+double cli_value_at(kiln_dtype t, const void *data, int64_t i);
 #endif

@@ -11,6 +11,7 @@ static void usage(FILE *f) {
           "usage:\n"
           "  kiln compile MODEL.onnx -o MODEL.kiln [--target T] [--input-shape NAME:DIMS]... [--dump-after=STEP]\n"
           "  kiln run MODEL.kiln [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--repeat N] [--profile]\n"
+          "  kiln bench MODEL(.onnx|.kiln) [--threads N] [--repeat N] [--warmup N] [--compare onnxruntime] [--json]\n"
           "  kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n"
           "  kiln interpret MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]...\n"
           "  kiln lower MODEL.onnx [--test-data DIR]   (print the loop IR of every kernel)\n"
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "check")) return kiln_cmd_check(argc - 2, argv + 2);
   if (!strcmp(argv[1], "compile")) return kiln_cmd_compile(argc - 2, argv + 2);
   if (!strcmp(argv[1], "run")) return kiln_cmd_run(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "bench")) return kiln_cmd_bench(argc - 2, argv + 2);
   if (!strcmp(argv[1], "--version")) {
     printf("kiln %s\n", KILN_VERSION);
     return 0;

@@ -2,8 +2,9 @@
  * (.npy files, or seeded random data when none are given), runs it --repeat times
  * and prints each output's shape, a short summary of its values, the top-5
  * classes of a classifier-like output, and the median latency; --profile prints
- * per-kernel times. Outputs can be written as .npy files. Uses only the runtime's
- * public API (runtime/kiln.h), exactly as an application would. */
+ * per-kernel times, the top 20 against the measured peak (profile_report.c).
+ * Outputs can be written as .npy files. Uses only the runtime's public API
+ * (runtime/kiln.h), exactly as an application would. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,60 +28,13 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64: seeded, reproducible inputs */
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static double value_at(kiln_dtype t, const void *d, int64_t i) {
-  switch (t) {
-  case KILN_DTYPE_FLOAT32: return ((const float *)d)[i];
-  case KILN_DTYPE_FLOAT64: return ((const double *)d)[i];
-  case KILN_DTYPE_INT8: return ((const int8_t *)d)[i];
-  case KILN_DTYPE_INT16: return ((const int16_t *)d)[i];
-  case KILN_DTYPE_INT32: return ((const int32_t *)d)[i];
-  case KILN_DTYPE_INT64: return (double)((const int64_t *)d)[i];
-  case KILN_DTYPE_UINT8: case KILN_DTYPE_BOOL: return ((const uint8_t *)d)[i];
-  case KILN_DTYPE_UINT16: return ((const uint16_t *)d)[i];
-  case KILN_DTYPE_UINT32: return ((const uint32_t *)d)[i];
-  case KILN_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
-  case KILN_DTYPE_FLOAT16: return gir_f16_to_f32(((const uint16_t *)d)[i]);
-  case KILN_DTYPE_BFLOAT16: return gir_bf16_to_f32(((const uint16_t *)d)[i]);
-  default: return 0;
-  }
-}
-
-static void fill_random(kiln_dtype t, void *d, int64_t n, uint64_t *seed) {
-  for (int64_t i = 0; i < n; i++) {
-    double u = (double)(rng_next(seed) >> 11) / 9007199254740992.0; /* [0, 1) */
-    switch (t) {
-    case KILN_DTYPE_FLOAT32: ((float *)d)[i] = (float)(2 * u - 1); break;
-    case KILN_DTYPE_FLOAT64: ((double *)d)[i] = 2 * u - 1; break;
-    case KILN_DTYPE_FLOAT16: ((uint16_t *)d)[i] = gir_f32_to_f16((float)(2 * u - 1)); break;
-    case KILN_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = gir_f32_to_bf16((float)(2 * u - 1)); break;
-    case KILN_DTYPE_BOOL: ((uint8_t *)d)[i] = u < 0.5; break;
-    case KILN_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(u * 10); break;
-    case KILN_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(u * 10); break;
-    case KILN_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(u * 10); break;
-    case KILN_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(u * 10); break;
-    case KILN_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(u * 10); break;
-    case KILN_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(u * 10); break;
-    case KILN_DTYPE_INT64: ((int64_t *)d)[i] = (int64_t)(u * 10); break;
-    case KILN_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)(u * 10); break;
-    default: break;
-    }
-  }
-}
-
 static void print_output(const kiln_tensor_info *info, const void *data) {
   char shape[160] = "";
   size_t o = 0;
   for (int d = 0; d < info->rank; d++) o += (size_t)snprintf(shape + o, sizeof shape - o, d ? "x%lld" : "%lld", (long long)info->dims[d]);
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   for (int64_t i = 0; i < info->elements; i++) {
-    double v = value_at(info->dtype, data, i);
+    double v = cli_value_at(info->dtype, data, i);
     if (v < mn) mn = v;
     if (v > mx) mx = v;
     sum += v;
@@ -89,7 +43,7 @@ static void print_output(const kiln_tensor_info *info, const void *data) {
   if (info->elements)
     printf(" min %.6g max %.6g mean %.6g", mn, mx, sum / (double)info->elements);
   printf("\n  values:");
-  for (int64_t i = 0; i < info->elements && i < 8; i++) printf(" %.6g", value_at(info->dtype, data, i));
+  for (int64_t i = 0; i < info->elements && i < 8; i++) printf(" %.6g", cli_value_at(info->dtype, data, i));
   printf(info->elements > 8 ? " …\n" : "\n");
   /* a classifier output: [1, N] or [N] floats with N >= 10 */
   int64_t n = info->elements;
@@ -103,12 +57,12 @@ static void print_output(const kiln_tensor_info *info, const void *data) {
       for (int64_t i = 0; i < n; i++) {
         int taken = 0;
         for (int j = 0; j < k; j++) taken |= top[j] == i;
-        if (!taken && (best < 0 || value_at(info->dtype, data, i) > value_at(info->dtype, data, best))) best = i;
+        if (!taken && (best < 0 || cli_value_at(info->dtype, data, i) > cli_value_at(info->dtype, data, best))) best = i;
       }
       top[k] = best;
     }
     printf("  top-5:");
-    for (int j = 0; j < k; j++) printf(" class %lld (%.4g)", (long long)top[j], value_at(info->dtype, data, top[j]));
+    for (int j = 0; j < k; j++) printf(" class %lld (%.4g)", (long long)top[j], cli_value_at(info->dtype, data, top[j]));
     printf("\n");
   }
 }
@@ -167,7 +121,7 @@ int kiln_cmd_run(int argc, char **argv) {
       memcpy(arr.dims, info.dims, sizeof arr.dims);
       arr.bytes = info.bytes;
       arr.data = malloc((size_t)(info.bytes ? info.bytes : 1));
-      fill_random(info.dtype, arr.data, info.elements, &seed);
+      cli_fill_random(info.dtype, arr.data, info.elements, &seed);
       printf("input %s: seeded random %s data\n", info.name, kiln_dtype_name(info.dtype));
     }
     st = kiln_model_set_input(m, info.name, arr.dtype, arr.rank, arr.dims, arr.data, (size_t)arr.bytes);
@@ -224,18 +178,15 @@ int kiln_cmd_run(int argc, char **argv) {
     qsort(times, (size_t)repeat, sizeof *times, cmp_double);
     printf("latency: median %.3f ms, min %.3f ms over %d runs, %d threads\n", times[repeat / 2], times[0], repeat,
            kiln_model_threads(m));
-    if (profile) {
+    if (profile) { /* per-kernel report against the measured peak (profile_report.c) */
       const kiln_kernel_profile *pr;
       int32_t n;
       kiln_model_profile(m, &pr, &n);
-      double total = 0;
-      for (int k = 0; k < n; k++) total += (double)pr[k].total_ns;
-      printf("%-40s %10s %6s %10s\n", "kernel", "ms/run", "%", "GFLOPS");
-      for (int k = 0; k < n; k++) {
-        double ms = pr[k].calls ? pr[k].total_ns / 1e6 / (double)pr[k].calls : 0;
-        printf("%-40.40s %10.4f %6.1f %10.2f\n", pr[k].name, ms, total ? 100.0 * (double)pr[k].total_ns / total : 0,
-               ms > 0 ? (double)pr[k].flops / (ms * 1e6) : 0);
-      }
+      cli_peak peak;
+      cli_measure_peak(&peak);
+      cli_profile_summary sum;
+      if (cli_profile_summarize(pr, n, &peak, kiln_model_threads(m), &sum) == 0) cli_profile_print(stdout, &sum, 20);
+      cli_profile_free(&sum);
     }
   }
   free(times);

@@ -1,0 +1,751 @@
+/* bench.c — `kiln bench MODEL`: how fast is the compiled model, and how does that
+ * compare with ONNX Runtime on the same machine, threads and inputs?
+ *
+ * An .onnx model is compiled in-process (kiln_compile) into a bundle in a temporary
+ * folder; a .kiln bundle is used as it is. Inputs are the seeded random data of
+ * `kiln run`. After a warm-up, the model runs --repeat times and we report the
+ * median, p90 and min latency of one run (kiln_model_run, wall clock).
+ *
+ * With --compare onnxruntime a Python worker (embedded below; --python PATH, else
+ * $KILN_PYTHON, else python3) loads the same .onnx with intra_op_num_threads = our
+ * thread count, inter_op_num_threads = 1, ORT_SEQUENTIAL and ORT_ENABLE_ALL, reads the
+ * same inputs from .npy files and times sess.run_with_iobinding the same way (inputs
+ * bound once, like ours: the plain sess.run would add ~5 us of copies and conversions
+ * per call, which is not ONNX Runtime's speed but Python's). We talk to it over
+ * its stdin/stdout, one line per command and per answer. The two take turns in
+ * batches of BATCH runs, so a change in machine load (other processes, frequency)
+ * hits both alike instead of whichever ran second; a 5 ms pause before each batch
+ * lets the other runtime's spinning workers go to sleep. Afterwards both outputs are
+ * compared (max abs diff per output; beyond rtol 1e-3 / atol 1e-4 we warn but do not
+ * fail: a benchmark is not a conformance test).
+ *
+ * Per-kernel times come from separate runs with the runtime's profiling on (so the
+ * timed runs carry no profiling overhead): each kernel's median over those runs,
+ * reported against the measured fp32 peak
+ * (peak.c, profile_report.c). --json prints exactly one JSON object on stdout and
+ * nothing else there. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cJSON.h>
+#include "cli.h"
+#include "compile.h"
+#include "kiln.h"
+#include "npy.h"
+
+extern char **environ;
+
+enum { BATCH = 5, MAX_FILES = 300, TOP_KERNELS = 20, SETTLE_NS = 5000000 };
+static const double CMP_RTOL = 1e-3, CMP_ATOL = 1e-4;
+
+/* The onnxruntime worker. argv: MODEL THREADS. Answers "ready VERSION" or "error MSG"
+ * first, then one answer per command:
+ *   input PATH<TAB>NAME  → ok             (feed NAME from the .npy at PATH)
+ *   run K                → times T1 … TK  (ms of K sess.run calls)
+ *   outputs DIR          → output PATH<TAB>NAME per output, then end
+ *   quit
+ * Any failure answers "error MSG" (one line). */
+static const char *const ort_worker_py =
+    "import os, sys, time\n"
+    "def reply(line):\n"
+    "    sys.stdout.write(line.replace('\\n', ' ') + '\\n')\n"
+    "    sys.stdout.flush()\n"
+    "def main():\n"
+    "    model, threads = sys.argv[1], int(sys.argv[2])\n"
+    "    try:\n"
+    "        import numpy as np\n"
+    "        import onnxruntime as ort\n"
+    "    except Exception as e:\n"
+    "        reply('error onnxruntime cannot be imported by %s (%s); pass --python PATH or set KILN_PYTHON'\n"
+    "              % (sys.executable, e))\n"
+    "        return 1\n"
+    "    try:\n"
+    "        so = ort.SessionOptions()\n"
+    "        so.intra_op_num_threads = threads\n"
+    "        so.inter_op_num_threads = 1\n"
+    "        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL\n"
+    "        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL\n"
+    "        so.log_severity_level = 3  # errors only: its warnings are not ours to print\n"
+    "        sess = ort.InferenceSession(model, so, providers=['CPUExecutionProvider'])\n"
+    "    except Exception as e:\n"
+    "        reply('error onnxruntime cannot load %s: %s' % (model, e))\n"
+    "        return 1\n"
+    "    reply('ready ' + ort.__version__)\n"
+    "    feed, binding = {}, None\n"
+    "    for line in sys.stdin:\n"
+    "        cmd, _, arg = line.rstrip('\\n').partition(' ')\n"
+    "        try:\n"
+    "            if cmd == 'input':\n"
+    "                path, name = arg.split('\\t', 1)\n"
+    "                names = [i.name for i in sess.get_inputs()]\n"
+    "                if name not in names:\n"
+    "                    reply('error the ONNX model %s has no input named %r (its inputs: %s)'\n"
+    "                          % (model, name, ', '.join(names)))\n"
+    "                    continue\n"
+    "                feed[name] = np.ascontiguousarray(np.load(path))\n"
+    "                binding = None\n"
+    "                reply('ok')\n"
+    "                continue\n"
+    "            if binding is None:  # inputs bound once, outputs left in ORT's memory: no copies per run\n"
+    "                binding = sess.io_binding()\n"
+    "                for name, value in feed.items():\n"
+    "                    binding.bind_cpu_input(name, value)\n"
+    "                for info in sess.get_outputs():\n"
+    "                    binding.bind_output(info.name, 'cpu')\n"
+    "            if cmd == 'run':\n"
+    "                times = []\n"
+    "                for _ in range(int(arg)):\n"
+    "                    t0 = time.perf_counter()\n"
+    "                    sess.run_with_iobinding(binding)\n"
+    "                    times.append((time.perf_counter() - t0) * 1e3)\n"
+    "                reply('times ' + ' '.join('%.6f' % t for t in times))\n"
+    "            elif cmd == 'outputs':\n"
+    "                sess.run_with_iobinding(binding)\n"
+    "                values = binding.copy_outputs_to_cpu()\n"
+    "                for i, (info, value) in enumerate(zip(sess.get_outputs(), values)):\n"
+    "                    path = os.path.join(arg, 'ort_out_%d.npy' % i)\n"
+    "                    np.save(path, np.ascontiguousarray(value))\n"
+    "                    reply('output %s\\t%s' % (path, info.name))\n"
+    "                reply('end')\n"
+    "            elif cmd == 'quit':\n"
+    "                return 0\n"
+    "            else:\n"
+    "                reply('error unknown command ' + cmd)\n"
+    "        except Exception as e:\n"
+    "            reply('error %s' % e)\n"
+    "    return 0\n"
+    "sys.exit(main())\n";
+
+typedef struct bench_opts {
+  const char *model, *onnx, *python, *compare;
+  int threads, repeat, warmup, profile_runs, opt_level, json;
+  cli_import ci;
+} bench_opts;
+
+/* Everything one bench owns; released by bench_free whatever happened. */
+typedef struct bench {
+  char dir[4096];             /* temporary folder, "" when none */
+  char *files[MAX_FILES];     /* created in dir, removed at the end */
+  int n_files;
+  kiln_model *m;
+  pid_t worker;               /* 0 when none */
+  FILE *to, *from;            /* the worker's stdin and stdout */
+  char *line;                 /* last line read from the worker */
+  size_t line_cap;
+  double *kiln_ms, *ort_ms;
+  kiln_kernel_profile *prof; /* per-kernel medians of the profiled runs */
+  double *prof_ns;           /* [kernel][run] */
+  struct sigaction old_pipe;
+  int pipe_saved;
+} bench;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A pause before each batch: the other runtime's idle workers spin for a while after
+ * its last run (ours for 0.2 ms, ONNX Runtime's longer) and must not compete with
+ * this batch's first runs. */
+static void settle(void) {
+  struct timespec ts = {0, SETTLE_NS};
+  nanosleep(&ts, NULL);
+}
+
+typedef struct stats {
+  double median, p90, min, mean;
+} stats;
+
+static stats stats_of(double *v, int n) { /* sorts v */
+  stats s = {0};
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  int r = (int)ceil(0.9 * n); /* nearest rank */
+  s.p90 = v[r > 0 ? r - 1 : 0];
+  s.min = v[0];
+  for (int i = 0; i < n; i++) s.mean += v[i] / n;
+  return s;
+}
+
+/* A path in the bench's folder, remembered for removal. */
+static const char *bench_file(bench *b, const char *fmt, int i) {
+  if (b->n_files == MAX_FILES) return NULL;
+  char name[128], path[4400];
+  snprintf(name, sizeof name, fmt, i);
+  snprintf(path, sizeof path, "%s/%s", b->dir, name);
+  if (!(b->files[b->n_files] = strdup(path))) return NULL;
+  return b->files[b->n_files++];
+}
+
+/* ---------------------------------------------------------------- the worker */
+
+static int worker_fail(bench *b, const char *what) {
+  fprintf(stderr, "kiln bench: onnxruntime worker: %s\n", what);
+  return -1;
+}
+
+/* Reads one answer; "error MSG" and end of file are failures (reported here). */
+static int worker_read(bench *b) {
+  ssize_t n = getline(&b->line, &b->line_cap, b->from);
+  if (n <= 0) {
+    int status = 0;
+    if (b->worker > 0 && waitpid(b->worker, &status, 0) == b->worker) b->worker = 0;
+    char why[160];
+    if (WIFEXITED(status)) snprintf(why, sizeof why, "exited (status %d) without an answer", WEXITSTATUS(status));
+    else snprintf(why, sizeof why, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return worker_fail(b, why);
+  }
+  while (n > 0 && (b->line[n - 1] == '\n' || b->line[n - 1] == '\r')) b->line[--n] = 0;
+  if (!strncmp(b->line, "error ", 6)) {
+    fprintf(stderr, "kiln bench: %s\n", b->line + 6);
+    return -1;
+  }
+  return 0;
+}
+
+static int worker_send(bench *b, const char *line) {
+  fputs(line, b->to);
+  if (fflush(b->to) != 0) return worker_read(b) < 0 ? -1 : worker_fail(b, "stopped reading commands");
+  return 0;
+}
+
+static int worker_start(bench *b, const char *python, const char *onnx, int threads) {
+  int in[2], out[2];
+  if (pipe(in) < 0) return worker_fail(b, strerror(errno));
+  if (pipe(out) < 0) {
+    close(in[0]), close(in[1]);
+    return worker_fail(b, strerror(errno));
+  }
+  char nthreads[16];
+  snprintf(nthreads, sizeof nthreads, "%d", threads);
+  char *argv[] = {(char *)python, "-u", "-c", (char *)ort_worker_py, (char *)onnx, nthreads, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  int fds[] = {in[0], in[1], out[0], out[1]};
+  for (int i = 0; i < 4; i++)
+    if (fds[i] > 2) posix_spawn_file_actions_addclose(&fa, fds[i]);
+  int rc = posix_spawnp(&b->worker, python, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(in[0]), close(out[1]);
+  if (rc != 0) {
+    b->worker = 0;
+    close(in[1]), close(out[0]);
+    fprintf(stderr, "kiln bench: cannot run '%s': %s (pass --python PATH or set KILN_PYTHON)\n", python, strerror(rc));
+    return -1;
+  }
+  /* a worker that dies must give us EPIPE, not kill us with SIGPIPE */
+  struct sigaction ign = {0};
+  ign.sa_handler = SIG_IGN;
+  b->pipe_saved = sigaction(SIGPIPE, &ign, &b->old_pipe) == 0;
+  if (!(b->to = fdopen(in[1], "w"))) close(in[1]);
+  if (!(b->from = fdopen(out[0], "r"))) close(out[0]);
+  if (!b->to || !b->from) return worker_fail(b, strerror(errno));
+  if (worker_read(b) < 0) return -1;
+  if (strncmp(b->line, "ready", 5)) return worker_fail(b, "unexpected first answer");
+  return 0;
+}
+
+/* K timed runs of the worker, appended to ms. */
+static int worker_run(bench *b, int k, double *ms) {
+  char cmd[32];
+  snprintf(cmd, sizeof cmd, "run %d\n", k);
+  if (worker_send(b, cmd) < 0 || worker_read(b) < 0) return -1;
+  if (strncmp(b->line, "times", 5)) return worker_fail(b, "unexpected answer to run");
+  char *p = b->line + 5, *end;
+  for (int i = 0; i < k; i++) {
+    ms[i] = strtod(p, &end);
+    if (end == p) return worker_fail(b, "fewer times than runs");
+    p = end;
+  }
+  return 0;
+}
+
+static void worker_stop(bench *b) {
+  if (b->to) {
+    fputs("quit\n", b->to);
+    fclose(b->to);
+    b->to = NULL;
+  }
+  if (b->from) {
+    fclose(b->from);
+    b->from = NULL;
+  }
+  if (b->worker > 0) waitpid(b->worker, NULL, 0);
+  b->worker = 0;
+  if (b->pipe_saved) sigaction(SIGPIPE, &b->old_pipe, NULL);
+  b->pipe_saved = 0;
+}
+
+static void bench_free(bench *b) {
+  worker_stop(b);
+  kiln_model_close(b->m);
+  for (int i = b->n_files - 1; i >= 0; i--) {
+    remove(b->files[i]);
+    free(b->files[i]);
+  }
+  if (b->dir[0]) rmdir(b->dir);
+  free(b->line);
+  free(b->kiln_ms);
+  free(b->ort_ms);
+  free(b->prof);
+  free(b->prof_ns);
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+typedef struct out_cmp {
+  const char *name;
+  double max_abs_diff; /* NAN: could not compare */
+  int within;          /* within rtol/atol */
+  char note[200];      /* why it could not be compared */
+} out_cmp;
+
+static int is_float(kiln_dtype t) {
+  return t == KILN_DTYPE_FLOAT32 || t == KILN_DTYPE_FLOAT64 || t == KILN_DTYPE_FLOAT16 || t == KILN_DTYPE_BFLOAT16;
+}
+
+static void compare_values(const kiln_tensor_info *info, const void *got, const npy_array *ref, out_cmp *c) {
+  c->max_abs_diff = 0;
+  c->within = 1;
+  if (ref->dtype != info->dtype || ref->rank != info->rank ||
+      memcmp(ref->dims, info->dims, sizeof *ref->dims * (size_t)info->rank)) {
+    snprintf(c->note, sizeof c->note, "onnxruntime gives %s of rank %d, kiln %s of rank %d (or other dims)",
+             kiln_dtype_name(ref->dtype), ref->rank, kiln_dtype_name(info->dtype), info->rank);
+    c->max_abs_diff = NAN;
+    c->within = 0;
+    return;
+  }
+  for (int64_t i = 0; i < info->elements; i++) {
+    double x = cli_value_at(info->dtype, got, i), y = cli_value_at(ref->dtype, ref->data, i), d;
+    if (isnan(x) || isnan(y)) d = isnan(x) && isnan(y) ? 0 : INFINITY;
+    else if (x == y) d = 0; /* also equal infinities */
+    else d = fabs(x - y);
+    if (d > c->max_abs_diff) c->max_abs_diff = d;
+    if (is_float(info->dtype) ? !(d <= CMP_ATOL + CMP_RTOL * fabs(y)) : d != 0) c->within = 0;
+  }
+}
+
+/* Asks the worker for its outputs and compares each with kiln's (matched by name). */
+static int compare_outputs(bench *b, out_cmp *cmp, int n_out) {
+  for (int i = 0; i < n_out; i++) {
+    kiln_tensor_info info;
+    kiln_model_output_info(b->m, i, &info);
+    cmp[i] = (out_cmp){.name = info.name, .max_abs_diff = NAN};
+    snprintf(cmp[i].note, sizeof cmp[i].note, "onnxruntime has no output of that name");
+  }
+  for (int i = 0; i < n_out; i++)
+    if (!bench_file(b, "ort_out_%d.npy", i)) return worker_fail(b, "too many outputs");
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "outputs %s\n", b->dir);
+  if (worker_send(b, cmd) < 0) return -1;
+  for (;;) {
+    if (worker_read(b) < 0) return -1;
+    if (!strcmp(b->line, "end")) return 0;
+    char *tab = strchr(b->line, '\t');
+    if (strncmp(b->line, "output ", 7) || !tab) return worker_fail(b, "unexpected answer to outputs");
+    *tab = 0;
+    const char *path = b->line + 7, *name = tab + 1;
+    int k = kiln_model_output_index(b->m, name);
+    if (k < 0) continue;
+    const void *data;
+    kiln_tensor_info info;
+    kiln_model_output(b->m, k, &data, &info);
+    npy_array ref;
+    char why[512];
+    if (npy_read(path, info.dtype, &ref, why, sizeof why) < 0) {
+      snprintf(cmp[k].note, sizeof cmp[k].note, "%.190s", why);
+      continue;
+    }
+    cmp[k].note[0] = 0;
+    compare_values(&info, data, &ref, &cmp[k]);
+    free(ref.data);
+  }
+}
+
+/* ---------------------------------------------------------------- report */
+
+static cJSON *num_or_null(double v, int present) { return present ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static void print_json(const bench_opts *o, int threads, int is_onnx, double compile_s, const stats *ks,
+                       const stats *os, const char *ort_version, const out_cmp *cmp, int n_out,
+                       const cli_profile_summary *sum, int64_t flops) {
+  int ort = os != NULL;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "model", o->model);
+  cJSON_AddStringToObject(j, "format", is_onnx ? "onnx" : "kiln");
+  cJSON_AddItemToObject(j, "opt_level", num_or_null(o->opt_level, is_onnx));
+  cJSON_AddItemToObject(j, "compile_s", num_or_null(compile_s, is_onnx));
+  cJSON_AddNumberToObject(j, "threads", threads);
+  cJSON_AddNumberToObject(j, "repeat", o->repeat);
+  cJSON_AddNumberToObject(j, "warmup", o->warmup);
+  cJSON_AddNumberToObject(j, "batch", BATCH);
+  cJSON_AddNumberToObject(j, "kiln_ms_median", ks->median);
+  cJSON_AddNumberToObject(j, "kiln_ms_p90", ks->p90);
+  cJSON_AddNumberToObject(j, "kiln_ms_min", ks->min);
+  cJSON_AddNumberToObject(j, "kiln_ms_mean", ks->mean);
+  cJSON_AddItemToObject(j, "ort_ms_median", num_or_null(ort ? os->median : 0, ort));
+  cJSON_AddItemToObject(j, "ort_ms_p90", num_or_null(ort ? os->p90 : 0, ort));
+  cJSON_AddItemToObject(j, "ort_ms_min", num_or_null(ort ? os->min : 0, ort));
+  cJSON_AddItemToObject(j, "ort_ms_mean", num_or_null(ort ? os->mean : 0, ort));
+  cJSON_AddItemToObject(j, "ort_version", ort ? cJSON_CreateString(ort_version) : cJSON_CreateNull());
+  int has_ratio = ort && os->median > 0;
+  cJSON_AddItemToObject(j, "ratio", num_or_null(has_ratio ? ks->median / os->median : 0, has_ratio));
+  double worst = 0;
+  int all_compared = 1;
+  cJSON *outs = cJSON_CreateArray();
+  for (int i = 0; ort && i < n_out; i++) {
+    cJSON *e = cJSON_CreateObject();
+    int ok = !isnan(cmp[i].max_abs_diff);
+    cJSON_AddStringToObject(e, "name", cmp[i].name);
+    cJSON_AddItemToObject(e, "max_abs_diff", num_or_null(cmp[i].max_abs_diff, ok)); /* inf prints as null */
+    cJSON_AddBoolToObject(e, "within_tolerance", cmp[i].within);
+    if (cmp[i].note[0]) cJSON_AddStringToObject(e, "note", cmp[i].note);
+    cJSON_AddItemToArray(outs, e);
+    if (!ok) all_compared = 0;
+    else if (cmp[i].max_abs_diff > worst) worst = cmp[i].max_abs_diff;
+  }
+  cJSON_AddItemToObject(j, "max_abs_diff", num_or_null(worst, ort && all_compared));
+  if (ort) cJSON_AddItemToObject(j, "outputs", outs);
+  else {
+    cJSON_Delete(outs);
+    cJSON_AddNullToObject(j, "outputs");
+  }
+  cJSON_AddNumberToObject(j, "flops", (double)flops);
+  cJSON_AddNumberToObject(j, "kiln_gflops", ks->median > 0 ? (double)flops / (ks->median * 1e6) : 0);
+  cJSON_AddNumberToObject(j, "peak_gflops", sum->peak_gflops);
+  cJSON_AddNumberToObject(j, "peak_gflops_per_core", sum->peak.gflops_per_core);
+  cJSON_AddStringToObject(j, "peak_isa", sum->peak.isa);
+  cJSON_AddItemToObject(j, "conv_pct_peak", num_or_null(sum->conv_pct_peak, sum->n_conv > 0));
+  cJSON_AddItemToObject(j, "matmul_pct_peak", num_or_null(sum->matmul_pct_peak, sum->n_matmul > 0));
+  cJSON_AddNumberToObject(j, "profile_runs", o->profile_runs);
+  cJSON *ks_arr = cJSON_AddArrayToObject(j, "kernels");
+  for (int k = 0; k < sum->n; k++) {
+    const cli_kernel_stat *st = &sum->kernels[k];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", st->name);
+    cJSON_AddNumberToObject(e, "ms", st->ms);
+    cJSON_AddNumberToObject(e, "share", st->share);
+    cJSON_AddNumberToObject(e, "flops", (double)st->flops);
+    cJSON_AddNumberToObject(e, "gflops", st->gflops);
+    cJSON_AddItemToObject(e, "pct_peak", num_or_null(st->pct_peak, st->pct_peak >= 0));
+    cJSON_AddItemToArray(ks_arr, e);
+  }
+  char *text = cJSON_PrintUnformatted(j);
+  if (text) puts(text);
+  free(text);
+  cJSON_Delete(j);
+}
+
+static void print_human(const bench_opts *o, int threads, const stats *ks, const stats *os, const char *ort_version,
+                        const out_cmp *cmp, int n_out, const cli_profile_summary *sum, int64_t flops) {
+  printf("%d threads, %d timed runs each after %d warm-up runs%s\n", threads, o->repeat, o->warmup,
+         os ? ", kiln and onnxruntime alternating in batches of 5" : "");
+  printf("kiln         median %10.4f ms   p90 %10.4f ms   min %10.4f ms   (%.2f GFLOPS at the median)\n", ks->median,
+         ks->p90, ks->min, ks->median > 0 ? (double)flops / (ks->median * 1e6) : 0);
+  if (os) {
+    printf("onnxruntime  median %10.4f ms   p90 %10.4f ms   min %10.4f ms   (onnxruntime %s)\n", os->median, os->p90,
+           os->min, ort_version);
+    printf("ratio kiln / onnxruntime (medians): %.3f%s\n", os->median > 0 ? ks->median / os->median : 0,
+           os->median > 0 && ks->median < os->median ? " (kiln faster)" : "");
+    for (int i = 0; i < n_out; i++) {
+      if (isnan(cmp[i].max_abs_diff)) printf("output %s: not compared: %s\n", cmp[i].name, cmp[i].note);
+      else printf("output %s: max abs diff %.3g vs onnxruntime%s\n", cmp[i].name, cmp[i].max_abs_diff,
+                  cmp[i].within ? "" : " (beyond rtol 1e-3 / atol 1e-4)");
+    }
+  }
+  if (sum->n == 0) return; /* --profile-runs 0 */
+  printf("per kernel (median of %d profiled runs):\n", (int)sum->kernels[0].calls);
+  cli_profile_print(stdout, sum, TOP_KERNELS);
+}
+
+/* ---------------------------------------------------------------- the command */
+
+static int usage(void) {
+  fprintf(stderr, "usage: kiln bench MODEL(.onnx|.kiln) [--threads N] [--repeat N] [--warmup N] [--profile-runs N] "
+                  "[--compare onnxruntime] [--onnx MODEL.onnx] [--python PATH] [--json] [--opt-level N] "
+                  "[--input-shape NAME:DIMS]...\n");
+  return 2;
+}
+
+static int positive(const char *s, int *v, int min) {
+  char *end;
+  long x = strtol(s, &end, 10);
+  if (*s == 0 || *end || x < min || x > 1000000) return 0;
+  *v = (int)x;
+  return 1;
+}
+
+/* A bundle is a tar archive ("ustar" at offset 257); anything else is taken for ONNX. */
+static int is_bundle(const char *path) {
+  char hdr[262];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(hdr, 1, sizeof hdr, f);
+  fclose(f);
+  return n == sizeof hdr && !memcmp(hdr + 257, "ustar", 5);
+}
+
+static int bench_main(bench_opts *o, bench *b) {
+  int is_onnx = !is_bundle(o->model);
+  const char *onnx = o->onnx ? o->onnx : is_onnx ? o->model : NULL;
+  if (o->compare && strcmp(o->compare, "onnxruntime")) {
+    fprintf(stderr, "kiln bench: --compare knows only 'onnxruntime', not '%s'\n", o->compare);
+    return 2;
+  }
+  if (o->compare && !onnx) {
+    fprintf(stderr, "kiln bench: %s is a bundle, which holds no ONNX model: give the model with --onnx PATH\n",
+            o->model);
+    return 2;
+  }
+  if (!is_onnx && o->ci.n_shapes) {
+    fprintf(stderr, "kiln bench: --input-shape applies to .onnx models; %s is a bundle\n", o->model);
+    return 2;
+  }
+  const char *tmp = getenv("TMPDIR");
+  snprintf(b->dir, sizeof b->dir, "%s/kiln-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(b->dir)) {
+    fprintf(stderr, "kiln bench: cannot create a temporary folder %s: %s\n", b->dir, strerror(errno));
+    b->dir[0] = 0;
+    return 1;
+  }
+
+  /* compile */
+  const char *bundle = o->model;
+  double compile_s = 0;
+  if (is_onnx) {
+    bundle = bench_file(b, "model.kiln", 0);
+    cli_import_finish(&o->ci);
+    kiln_compile_options co = {.opt_level = o->opt_level, .model_path = o->model, .output_path = bundle,
+                               .import = &o->ci.opt, .threads_hint = 2};
+    kiln_compile_result cr;
+    gir_err err = {{0}};
+    double t0 = now_ms();
+    if (kiln_compile(&co, &cr, &err) < 0) {
+      fprintf(stderr, "kiln bench: %s\n", err.msg);
+      return 1;
+    }
+    compile_s = (now_ms() - t0) / 1e3;
+    if (!o->json)
+      printf("compiled %s at -O%d in %.2f s: %d kernels, %.3f GFLOPs per run\n", o->model, o->opt_level, compile_s,
+             cr.kernels, cr.flops / 1e9);
+  }
+
+  /* open, feed */
+  kiln_options ko;
+  kiln_options_init(&ko);
+  ko.threads = o->threads;
+  char why[1024] = "";
+  kiln_status st = kiln_model_open(bundle, &ko, &b->m, why, sizeof why);
+  if (st != KILN_OK) {
+    fprintf(stderr, "kiln bench: %s: %s\n", kiln_status_str(st), why);
+    return 1;
+  }
+  int threads = kiln_model_threads(b->m);
+  uint64_t seed = 42;
+  const char *in_paths[256] = {0};
+  int n_in = kiln_model_input_count(b->m);
+  if (n_in > 256) {
+    fprintf(stderr, "kiln bench: the model has %d inputs; at most 256 are supported\n", n_in);
+    return 1;
+  }
+  for (int i = 0; i < n_in; i++) {
+    kiln_tensor_info info;
+    kiln_model_input_info(b->m, i, &info);
+    void *data = malloc((size_t)(info.bytes ? info.bytes : 1));
+    if (!data) {
+      fprintf(stderr, "kiln bench: out of memory for input %s\n", info.name);
+      return 1;
+    }
+    cli_fill_random(info.dtype, data, info.elements, &seed);
+    st = kiln_model_set_input(b->m, info.name, info.dtype, info.rank, info.dims, data, (size_t)info.bytes);
+    int rc = 0;
+    if (st != KILN_OK) {
+      fprintf(stderr, "kiln bench: input %s: %s\n", info.name, kiln_model_last_error(b->m));
+      rc = -1;
+    } else if (o->compare) {
+      if (strpbrk(info.name, "\t\n\r")) {
+        fprintf(stderr, "kiln bench: input name '%s' has a tab or line break, which the worker protocol cannot carry\n",
+                info.name);
+        rc = -1;
+      } else if (!(in_paths[i] = bench_file(b, "input_%d.npy", i)) ||
+                 npy_write(in_paths[i], info.dtype, info.rank, info.dims, data, why, sizeof why) < 0) {
+        fprintf(stderr, "kiln bench: %s\n", in_paths[i] ? why : "too many files");
+        rc = -1;
+      }
+    }
+    free(data);
+    if (rc < 0) return 1;
+  }
+
+  /* the peak, measured while nothing else of ours runs */
+  cli_peak peak;
+  cli_measure_peak(&peak);
+
+  /* the worker */
+  char ort_version[64] = "";
+  if (o->compare) {
+    if (worker_start(b, o->python, onnx, threads) < 0) return 1;
+    snprintf(ort_version, sizeof ort_version, "%s", b->line[5] ? b->line + 6 : "?");
+    for (int i = 0; i < n_in; i++) {
+      kiln_tensor_info info;
+      kiln_model_input_info(b->m, i, &info);
+      char *cmd = malloc(strlen(in_paths[i]) + strlen(info.name) + 16);
+      if (!cmd) return 1;
+      sprintf(cmd, "input %s\t%s\n", in_paths[i], info.name);
+      int rc = worker_send(b, cmd);
+      free(cmd);
+      if (rc < 0 || worker_read(b) < 0) return 1;
+    }
+  }
+
+  /* warm-up, then alternating batches */
+  b->kiln_ms = calloc((size_t)o->repeat, sizeof *b->kiln_ms);
+  b->ort_ms = calloc((size_t)o->repeat + (size_t)o->warmup + 1, sizeof *b->ort_ms);
+  if (!b->kiln_ms || !b->ort_ms) {
+    fprintf(stderr, "kiln bench: out of memory\n");
+    return 1;
+  }
+  for (int i = 0; i < o->warmup; i++)
+    if (kiln_model_run(b->m) != KILN_OK) {
+      fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
+      return 1;
+    }
+  if (o->compare && o->warmup > 0 && worker_run(b, o->warmup, b->ort_ms) < 0) return 1;
+  for (int done = 0; done < o->repeat;) {
+    int k = o->repeat - done < BATCH ? o->repeat - done : BATCH;
+    if (o->compare) settle();
+    for (int i = 0; i < k; i++) {
+      double t0 = now_ms();
+      if (kiln_model_run(b->m) != KILN_OK) {
+        fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
+        return 1;
+      }
+      b->kiln_ms[done + i] = now_ms() - t0;
+    }
+    if (o->compare) settle();
+    if (o->compare && worker_run(b, k, b->ort_ms + done) < 0) return 1;
+    done += k;
+  }
+  stats ks = stats_of(b->kiln_ms, o->repeat), os = {0};
+  if (o->compare) os = stats_of(b->ort_ms, o->repeat);
+
+  /* per-kernel profile, in runs of its own; each kernel's median over the runs, so
+   * that one run stalled by another process does not count five times */
+  int prof_runs = o->profile_runs;
+  const kiln_kernel_profile *pr;
+  int32_t n_k;
+  kiln_model_profile(b->m, &pr, &n_k);
+  int64_t flops = 0;
+  for (int k = 0; k < n_k; k++) flops += pr[k].flops;
+  b->prof = calloc((size_t)n_k + 1, sizeof *b->prof);
+  b->prof_ns = calloc(((size_t)n_k + 1) * ((size_t)prof_runs + 1), sizeof *b->prof_ns);
+  if (!b->prof || !b->prof_ns) {
+    fprintf(stderr, "kiln bench: out of memory\n");
+    return 1;
+  }
+  kiln_model_set_profile(b->m, 1);
+  for (int r = 0; r < prof_runs; r++) {
+    kiln_model_profile_reset(b->m);
+    if (kiln_model_run(b->m) != KILN_OK) {
+      fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
+      return 1;
+    }
+    kiln_model_profile(b->m, &pr, &n_k);
+    for (int k = 0; k < n_k; k++) b->prof_ns[(size_t)k * prof_runs + r] = (double)pr[k].total_ns;
+  }
+  kiln_model_set_profile(b->m, 0);
+  for (int k = 0; k < n_k && prof_runs > 0; k++) {
+    stats ns = stats_of(b->prof_ns + (size_t)k * prof_runs, prof_runs);
+    b->prof[k] = pr[k];
+    b->prof[k].calls = prof_runs;
+    b->prof[k].total_ns = (int64_t)(ns.median * prof_runs);
+  }
+  cli_profile_summary sum; /* no kernels at all with --profile-runs 0 */
+  if (cli_profile_summarize(b->prof, prof_runs > 0 ? n_k : 0, &peak, threads, &sum) < 0) {
+    fprintf(stderr, "kiln bench: out of memory\n");
+    return 1;
+  }
+
+  /* outputs against onnxruntime's */
+  int n_out = kiln_model_output_count(b->m), rc = 0;
+  out_cmp *cmp = calloc((size_t)n_out + 1, sizeof *cmp);
+  if (!cmp) rc = 1;
+  if (rc == 0 && o->compare && compare_outputs(b, cmp, n_out) < 0) rc = 1;
+  for (int i = 0; rc == 0 && o->compare && i < n_out; i++) {
+    if (isnan(cmp[i].max_abs_diff))
+      fprintf(stderr, "kiln bench: warning: output %s not compared with onnxruntime: %s\n", cmp[i].name, cmp[i].note);
+    else if (!cmp[i].within)
+      fprintf(stderr, "kiln bench: warning: output %s differs from onnxruntime beyond rtol 1e-3 / atol 1e-4 "
+                      "(max abs diff %.3g)\n", cmp[i].name, cmp[i].max_abs_diff);
+  }
+  if (rc == 0) {
+    if (o->json)
+      print_json(o, threads, is_onnx, compile_s, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
+    else
+      print_human(o, threads, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
+  }
+  free(cmp);
+  cli_profile_free(&sum);
+  return rc;
+}
+
+int kiln_cmd_bench(int argc, char **argv) {
+  bench_opts o;
+  memset(&o, 0, sizeof o);
+  o.repeat = 20;
+  o.warmup = 3;
+  o.profile_runs = 5;
+  o.opt_level = 2;
+  o.python = getenv("KILN_PYTHON") && *getenv("KILN_PYTHON") ? getenv("KILN_PYTHON") : "python3";
+  for (int i = 0; i < argc; i++) {
+    int t = cli_take_input_shape(&o.ci, argc, argv, &i);
+    if (t < 0) return 2;
+    if (t) continue;
+    if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
+      if (t < 0) return 2;
+      continue;
+    }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--json")) o.json = 1;
+    else if (!strcmp(a, "--threads") && v && positive(v, &o.threads, 0)) i++;
+    else if (!strcmp(a, "--repeat") && v && positive(v, &o.repeat, 1)) i++;
+    else if (!strcmp(a, "--warmup") && v && positive(v, &o.warmup, 0)) i++;
+    else if (!strcmp(a, "--profile-runs") && v && positive(v, &o.profile_runs, 0)) i++;
+    else if (!strcmp(a, "--compare") && v) o.compare = argv[++i];
+    else if (!strcmp(a, "--python") && v) o.python = argv[++i];
+    else if (!strcmp(a, "--onnx") && v) o.onnx = argv[++i];
+    else if (a[0] != '-' && !o.model) o.model = a;
+    else {
+      fprintf(stderr, "kiln bench: unexpected argument '%s'%s\n", a,
+              v && (!strcmp(a, "--threads") || !strcmp(a, "--repeat") || !strcmp(a, "--warmup") ||
+                    !strcmp(a, "--profile-runs")) ? " (bad count)" : "");
+      return usage();
+    }
+  }
+  if (!o.model) return usage();
+  if (o.threads > KILN_MAX_THREADS) {
+    fprintf(stderr, "kiln bench: --threads %d is more than %d\n", o.threads, KILN_MAX_THREADS);
+    return 2;
+  }
+  bench b;
+  memset(&b, 0, sizeof b);
+  int rc = bench_main(&o, &b);
+  bench_free(&b);
+  return rc;
+}
