@@ -62,7 +62,8 @@ def prepare_models(names, folder, regenerate):
         for n in missing:
             if n in LIGHT:
                 print("preparing %s (randomized, calibrated weights)" % n, flush=True)
-                model = randomize_weights.randomize_model(onnx.load(light_model_path(LIGHT[n])), seed=0)
+                model = onnx.load(light_model_path(LIGHT[n]))
+                randomize_weights.randomize_model(model, seed=0)  # in place
                 onnx.save(model, paths[n])
     generated = [n for n in missing if n not in LIGHT]
     if generated:

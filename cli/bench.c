@@ -8,14 +8,18 @@
  *
  * With --compare onnxruntime a Python worker (embedded below; --python PATH, else
  * $KILN_PYTHON, else python3) loads the same .onnx with intra_op_num_threads = our
- * thread count, inter_op_num_threads = 1, ORT_SEQUENTIAL and ORT_ENABLE_ALL, reads the
+ * thread count, inter_op_num_threads = 1, ORT_SEQUENTIAL, ORT_ENABLE_ALL and its
+ * workers' spinning off (session.intra_op.allow_spinning = 0: spinning ONNX Runtime
+ * workers measurably took the cores from kiln's runs in between — kiln's SqueezeNet
+ * median went from 5 to 8-11 ms even with 300 ms pauses — at the cost of ONNX
+ * Runtime's own small-model latency, ~3.1 → ~4.4 ms on SqueezeNet here), reads the
  * same inputs from .npy files and times sess.run_with_iobinding the same way (inputs
  * bound once, like ours: the plain sess.run would add ~5 us of copies and conversions
  * per call, which is not ONNX Runtime's speed but Python's). We talk to it over
  * its stdin/stdout, one line per command and per answer. The two take turns in
  * batches of BATCH runs, so a change in machine load (other processes, frequency)
  * hits both alike instead of whichever ran second; a 5 ms pause before each batch
- * lets the other runtime's spinning workers go to sleep. Afterwards both outputs are
+ * lets kiln's own workers (which spin 0.2 ms) go to sleep. Afterwards both outputs are
  * compared (max abs diff per output; beyond rtol 1e-3 / atol 1e-4 we warn but do not
  * fail: a benchmark is not a conformance test).
  *
@@ -74,6 +78,8 @@ static const char *const ort_worker_py =
     "        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL\n"
     "        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL\n"
     "        so.log_severity_level = 3  # errors only: its warnings are not ours to print\n"
+    "        # its idle workers would otherwise spin and take the cores kiln's alternating runs need\n"
+    "        so.add_session_config_entry('session.intra_op.allow_spinning', '0')\n"
     "        sess = ort.InferenceSession(model, so, providers=['CPUExecutionProvider'])\n"
     "    except Exception as e:\n"
     "        reply('error onnxruntime cannot load %s: %s' % (model, e))\n"

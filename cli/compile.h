@@ -1,5 +1,5 @@
 /* compile.h — kiln_compile, the whole compiler as one flat list of named steps:
- * import → fold → simplify → fuse → outputs → lower → codegen → link → plan → pack. Each step is one
+ * import → fold → simplify → hfuse → layout → fuse → outputs → lower → codegen → link → plan → pack. Each step is one
  * call into one module and can print its IR (--dump-after=STEP). Read this
  * function first to understand the compiler. */
 #ifndef KILN_COMPILE_H
@@ -9,7 +9,8 @@
 #include "importer.h"
 
 typedef struct kiln_compile_options {
-  int opt_level;                /* 0: no graph optimization; 1: fold + simplify; 2: + fusion (default) */
+  int opt_level;                /* 0: no graph optimization; 1: fold + simplify; 2: + NCHWc layout and
+                                 * fusion (default); 3: + horizontal fusion */
   const char *model_path;
   const char *output_path;      /* the bundle */
   const char *target;           /* named target (targets/llvm): "host" by default */
@@ -29,7 +30,7 @@ extern const char *const kiln_compile_steps[]; /* NULL-terminated */
 
 int kiln_compile(const kiln_compile_options *opt, kiln_compile_result *res, gir_err *err);
 
-/* The front half of the pipeline, shared with `kiln check`: import → fold → simplify → fuse →
+/* The front half of the pipeline, shared with `kiln check`: import → fold → simplify → hfuse → layout → fuse →
  * outputs → lower. On success f holds the graph and its kernels (free with
  * kiln_front_free). */
 #include "lower.h"
