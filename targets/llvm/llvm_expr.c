@@ -17,7 +17,8 @@
  *   then truncate; int64 → float goes through double, as the interpreter does;
  * - floordiv / floormod on floats are evaluated in double, then rounded.
  * Vector expressions use LLVM vector types. Math functions without an LLVM
- * intrinsic call libm (expf / exp by width), lane by lane for vectors.
+ * intrinsic call libm (expf / exp by width), lane by lane for vectors — except
+ * exp and erf of float32 vectors, which are inline polynomials (llvm_vmath.c).
  *
  * IF_THEN_ELSE evaluates only the chosen operand, with real branches and a phi.
  * With a vector condition, all-true and all-false take the vector operand
@@ -364,6 +365,8 @@ static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, i
     case TE_ISINF: return LLVMBuildFCmp(B, LLVMRealOEQ, intrin1(g, "llvm.fabs", a), cfp(g, ft, INFINITY, lanes), "");
     case TE_NOT: case TE_BITNOT: return a; /* meaningless on floats; the interpreter passes them through */
     default: {
+      if (t == GIR_F32 && lanes > 1 && lanes <= 64 && (op == TE_EXP || op == TE_ERF))
+        return op == TE_EXP ? tgt_llvm_vexpf(g, a, lanes) : tgt_llvm_verff(g, a, lanes);
       const char *name = libm_name(op);
       assert(name);
       return round_to(g, t, call_lanes(g, libm_fn(g, name, ft, 1), a, NULL, lanes), lanes);

@@ -1,0 +1,112 @@
+/* llvm_vmath.c — exp and erf of float32 vectors as straight-line LLVM IR.
+ *
+ * libm has no vector entry points LLVM can call here, so a vector exp would
+ * otherwise become one expf call per lane, which dominates kernels such as a
+ * matmul with a GELU epilogue. These are the classic Cephes-style forms:
+ *   exp(x) = 2^n · p(r), n = round(x·log2 e), r = x − n·ln2 (split in two
+ *   constants for exactness), p a degree-6 polynomial; 2^n is built from exponent
+ *   bits in two halves so results that underflow to subnormals or zero, and
+ *   overflow to +inf, come out right. Relative error ≈ 2 ulp.
+ *   erf(x) = sign(x)·(1 − t·exp(−x² + q(t))), t = 1/(1 + |x|/2): the Chebyshev
+ *   fit of Numerical Recipes (fractional error < 1.2e-7) — absolute error near
+ *   1e-7, which is what float32 callers can expect from erff.
+ * For |x| < 0.5, erf is its Taylor series instead (to x^13), which keeps the
+ * relative error small near 0. NaN propagates (a select at the end); ±inf give
+ * inf/0 and ±1. */
+#include "llvm_internal.h"
+
+#include <string.h>
+
+#define MAX_LANES 64 /* callers use these for vectors of at most this many lanes */
+
+static LLVMValueRef splat(LLVMValueRef c, int lanes) {
+  LLVMValueRef e[MAX_LANES];
+  for (int i = 0; i < lanes; i++) e[i] = c;
+  return LLVMConstVector(e, (unsigned)lanes);
+}
+
+static LLVMValueRef splat_f(tgt_lcg *g, double v, int lanes) { return splat(LLVMConstReal(g->t_float, v), lanes); }
+
+static LLVMValueRef splat_i(tgt_lcg *g, int32_t v, int lanes) {
+  return splat(LLVMConstInt(g->t_i32, (unsigned long long)(uint32_t)v, 0), lanes);
+}
+
+static LLVMValueRef call1(tgt_lcg *g, const char *name, LLVMValueRef a) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, &t, 1);
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, &a, 1, "");
+}
+
+static LLVMValueRef call2(tgt_lcg *g, const char *name, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef args[2] = {a, b};
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, &t, 1);
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, 2, "");
+}
+
+/* a·b + c, contracted to an FMA */
+static LLVMValueRef mad(tgt_lcg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMValueRef args[3] = {a, b, c};
+  LLVMTypeRef t = LLVMTypeOf(a);
+  unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, &t, 1);
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, 3, "");
+}
+
+/* p · 2^n for integer-valued float vectors n in [-150, 129]: two exponent-bit
+ * halves, applied one after the other so neither overflows early. */
+static LLVMValueRef scale_pow2(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = LLVMVectorType(g->t_i32, (unsigned)lanes), ft = LLVMVectorType(g->t_float, (unsigned)lanes);
+  LLVMValueRef ni = LLVMBuildFPToSI(B, n, it, "");
+  LLVMValueRef h1 = LLVMBuildAShr(B, ni, splat_i(g, 1, lanes), ""); /* floor(n/2) */
+  LLVMValueRef h2 = LLVMBuildSub(B, ni, h1, "");
+  LLVMValueRef s1 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, h1, splat_i(g, 127, lanes), ""),
+                                                     splat_i(g, 23, lanes), ""), ft, "");
+  LLVMValueRef s2 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, h2, splat_i(g, 127, lanes), ""),
+                                                     splat_i(g, 23, lanes), ""), ft, "");
+  return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
+}
+
+LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
+  LLVMBuilderRef B = g->b;
+  /* clamp: below -104 the result is 0, above 89 it is +inf (n ≤ 129 keeps the halves valid) */
+  LLVMValueRef xc = call2(g, "llvm.minnum", call2(g, "llvm.maxnum", x, splat_f(g, -104.0, lanes)),
+                          splat_f(g, 89.0, lanes));
+  LLVMValueRef n = call1(g, "llvm.floor", mad(g, xc, splat_f(g, 1.44269504088896341, lanes), splat_f(g, 0.5, lanes)));
+  LLVMValueRef r = mad(g, n, splat_f(g, -0.693359375, lanes), xc);
+  r = mad(g, n, splat_f(g, 2.12194440e-4, lanes), r);
+  LLVMValueRef p = splat_f(g, 1.9875691500e-4, lanes);
+  static const double c[] = {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+  for (int i = 0; i < 5; i++) p = mad(g, p, r, splat_f(g, c[i], lanes));
+  LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
+  p = mad(g, p, r2, LLVMBuildFAdd(B, r, splat_f(g, 1.0, lanes), "")); /* 1 + r + r²·p */
+  LLVMValueRef y = scale_pow2(g, p, n, lanes);
+  LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+  return LLVMBuildSelect(B, nan, x, y, "");
+}
+
+LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef z = call1(g, "llvm.fabs", x);
+  LLVMValueRef t = LLVMBuildFDiv(B, splat_f(g, 1.0, lanes), mad(g, z, splat_f(g, 0.5, lanes), splat_f(g, 1.0, lanes)), "");
+  static const double c[] = {0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
+                             -0.18628806, 0.09678418, 0.37409196, 1.00002368};
+  LLVMValueRef q = splat_f(g, c[0], lanes);
+  for (int i = 1; i < 9; i++) q = mad(g, q, t, splat_f(g, c[i], lanes));
+  q = mad(g, q, t, splat_f(g, -1.26551223, lanes));
+  LLVMValueRef e = mad(g, LLVMBuildFNeg(B, z, ""), z, q); /* -z² + q(t) */
+  LLVMValueRef erfc = LLVMBuildFMul(B, t, tgt_llvm_vexpf(g, e, lanes), "");
+  LLVMValueRef y = LLVMBuildFSub(B, splat_f(g, 1.0, lanes), erfc, "");
+  y = call2(g, "llvm.copysign", y, x);
+  /* |x| < 0.5: the Taylor series, free of the cancellation in 1 − erfc */
+  static const double tc[] = {1.0 / 9360, -1.0 / 1320, 1.0 / 216, -1.0 / 42, 1.0 / 10, -1.0 / 3, 1.0};
+  LLVMValueRef x2 = LLVMBuildFMul(B, x, x, ""), s = splat_f(g, tc[0], lanes);
+  for (int i = 1; i < 7; i++) s = mad(g, s, x2, splat_f(g, tc[i], lanes));
+  s = LLVMBuildFMul(B, LLVMBuildFMul(B, s, x, ""), splat_f(g, 1.12837916709551257, lanes), "");
+  y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, z, splat_f(g, 0.5, lanes), ""), s, y, "");
+  LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+  return LLVMBuildSelect(B, nan, x, y, "");
+}
