@@ -1,16 +1,19 @@
 /* ops_sample.c — ops that read their input at computed, fractional positions:
  * GridSample, AffineGrid, RoiAlign and DeformConv, decomposed into canonical
- * element-wise ops, gathers and matmuls.
+ * element-wise ops, gathers, reductions and matmuls.
  *
  * The approach is the same for all of them: positions are computed element-wise
- * (floats), split per axis into integer taps with interpolation weights (floor
- * and the fraction for linear, four Keys-cubic taps for cubic, one rounded tap
- * for nearest), each tap index is brought inside the input according to the
- * padding rule and flattened, and the input is read with one gather per
- * combination of taps, then weighted and summed. Every index is clamped inside
- * its axis before the cast to int64 (NaN included: it maps to 0), because the
- * gathers do not bound-check; taps that the padding rule says read zeros are
- * masked with where after the gather.
+ * (floats) and split per axis into integer taps with interpolation weights
+ * (floor and the fraction for linear, four Keys-cubic taps for cubic, one
+ * rounded tap for nearest). Each axis lays its taps along an axis of its own,
+ * so broadcasting forms every combination of taps at once; the flat offsets
+ * and weights of the combinations are summed and multiplied as reductions over
+ * a stack of the per-axis terms (which also makes them kernels of their own:
+ * computed once, not once per channel that reads them), then one gather reads
+ * every tap and a sum over the tap axis weighs them. Every index is clamped
+ * inside its axis before the cast to int64 (NaN included: it maps to 0)
+ * because the gathers do not bound-check; a tap that the padding rule says
+ * reads zero is pointed at a zero appended to the input.
  *
  * AffineGrid is a matmul of the constant homogeneous base grid with theta.
  * Numbers follow the onnx reference implementation (onnx/reference/ops). */
@@ -18,7 +21,8 @@
 #include <string.h>
 #include "ops.h"
 
-#define MAX_TAPS 4
+/* Sampling grids above this many taps are refused (their sizes must not overflow). */
+#define MAX_SAMPLES (1ll << 40)
 
 static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 static gir_dtype calc_type(gir_dtype t) { return t == GIR_F64 ? GIR_F64 : GIR_F32; }
@@ -29,8 +33,9 @@ static gir_value *mul(imp_ctx *c, gir_value *a, gir_value *b) { return imp_binar
 static gir_value *lit(imp_ctx *c, const gir_value *like, double v) { return like ? imp_scalar_like(c, like, v) : NULL; }
 static gir_value *addk(imp_ctx *c, gir_value *a, double k) { return k == 0 ? a : add(c, a, lit(c, a, k)); }
 static gir_value *mulk(imp_ctx *c, gir_value *a, double k) { return k == 1 ? a : mul(c, a, lit(c, a, k)); }
-static gir_value *cmpk(imp_ctx *c, gir_binary_fn f, gir_value *a, double k) { return imp_binary(c, f, a, lit(c, a, k)); }
-static gir_value *and2(imp_ctx *c, gir_value *a, gir_value *b) { return !a ? b : imp_binary(c, GIR_BINARY_AND, a, b); }
+static gir_value *cmpk(imp_ctx *c, gir_binary_fn f, gir_value *a, double k) {
+  return imp_binary(c, f, a, lit(c, a, k));
+}
 
 /* i (float) clamped into [0, hi]; NaN goes to 0 (its comparisons are false). */
 static gir_value *clamp_index(imp_ctx *c, gir_value *i, int64_t hi) {
@@ -56,97 +61,155 @@ static gir_value *reflect(imp_ctx *c, gir_value *x, double lo, double hi) {
   return sub(c, lit(c, x, lo + rng), t);
 }
 
-/* Keys cubic convolution weights (A = -0.75) at distance 1 + t or 2 - t (far)
- * and t or 1 - t (near), t in [0, 1). */
+/* Interpolation weights of the taps as polynomials in the fraction f = x - floor(x),
+ * lowest power first, one row per tap. Cubic: Keys' convolution with A = -0.75
+ * at distances 1 + f, f, 1 - f and 2 - f, expanded. */
 #define CUBIC_A (-0.75)
-static gir_value *cubic_far(imp_ctx *c, gir_value *u) {
-  gir_value *y = mul(c, addk(c, mulk(c, u, CUBIC_A), -5 * CUBIC_A), u);
-  return addk(c, mul(c, addk(c, y, 8 * CUBIC_A), u), -4 * CUBIC_A);
-}
-static gir_value *cubic_near(imp_ctx *c, gir_value *u) {
-  gir_value *y = mul(c, mul(c, addk(c, mulk(c, u, CUBIC_A + 2), -(CUBIC_A + 3)), u), u);
-  return addk(c, y, 1.0);
-}
-static gir_value *one_minus(imp_ctx *c, gir_value *t) { return sub(c, lit(c, t, 1.0), t); }
+static const double linear_w[2][4] = {{1, -1, 0, 0}, {0, 1, 0, 0}};
+static const double cubic_w[4][4] = {
+    {0, CUBIC_A, -2 * CUBIC_A, CUBIC_A},
+    {1, 0, -(CUBIC_A + 3), CUBIC_A + 2},
+    {0, -CUBIC_A, 2 * CUBIC_A + 3, -(CUBIC_A + 2)},
+    {0, 0, CUBIC_A, -CUBIC_A},
+};
 
 typedef enum { SAMPLE_NEAREST, SAMPLE_LINEAR, SAMPLE_CUBIC } sample_mode;
 typedef enum { PAD_ZEROS, PAD_BORDER, PAD_REFLECTION } sample_pad;
 
-/* The taps of one axis: flat offsets (int64), weights (NULL: 1), validity
- * (NULL: always valid). */
+/* The taps of one axis, laid out along their own tap axis: int64 flat offsets,
+ * weights (NULL: one tap of weight 1) and validity (NULL: always valid). */
 typedef struct axis_taps {
-  int n;
-  gir_value *off[MAX_TAPS], *w[MAX_TAPS], *valid[MAX_TAPS];
+  gir_value *off, *w, *valid;
 } axis_taps;
 
-/* Taps reading coordinate x (float, in pixels) along an axis of length len. */
-static int make_taps(imp_ctx *c, gir_value *x, sample_mode mode, sample_pad pad, int64_t len, int64_t stride,
-                     double lo, double hi, axis_taps *t) {
-  gir_value *pos[MAX_TAPS];
-  if (mode == SAMPLE_NEAREST) {
-    t->n = 1;
-    pos[0] = x;
-    t->w[0] = NULL;
-  } else {
-    gir_value *x0 = imp_unary(c, GIR_UNARY_FLOOR, x), *f = sub(c, x, x0);
-    if (mode == SAMPLE_LINEAR) {
-      t->n = 2;
-      pos[0] = x0;
-      pos[1] = addk(c, x0, 1);
-      t->w[0] = one_minus(c, f);
-      t->w[1] = f;
-    } else {
-      t->n = 4;
-      for (int i = 0; i < 4; i++) pos[i] = addk(c, x0, i - 1);
-      gir_value *g = one_minus(c, f);
-      t->w[0] = cubic_far(c, addk(c, f, 1));
-      t->w[1] = cubic_near(c, f);
-      t->w[2] = cubic_near(c, g);
-      t->w[3] = cubic_far(c, addk(c, g, 1));
-    }
-  }
-  for (int i = 0; i < t->n; i++) {
-    gir_value *p = pos[i];
-    t->valid[i] = NULL;
-    if (pad == PAD_ZEROS)
-      t->valid[i] = imp_binary(c, GIR_BINARY_AND, cmpk(c, GIR_BINARY_GE, p, 0), cmpk(c, GIR_BINARY_LE, p, (double)(len - 1)));
-    else if (pad == PAD_REFLECTION)
-      p = reflect(c, p, lo, hi);
-    t->off[i] = flat_offset(c, p, len - 1, stride);
-    if (!t->off[i]) return -1;
-  }
-  return c->err->msg[0] ? -1 : 0;
+/* A constant of type t holding vals along axis `axis` of an otherwise all-ones shape of rank r. */
+static gir_value *along(imp_ctx *c, gir_dtype t, int r, int axis, const double *vals, int n) {
+  gir_shape s = {.rank = r};
+  for (int i = 0; i < r; i++) s.dims[i] = i == axis ? n : 1;
+  gir_value *v = gir_const_new(c->g, NULL, t, &s, NULL);
+  for (int i = 0; i < n; i++) gir_store_f64(t, v->data, i, vals[i]);
+  return v;
 }
 
-/* Sum over every combination of the axes' taps of w * data[offset], where data
- * is [..., S] and the taps broadcast to idx_shape [..., P] (gathered along the
- * last axis). A tap outside the input (invalid) reads 0. */
-static gir_value *gather_taps(imp_ctx *c, gir_value *data, const axis_taps *ax, int k, const gir_shape *idx_shape) {
-  int which[GIR_MAX_RANK] = {0};
-  gir_value *acc = NULL;
-  int last = idx_shape->rank - 1;
-  for (;;) {
-    gir_value *off = NULL, *w = NULL, *valid = NULL;
-    for (int d = 0; d < k; d++) {
-      int i = which[d];
-      off = off ? add(c, off, ax[d].off[i]) : ax[d].off[i];
-      if (ax[d].w[i]) w = w ? mul(c, w, ax[d].w[i]) : ax[d].w[i];
-      if (ax[d].valid[i]) valid = and2(c, valid, ax[d].valid[i]);
+/* Taps reading coordinate x (float, in pixels; [lead..., Q] of rank r) along
+ * spatial axis d of k, of length len: x gets k trailing axes, and the taps of
+ * axis d lie along axis r + d. */
+static int make_taps(imp_ctx *c, gir_value *x, int d, int k, sample_mode mode, sample_pad pad, int64_t len,
+                     int64_t stride, double lo, double hi, axis_taps *t) {
+  int r = x->shape.rank;
+  gir_shape xs = x->shape;
+  for (int i = 0; i < k; i++) xs.dims[xs.rank++] = 1;
+  x = imp_reshape(c, x, xs.rank, xs.dims);
+  gir_value *pos = x;
+  t->w = t->valid = NULL;
+  if (mode != SAMPLE_NEAREST) {
+    int n = mode == SAMPLE_LINEAR ? 2 : 4;
+    const double(*poly)[4] = mode == SAMPLE_LINEAR ? linear_w : cubic_w;
+    double start[4], coef[4][4];
+    for (int i = 0; i < n; i++) {
+      start[i] = mode == SAMPLE_LINEAR ? i : i - 1;
+      for (int p = 0; p < 4; p++) coef[p][i] = poly[i][p];
     }
-    gir_value *ins[2] = {data, imp_broadcast_to(c, off, idx_shape)};
-    if (!ins[1]) return NULL;
-    gir_node *gn = imp_new_node(c, GIR_OP_gather_elements, ins, 2, 1);
-    gir_attr_set_int(c->g, gn, "axis", last);
-    gir_value *v = imp_finish(c, gn);
-    if (!v) return NULL;
-    if (valid) v = imp_where(c, valid, v, lit(c, v, 0));
-    if (w) v = mul(c, v, imp_cast(c, w, v->dtype));
-    acc = acc ? add(c, acc, v) : v;
-    int d = 0;
-    while (d < k && ++which[d] == ax[d].n) which[d++] = 0;
-    if (d == k) break;
+    gir_value *x0 = imp_unary(c, GIR_UNARY_FLOOR, x), *f = sub(c, x, x0);
+    pos = add(c, x0, along(c, x->dtype, xs.rank, r + d, start, n));
+    /* Horner: ((c3 f + c2) f + c1) f + c0 */
+    int top = mode == SAMPLE_LINEAR ? 1 : 3;
+    gir_value *w = along(c, x->dtype, xs.rank, r + d, coef[top], n);
+    for (int p = top - 1; p >= 0; p--) w = add(c, mul(c, w, f), along(c, x->dtype, xs.rank, r + d, coef[p], n));
+    t->w = w;
   }
-  return acc;
+  if (pad == PAD_ZEROS)
+    t->valid = imp_binary(c, GIR_BINARY_AND, cmpk(c, GIR_BINARY_GE, pos, 0),
+                          cmpk(c, GIR_BINARY_LE, pos, (double)(len - 1)));
+  else if (pad == PAD_REFLECTION)
+    pos = reflect(c, pos, lo, hi);
+  t->off = flat_offset(c, pos, len - 1, stride);
+  return t->off && !c->err->msg[0] ? 0 : -1;
+}
+
+/* fn over a stack of values, each broadcast to shape s: a reduction over the
+ * stacked axis. Besides combining them, the reduction ends a kernel (reductions
+ * never fuse forward), so per-tap offsets and weights are computed once, not
+ * again for every channel that reads them. */
+static gir_value *reduce_stack(imp_ctx *c, gir_reduce_fn fn, gir_value *const *v, int n, const gir_shape *s) {
+  gir_value *rows[2 * GIR_MAX_RANK];
+  int64_t numel = 1, row[2], axis = 0;
+  for (int i = 0; i < s->rank; i++) numel *= s->dims[i];
+  row[0] = 1;
+  row[1] = numel;
+  for (int i = 0; i < n; i++) rows[i] = imp_reshape(c, imp_broadcast_to(c, v[i], s), 2, row);
+  gir_value *y = imp_reduce(c, fn, imp_concat(c, rows, n, 0), &axis, 1, 0);
+  return imp_reshape(c, y, s->rank, s->dims);
+}
+
+/* Samples data [lead..., S] (S: the flattened spatial axes) at the taps of k
+ * axes made by make_taps from coordinates [lead'..., Q] (lead' broadcasts to
+ * lead): the weighted sum over all tap combinations, [lead..., Q]. extra (may
+ * be NULL) multiplies every tap's weight. A tap outside the input (invalid)
+ * reads a zero appended to data: its offset is S. */
+static gir_value *gather_taps(imp_ctx *c, gir_value *data, const axis_taps *ax, int k, gir_value *extra) {
+  if (!data) return NULL;
+  int r = data->shape.rank;
+  int64_t s = data->shape.dims[r - 1];
+  gir_value *offs[GIR_MAX_RANK] = {0}, *ws[GIR_MAX_RANK + 1] = {0};
+  int nw = 0, masked = 0;
+  gir_shape ts = {0}; /* [lead'..., Q, taps...]: the taps' shapes (of one rank) broadcast together */
+  for (int d = 0; d < k; d++) {
+    if (!ax[d].off) return NULL;
+    if (!d) ts = ax[d].off->shape;
+    for (int i = 0; i < ts.rank; i++)
+      if (ax[d].off->shape.dims[i] > ts.dims[i]) ts.dims[i] = ax[d].off->shape.dims[i];
+    offs[d] = ax[d].off;
+    if (ax[d].valid) {
+      offs[d] = imp_where(c, ax[d].valid, ax[d].off, imp_scalar(c, GIR_I64, (double)s));
+      masked = 1;
+    }
+    if (ax[d].w) ws[nw++] = ax[d].w;
+  }
+  if (extra) {
+    ws[nw] = imp_cast(c, extra, nw ? ws[0]->dtype : data->dtype);
+    nw++;
+  }
+  gir_err e = {{0}};
+  int64_t total = gir_shape_numel(&ts, &e);
+  if (total < 0 || total > MAX_SAMPLES) {
+    imp_fail(c, "too many sampling taps (%s)", total < 0 ? e.msg : "more than 2^40");
+    return NULL;
+  }
+  gir_value *off = reduce_stack(c, GIR_REDUCE_SUM, offs, k, &ts);
+  if (masked) {
+    off = imp_binary(c, GIR_BINARY_MIN, off, imp_scalar(c, GIR_I64, (double)s));
+    int64_t pads[2 * GIR_MAX_RANK] = {0};
+    pads[2 * r - 1] = 1;
+    gir_node *pn = imp_new_node(c, GIR_OP_pad, &data, 1, 1);
+    gir_attr_set_ints(c->g, pn, "pads", pads, 2 * r);
+    gir_attr_set_int(c->g, pn, "mode", GIR_PAD_CONSTANT);
+    gir_attr_set_float(c->g, pn, "value", 0.0);
+    data = imp_finish(c, pn);
+  }
+  gir_value *w = nw ? reduce_stack(c, GIR_REDUCE_PROD, ws, nw, &ts) : NULL;
+  int64_t q = ts.dims[r - 1], taps = 1;
+  for (int i = r; i < ts.rank; i++) taps *= ts.dims[i];
+  /* off: [lead'..., Q, taps...] → [lead'..., Q * taps] → broadcast to data's lead */
+  gir_shape fl = ts, is = data ? data->shape : ts, vs = is, wsh = ts;
+  fl.rank = r;
+  fl.dims[r - 1] = q * taps;
+  is.dims[r - 1] = q * taps;
+  vs.dims[r - 1] = q;
+  vs.dims[vs.rank++] = taps;
+  wsh.rank = r + 1;
+  wsh.dims[r - 1] = q;
+  wsh.dims[r] = taps;
+  gir_value *ins[2] = {data, imp_broadcast_to(c, imp_reshape(c, off, fl.rank, fl.dims), &is)};
+  if (!ins[0] || !ins[1]) return NULL;
+  gir_node *gn = imp_new_node(c, GIR_OP_gather_elements, ins, 2, 1);
+  gir_attr_set_int(c->g, gn, "axis", r - 1);
+  gir_value *v = imp_reshape(c, imp_finish(c, gn), vs.rank, vs.dims);
+  if (w) v = mul(c, v, imp_cast(c, imp_reshape(c, w, wsh.rank, wsh.dims), v->dtype));
+  if (!v) return NULL;
+  if (taps == 1) return imp_reshape(c, v, r, vs.dims);
+  int64_t axis = r;
+  return imp_reduce(c, GIR_REDUCE_SUM, v, &axis, 1, 0);
 }
 
 /* --- GridSample --- */
@@ -174,6 +237,7 @@ int imp_cv_GridSample(imp_ctx *c, imp_node *n) {
   sample_pad pad = PAD_ZEROS;
   if (parse_mode(c, n, &mode, &pad) < 0) return -1;
   if (k < 1) return imp_fail(c, "X must have rank >= 3");
+  if (3 + k > GIR_MAX_RANK) return imp_unsupported_node(c, n, "%d spatial axes (at most %d)", k, GIR_MAX_RANK - 3);
   if (n->opset < 20 && k != 2) return imp_fail(c, "X must have rank 4 before opset 20");
   if (!gir_dtype_is_float(grid->dtype)) return imp_fail(c, "grid must be floating point");
   if (grid->shape.rank != r || grid->shape.dims[0] != x->shape.dims[0] || grid->shape.dims[r - 1] != k)
@@ -201,17 +265,19 @@ int imp_cv_GridSample(imp_ctx *c, imp_node *n) {
     if (pad != PAD_ZEROS) {
       /* coordinates past the border are first clamped or reflected back */
       gir_value *out = imp_binary(c, GIR_BINARY_OR, cmpk(c, GIR_BINARY_LT, xd, lo), cmpk(c, GIR_BINARY_GT, xd, hi));
-      gir_value *fixed = pad == PAD_BORDER ? imp_binary(c, GIR_BINARY_MIN, imp_binary(c, GIR_BINARY_MAX, xd, lit(c, xd, 0)),
-                                                        lit(c, xd, (double)(len - 1)))
-                                           : reflect(c, xd, lo, hi);
+      gir_value *fixed;
+      if (pad == PAD_BORDER)
+        fixed = imp_binary(c, GIR_BINARY_MIN, imp_binary(c, GIR_BINARY_MAX, xd, lit(c, xd, 0)),
+                           lit(c, xd, (double)(len - 1)));
+      else
+        fixed = reflect(c, xd, lo, hi);
       xd = imp_where(c, out, fixed, xd);
     }
-    if (!xd || make_taps(c, xd, mode, pad, len, stride[d], lo, hi, &taps[d]) < 0) return -1;
+    if (!xd || make_taps(c, xd, d, k, mode, pad, len, stride[d], lo, hi, &taps[d]) < 0) return -1;
   }
   gir_value *data = x;
   if (mode != SAMPLE_NEAREST && x->dtype != GIR_F64) data = imp_cast(c, x, GIR_F32);
-  gir_shape is = {.rank = 3, .dims = {nb, ch, p}};
-  gir_value *y = gather_taps(c, imp_reshape(c, data, 3, xflat), taps, k, &is);
+  gir_value *y = gather_taps(c, imp_reshape(c, data, 3, xflat), taps, k, NULL);
   gir_shape ys = {.rank = r, .dims = {nb, ch}};
   for (int i = 1; i < r - 1; i++) ys.dims[1 + i] = grid->shape.dims[i];
   return imp_set_output(c, n, 0, imp_reshape(c, imp_cast(c, y, x->dtype), r, ys.dims));
@@ -238,7 +304,7 @@ int imp_cv_AffineGrid(imp_ctx *c, imp_node *n) {
     if (p > (1 << 24)) return imp_unsupported_node(c, n, "a grid of more than 2^24 points");
   }
   int align = imp_attr_int(n, "align_corners", 0) != 0;
-  gir_dtype ft = theta->dtype;
+  gir_dtype ft = calc_type(theta->dtype);
   /* base grid rows (x, y[, z], 1): x runs over the last spatial axis */
   gir_shape bs = {.rank = 2, .dims = {p, k + 1}};
   gir_value *base = gir_const_new(c->g, NULL, ft, &bs, NULL);
@@ -254,11 +320,11 @@ int imp_cv_AffineGrid(imp_ctx *c, imp_node *n) {
     gir_store_f64(ft, base->data, i * (k + 1) + k, 1.0);
   }
   int64_t perm[3] = {0, 2, 1};
-  gir_value *y = imp_matmul(c, base, imp_transpose(c, theta, perm)); /* [N, P, k] */
+  gir_value *y = imp_matmul(c, base, imp_transpose(c, imp_cast(c, theta, ft), perm)); /* [N, P, k] */
   gir_shape ys = {.rank = k + 2, .dims = {size[0]}};
   for (int i = 0; i < k; i++) ys.dims[1 + i] = size[2 + i];
   ys.dims[k + 1] = k;
-  return imp_set_output(c, n, 0, imp_reshape(c, y, ys.rank, ys.dims));
+  return imp_set_output(c, n, 0, imp_cast(c, imp_reshape(c, y, ys.rank, ys.dims), theta->dtype));
 }
 
 /* --- RoiAlign --- */
@@ -277,7 +343,8 @@ static int roi_axis_setup(imp_ctx *c, gir_value *start, gir_value *bin, int64_t 
   gir_shape ks = {.rank = 2, .dims = {1, bins * grid}};
   gir_value *kv = gir_const_new(c->g, NULL, start->dtype, &ks, NULL);
   for (int64_t b = 0; b < bins; b++)
-    for (int64_t i = 0; i < grid; i++) gir_store_f64(start->dtype, kv->data, b * grid + i, (double)b + ((double)i + 0.5) / (double)grid);
+    for (int64_t i = 0; i < grid; i++)
+      gir_store_f64(start->dtype, kv->data, b * grid + i, (double)b + ((double)i + 0.5) / (double)grid);
   gir_value *y = add(c, start, mul(c, bin, kv));
   a->valid = imp_unary(c, GIR_UNARY_NOT, imp_binary(c, GIR_BINARY_OR, cmpk(c, GIR_BINARY_LT, y, -1.0),
                                                       cmpk(c, GIR_BINARY_GT, y, (double)len)));
@@ -288,7 +355,7 @@ static int roi_axis_setup(imp_ctx *c, gir_value *start, gir_value *bin, int64_t 
   a->high = imp_where(c, at_end, top, addk(c, low, 1));
   y = imp_where(c, at_end, top, y);
   a->wh = sub(c, y, a->low);
-  a->wl = one_minus(c, a->wh);
+  a->wl = sub(c, lit(c, a->wh, 1.0), a->wh);
   return a->wl ? 0 : -1;
 }
 
@@ -302,6 +369,9 @@ int imp_cv_RoiAlign(imp_ctx *c, imp_node *n) {
     return imp_fail(c, "batch_indices must be integers [num_rois]");
   const char *mode = imp_attr_string(c, n, "mode", "avg");
   if (strcmp(mode, "avg") && strcmp(mode, "max")) return imp_fail(c, "unknown mode '%s'", mode);
+  /* opset 10 has no coordinate_transformation_mode and shifts nothing, as
+   * output_half_pixel does (ONNX Runtime agrees; the onnx reference evaluator
+   * applies opset 16's half_pixel default to it) */
   int half = 0;
   if (n->opset >= 16) {
     const char *ct = imp_attr_string(c, n, "coordinate_transformation_mode", "half_pixel");
@@ -313,7 +383,8 @@ int imp_cv_RoiAlign(imp_ctx *c, imp_node *n) {
   int64_t ratio = imp_attr_int(n, "sampling_ratio", 0);
   double scale = imp_attr_float(n, "spatial_scale", 1.0);
   if (ph < 1 || pw < 1 || ph > (1 << 16) || pw > (1 << 16)) return imp_fail(c, "output_height/width out of range");
-  if (ratio > 64) return imp_unsupported_node(c, n, "sampling_ratio %lld (more than 64 samples per bin side)", (long long)ratio);
+  if (ratio > 64)
+    return imp_unsupported_node(c, n, "sampling_ratio %lld (more than 64 samples per bin side)", (long long)ratio);
   if (ratio <= 0)
     return imp_unsupported_node(c, n, "sampling_ratio=0 (adaptive): the samples per bin depend on the ROI sizes, "
                                 "which are only known at run time");
@@ -332,40 +403,50 @@ int imp_cv_RoiAlign(imp_ctx *c, imp_node *n) {
   if (roi_axis_setup(c, coord[1], mulk(c, rh, 1.0 / (double)ph), ph, ratio, h, &ay) < 0 ||
       roi_axis_setup(c, coord[0], mulk(c, rw, 1.0 / (double)pw), pw, ratio, w, &axx) < 0)
     return -1;
-  /* y terms as [R, PH, G, 1, 1], x terms as [R, 1, 1, PW, G] */
-  int64_t ys[5] = {nr, ph, ratio, 1, 1}, xs[5] = {nr, 1, 1, pw, ratio}, bs[5] = {nr, 1, 1, 1, 1};
-  gir_value **yv[5] = {&ay.low, &ay.high, &ay.wl, &ay.wh, &ay.valid}, **xv[5] = {&axx.low, &axx.high, &axx.wl, &axx.wh, &axx.valid};
-  for (int i = 0; i < 5; i++) {
-    *yv[i] = imp_reshape(c, *yv[i], 5, ys);
-    *xv[i] = imp_reshape(c, *xv[i], 5, xs);
-  }
-  gir_value *valid = imp_binary(c, GIR_BINARY_AND, ay.valid, axx.valid);
-  /* row offsets into X as [N*H*W, C] */
+  /* every sample's four corners along axes [R, PH, PW, G, G, corner y, corner x]:
+   * y terms are [R, PH, 1, G, 1, 2, 1], x terms [R, 1, PW, 1, G, 1, 2] */
+  int64_t ys[7] = {nr, ph, 1, ratio, 1, 1, 1}, xs[7] = {nr, 1, pw, 1, ratio, 1, 1}, bs[7] = {nr, 1, 1, 1, 1, 1, 1};
+  gir_value *pair[2];
+  pair[0] = imp_reshape(c, flat_offset(c, ay.low, h - 1, w), 7, ys);
+  pair[1] = imp_reshape(c, flat_offset(c, ay.high, h - 1, w), 7, ys);
+  gir_value *yo = imp_concat(c, pair, 2, 5);
+  pair[0] = imp_reshape(c, ay.wl, 7, ys);
+  pair[1] = imp_reshape(c, ay.wh, 7, ys);
+  gir_value *wy = imp_concat(c, pair, 2, 5);
+  pair[0] = imp_reshape(c, flat_offset(c, axx.low, w - 1, 1), 7, xs);
+  pair[1] = imp_reshape(c, flat_offset(c, axx.high, w - 1, 1), 7, xs);
+  gir_value *xo = imp_concat(c, pair, 2, 6);
+  pair[0] = imp_reshape(c, axx.wl, 7, xs);
+  pair[1] = imp_reshape(c, axx.wh, 7, xs);
+  gir_value *wx = imp_concat(c, pair, 2, 6);
+  /* samples outside [-1, len] weigh 0 (the reference reads offset 0 with weight 0) */
+  gir_value *valid = imp_binary(c, GIR_BINARY_AND, imp_reshape(c, ay.valid, 7, ys), imp_reshape(c, axx.valid, 7, xs));
+  valid = imp_cast(c, valid, ft);
+  /* offsets into X as [C, N*H*W]; batch indices are clamped into [0, N) */
   gir_value *b = imp_cast(c, bi, GIR_I64);
   b = imp_binary(c, GIR_BINARY_MAX, imp_binary(c, GIR_BINARY_MIN, b, imp_scalar(c, GIR_I64, (double)(nb - 1))),
                  imp_scalar(c, GIR_I64, 0));
-  b = mul(c, imp_reshape(c, b, 5, bs), imp_scalar(c, GIR_I64, (double)(h * w)));
-  gir_value *yo[2] = {flat_offset(c, ay.low, h - 1, w), flat_offset(c, ay.high, h - 1, w)};
-  gir_value *xo[2] = {flat_offset(c, axx.low, w - 1, 1), flat_offset(c, axx.high, w - 1, 1)};
-  gir_value *wy[2] = {ay.wl, ay.wh}, *wx[2] = {axx.wl, axx.wh};
-  int64_t perm_in[4] = {0, 2, 3, 1}, rows[2] = {nb * h * w, ch};
-  gir_value *xcl = imp_reshape(c, imp_transpose(c, imp_cast(c, x, ft), perm_in), 2, rows);
-  int64_t ws6[6] = {nr, ph, ratio, pw, ratio, 1};
-  gir_value *acc = NULL;
-  for (int i = 0; i < 4; i++) {
-    gir_value *idx = add(c, b, add(c, yo[i >> 1], xo[i & 1]));
-    gir_value *wt = imp_where(c, valid, mul(c, wy[i >> 1], wx[i & 1]), lit(c, ay.wl, 0));
-    gir_value *ins[2] = {xcl, idx};
-    if (!idx || !wt) return -1;
-    gir_node *gn = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
-    gir_attr_set_int(c->g, gn, "axis", 0);
-    gir_value *v = mul(c, imp_finish(c, gn), imp_reshape(c, wt, 6, ws6)); /* [R, PH, G, PW, G, C] */
-    acc = !acc ? v : imp_binary(c, strcmp(mode, "max") ? GIR_BINARY_ADD : GIR_BINARY_MAX, acc, v);
-  }
-  int64_t axes[2] = {2, 4}, perm_out[4] = {0, 3, 1, 2};
+  b = mul(c, imp_reshape(c, b, 7, bs), imp_scalar(c, GIR_I64, (double)(h * w)));
+  int64_t taps = 4 * ratio * ratio, ts[4] = {nr, ph, pw, taps}, ws5[5] = {1, nr, ph, pw, taps};
+  gir_shape full = {.rank = 7, .dims = {nr, ph, pw, ratio, ratio, 2, 2}};
+  gir_err e = {{0}};
+  int64_t total = gir_shape_numel(&full, &e);
+  if (total < 0 || total > MAX_SAMPLES)
+    return imp_fail(c, "too many samples (%s)", total < 0 ? e.msg : "more than 2^40");
+  gir_value *offs[3] = {b, yo, xo}, *wl[3] = {wy, wx, valid};
+  gir_value *off = imp_reshape(c, reduce_stack(c, GIR_REDUCE_SUM, offs, 3, &full), 4, ts);
+  gir_value *wt = imp_reshape(c, reduce_stack(c, GIR_REDUCE_PROD, wl, 3, &full), 5, ws5);
+  int64_t perm_in[4] = {1, 0, 2, 3}, rows[2] = {ch, nb * h * w};
+  gir_value *ins[2] = {imp_reshape(c, imp_transpose(c, imp_cast(c, x, ft), perm_in), 2, rows), off};
+  if (!ins[0] || !ins[1] || !wt) return -1;
+  gir_node *gn = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
+  gir_attr_set_int(c->g, gn, "axis", 1);
+  gir_value *v = mul(c, imp_finish(c, gn), wt); /* [C, R, PH, PW, taps] */
+  /* max mode: the largest weighted corner of any sample (the reference's rule) */
+  int64_t axis = 4, perm_out[4] = {1, 0, 2, 3};
   gir_value *y;
-  if (!strcmp(mode, "max")) y = imp_reduce(c, GIR_REDUCE_MAX, acc, axes, 2, 0);
-  else y = mulk(c, imp_reduce(c, GIR_REDUCE_SUM, acc, axes, 2, 0), 1.0 / (double)(ratio * ratio));
+  if (!strcmp(mode, "max")) y = imp_reduce(c, GIR_REDUCE_MAX, v, &axis, 1, 0);
+  else y = mulk(c, imp_reduce(c, GIR_REDUCE_SUM, v, &axis, 1, 0), 1.0 / (double)(ratio * ratio));
   return imp_set_output(c, n, 0, imp_cast(c, imp_transpose(c, y, perm_out), x->dtype));
 }
 
@@ -388,7 +469,8 @@ int imp_cv_DeformConv(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *offset = in_at(n, 2), *bias = in_at(n, 3), *mask = in_at(n, 4);
   if (!x || !wt || !offset) return imp_fail(c, "needs X, W and offset");
   int r = x->shape.rank, k = r - 2;
-  if (k < 1 || wt->shape.rank != r || offset->shape.rank != r) return imp_fail(c, "X, W and offset need the same rank >= 3");
+  if (k < 1 || wt->shape.rank != r || offset->shape.rank != r)
+    return imp_fail(c, "X, W and offset need the same rank >= 3");
   if (!gir_dtype_is_float(x->dtype) || wt->dtype != x->dtype || offset->dtype != x->dtype)
     return imp_fail(c, "X, W and offset must share a floating-point type");
   int64_t kern[GIR_MAX_RANK], st[GIR_MAX_RANK], dil[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK];
@@ -446,13 +528,16 @@ int imp_cv_DeformConv(imp_ctx *c, imp_node *n) {
       }
     gir_value *od = imp_reshape(c, imp_slice_axis(c, offs, 3, d, 1, 1), 4, tap_shape);
     gir_value *pos = add(c, od, base);
-    if (!pos || make_taps(c, pos, SAMPLE_LINEAR, PAD_ZEROS, x->shape.dims[2 + d], stride[d], 0, 0, &taps[d]) < 0)
+    if (!pos || make_taps(c, pos, d, k, SAMPLE_LINEAR, PAD_ZEROS, x->shape.dims[2 + d], stride[d], 0, 0, &taps[d]) < 0)
       return -1;
   }
   int64_t xg[4] = {nb, og, ch / og, s};
-  gir_shape is = {.rank = 4, .dims = {nb, og, ch / og, kt * p}};
-  gir_value *v = gather_taps(c, imp_reshape(c, imp_cast(c, x, ft), 4, xg), taps, k, &is);
-  if (mask) v = mul(c, v, imp_reshape(c, imp_cast(c, mask, ft), 4, tap_shape));
+  gir_value *mk = NULL;
+  if (mask) { /* [N, og, 1, kt * P] plus one axis per tap axis */
+    int64_t ms[GIR_MAX_RANK] = {nb, og, 1, kt * p, 1, 1, 1, 1};
+    mk = imp_reshape(c, mask, 4 + k, ms);
+  }
+  gir_value *v = gather_taps(c, imp_reshape(c, imp_cast(c, x, ft), 4, xg), taps, k, mk);
   /* columns [N, group, C/group * kt, P] times weights [group, OC/group, C/group * kt] */
   int64_t cols[4] = {nb, group, ch / group * kt, p}, wm[3] = {group, oc / group, ch / group * kt}, ys[3] = {nb, oc, p};
   gir_value *y = imp_matmul(c, imp_reshape(c, imp_cast(c, wt, ft), 3, wm), imp_reshape(c, v, 4, cols));

@@ -9,7 +9,7 @@
  *   output keeps the first n/2+1 columns, and an inverse onesided transform
  *   (irfft) folds the Hermitian symmetry into the rows. STFT gathers its frames
  *   with constant indices and reuses the same matrix, with a constant window
- *   folded into it.
+ *   folded into it (a window computed at run time multiplies the frames).
  * - HannWindow, HammingWindow and BlackmanWindow are constants (their size must
  *   be known at import, it is their output shape).
  * - Det expands cofactors along the rows, sharing every minor of the lower rows
@@ -28,6 +28,7 @@
 /* Dense matrices above this many elements are refused rather than built. */
 #define MAX_MATRIX_ELEMS (1ll << 24)
 #define MAX_DET_N 6
+#define TWO_PI 6.283185307179586476925286766559
 
 static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 
@@ -73,7 +74,7 @@ static gir_value *dft_matrix(imp_ctx *c, gir_dtype ft, const dft_plan *p) {
     int edge = j == 0 || (n % 2 == 0 && j == n / 2);
     double w = scale * (p->win ? p->win[j] : 1.0) * (p->kind == DFT_IRFFT && !edge ? 2.0 : 1.0);
     for (int64_t k = 0; k < p->cols; k++) {
-      double th = 2.0 * M_PI * (double)((j * k) % n) / (double)n;
+      double th = TWO_PI * (double)((j * k) % n) / (double)n;
       double cs = cos(th) * w, sn = sin(th) * w;
       int64_t r0 = j * p->cin * nc, r1 = r0 + nc;
       if (p->kind == DFT_IRFFT) {
@@ -127,7 +128,8 @@ int imp_cv_DFT(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (n->opset < 17) return imp_unsupported_node(c, n, "DFT before opset 17");
-  if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "input must be floating point, is %s", gir_dtype_name(x->dtype));
+  if (!gir_dtype_is_float(x->dtype))
+    return imp_fail(c, "input must be floating point, is %s", gir_dtype_name(x->dtype));
   int r = x->shape.rank;
   int64_t parts = r ? x->shape.dims[r - 1] : 0;
   if (r < 2 || (parts != 1 && parts != 2))
@@ -157,7 +159,8 @@ int imp_cv_DFT(imp_ctx *c, imp_node *n) {
 int imp_cv_STFT(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *win = in_at(n, 2);
   if (!x) return imp_fail(c, "needs an input");
-  if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "signal must be floating point, is %s", gir_dtype_name(x->dtype));
+  if (!gir_dtype_is_float(x->dtype))
+    return imp_fail(c, "signal must be floating point, is %s", gir_dtype_name(x->dtype));
   if (x->shape.rank != 3 || (x->shape.dims[2] != 1 && x->shape.dims[2] != 2))
     return imp_fail(c, "signal must be [batch, length, 1 or 2]");
   int64_t step = 0, len = x->shape.dims[1], fl = len, ws;
@@ -173,7 +176,8 @@ int imp_cv_STFT(imp_ctx *c, imp_node *n) {
   if (imp_attr_int(n, "onesided", 1)) p.cols = fl / 2 + 1;
   int rc = check_matrix_size(c, n, &p);
   if (rc) return rc;
-  if (frames * ws > MAX_MATRIX_ELEMS) return imp_unsupported_node(c, n, "%lld frames of %lld samples", (long long)frames, (long long)ws);
+  if (frames > MAX_MATRIX_ELEMS / ws)
+    return imp_unsupported_node(c, n, "%lld frames of %lld samples", (long long)frames, (long long)ws);
   /* frames: gather rows f*step + j of the signal, zero-padded at the end when
    * the window reaches past it */
   gir_value *sig = x;
@@ -194,23 +198,13 @@ int imp_cv_STFT(imp_ctx *c, imp_node *n) {
   gir_attr_set_int(c->g, gn, "axis", 1);
   gir_value *fr = imp_finish(c, gn); /* [batch, frames, ws, parts] */
   if (!fr) return -1;
-  if (win) {
-    const void *wd = NULL;
-    if (win->data) wd = win->data;
-    else {
-      /* a window computed at run time multiplies the frames; a known one is folded into the matrix */
-      gir_err saved = *c->err;
-      wd = imp_const_data(c, win, "input 'window'");
-      if (!wd) *c->err = saved;
-    }
-    if (wd) {
-      double *w = gir_arena_calloc(c->g->arena, (size_t)ws, sizeof *w);
-      for (int64_t j = 0; j < ws; j++) w[j] = gir_load_f64(win->dtype, wd, j);
-      p.win = w;
-    } else {
-      int64_t ws4[4] = {1, 1, ws, 1};
-      fr = imp_binary(c, GIR_BINARY_MUL, fr, imp_reshape(c, imp_cast(c, win, x->dtype), 4, ws4));
-    }
+  if (win && win->data) { /* a constant window is folded into the matrix */
+    double *w = gir_arena_calloc(c->g->arena, (size_t)ws, sizeof *w);
+    for (int64_t j = 0; j < ws; j++) w[j] = gir_load_f64(win->dtype, win->data, j);
+    p.win = w;
+  } else if (win) {
+    int64_t ws4[4] = {1, 1, ws, 1};
+    fr = imp_binary(c, GIR_BINARY_MUL, fr, imp_reshape(c, imp_cast(c, win, x->dtype), 4, ws4));
   }
   return imp_set_output(c, n, 0, dft_apply(c, fr, 2, &p));
 }
@@ -234,13 +228,14 @@ int imp_cv_window(imp_ctx *c, imp_node *n) {
   int64_t code = imp_attr_int(n, "output_datatype", 1);
   gir_dtype t = gir_dtype_from_onnx((int32_t)code);
   if (t == GIR_DTYPE_NONE) return imp_fail(c, "output_datatype: unknown element type code %lld", (long long)code);
-  if (!gir_dtype_first_class(t) || t == GIR_BOOL) return imp_unsupported_node(c, n, "output type %s", gir_dtype_name(t));
+  if (!gir_dtype_first_class(t) || t == GIR_BOOL)
+    return imp_unsupported_node(c, n, "output type %s", gir_dtype_name(t));
   /* symmetric windows of size 1 divide 0 by 0, as the reference does: NaN */
   double period = (double)(imp_attr_int(n, "periodic", 1) ? size : size - 1);
   gir_shape s = {.rank = 1, .dims = {size}};
   gir_value *y = gir_const_new(c->g, NULL, t, &s, NULL);
   for (int64_t k = 0; k < size; k++) {
-    double th = 2.0 * M_PI * (double)k / period;
+    double th = TWO_PI * (double)k / period;
     gir_store_f64(t, y->data, k, a0 - a1 * cos(th) + a2 * cos(2.0 * th));
   }
   return imp_set_output(c, n, 0, y);
@@ -251,13 +246,14 @@ int imp_cv_window(imp_ctx *c, imp_node *n) {
 int imp_cv_Det(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0);
   if (!x) return imp_fail(c, "needs an input");
-  if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "input must be floating point, is %s", gir_dtype_name(x->dtype));
+  if (!gir_dtype_is_float(x->dtype))
+    return imp_fail(c, "input must be floating point, is %s", gir_dtype_name(x->dtype));
   int r = x->shape.rank;
   if (r < 2 || x->shape.dims[r - 1] != x->shape.dims[r - 2]) return imp_fail(c, "input must be [..., M, M]");
   int64_t m = x->shape.dims[r - 1], batch = 1;
   if (m > MAX_DET_N)
-    return imp_unsupported_node(c, n, "%lldx%lld matrices: the unrolled cofactor expansion stops at %dx%d", (long long)m,
-                                (long long)m, MAX_DET_N, MAX_DET_N);
+    return imp_unsupported_node(c, n, "%lldx%lld matrices: the unrolled cofactor expansion stops at %dx%d",
+                                (long long)m, (long long)m, MAX_DET_N, MAX_DET_N);
   for (int i = 0; i < r - 2; i++) batch *= x->shape.dims[i];
   gir_dtype ft = calc_type(x->dtype);
   int64_t flat[2] = {batch, m * m};
@@ -325,13 +321,15 @@ int imp_cv_Col2Im(imp_ctx *c, imp_node *n) {
     nblocks *= xs.dims[2 + i];
     if (bsz > (1 << 20) || nblocks > (1ll << 40)) return imp_fail(c, "block or image too large");
   }
-  if (x->shape.dims[1] % bsz) return imp_fail(c, "input channels are not a multiple of prod(block_shape) = %lld", (long long)bsz);
+  if (x->shape.dims[1] % bsz)
+    return imp_fail(c, "input channels are not a multiple of prod(block_shape) = %lld", (long long)bsz);
   if (x->shape.dims[2] != nblocks)
     return imp_fail(c, "input has %lld blocks, the image and block shapes give %lld", (long long)x->shape.dims[2],
                     (long long)nblocks);
   int64_t ch = x->shape.dims[1] / bsz;
   if (ch < 1) return imp_fail(c, "input has no channels");
-  if (x->shape.dims[1] * bsz > MAX_MATRIX_ELEMS) return imp_unsupported_node(c, n, "block too large for one-hot weights");
+  if (x->shape.dims[1] * bsz > MAX_MATRIX_ELEMS)
+    return imp_unsupported_node(c, n, "one-hot kernel of %lld weights", (long long)(x->shape.dims[1] * bsz));
   gir_dtype ft = gir_dtype_is_float(x->dtype) ? x->dtype : GIR_F32;
   gir_shape ws = {.rank = k + 2, .dims = {x->shape.dims[1], 1}};
   for (int i = 0; i < k; i++) ws.dims[2 + i] = blk[i];
