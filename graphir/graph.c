@@ -207,6 +207,19 @@ void gir_attr_set_string(gir_graph *g, gir_node *n, const char *name, const char
   a->s = gir_arena_strdup(g->arena, s);
 }
 
+int gir_attr_equal(const gir_attr *a, const gir_attr *b) {
+  if (a->kind != b->kind || strcmp(a->name, b->name)) return 0;
+  switch (a->kind) {
+  case GIR_ATTR_INT: return a->i == b->i;
+  case GIR_ATTR_FLOAT: return !memcmp(&a->f, &b->f, sizeof a->f);
+  case GIR_ATTR_INTS: return a->n == b->n && (!a->n || !memcmp(a->ints, b->ints, (size_t)a->n * sizeof *a->ints));
+  case GIR_ATTR_FLOATS:
+    return a->n == b->n && (!a->n || !memcmp(a->floats, b->floats, (size_t)a->n * sizeof *a->floats));
+  case GIR_ATTR_STRING: return (!a->s && !b->s) || (a->s && b->s && !strcmp(a->s, b->s));
+  default: return 0;
+  }
+}
+
 const gir_attr *gir_attr_find(const gir_node *n, const char *name) {
   for (int i = 0; i < n->n_attrs; i++)
     if (!strcmp(n->attrs[i].name, name)) return &n->attrs[i];

@@ -187,6 +187,8 @@ void gir_attr_set_ints(gir_graph *g, gir_node *n, const char *name, const int64_
 void gir_attr_set_floats(gir_graph *g, gir_node *n, const char *name, const double *v, int32_t cnt);
 void gir_attr_set_string(gir_graph *g, gir_node *n, const char *name, const char *s);
 const gir_attr *gir_attr_find(const gir_node *n, const char *name);
+/* Same name, kind and value (floats bitwise). */
+int gir_attr_equal(const gir_attr *a, const gir_attr *b);
 int64_t gir_attr_int(const gir_node *n, const char *name, int64_t def);
 double gir_attr_float(const gir_node *n, const char *name, double def);
 /* Pointer to the INTS array (NULL if absent), count in *cnt. */

@@ -43,19 +43,6 @@ static uint64_t hash_attr(const gir_attr *a) {
   }
 }
 
-static int attr_equal(const gir_attr *a, const gir_attr *b) {
-  if (a->kind != b->kind || strcmp(a->name, b->name)) return 0;
-  switch (a->kind) {
-  case GIR_ATTR_INT: return a->i == b->i;
-  case GIR_ATTR_FLOAT: return !memcmp(&a->f, &b->f, sizeof a->f);
-  case GIR_ATTR_INTS: return a->n == b->n && (!a->n || !memcmp(a->ints, b->ints, (size_t)a->n * sizeof *a->ints));
-  case GIR_ATTR_FLOATS:
-    return a->n == b->n && (!a->n || !memcmp(a->floats, b->floats, (size_t)a->n * sizeof *a->floats));
-  case GIR_ATTR_STRING: return (!a->s && !b->s) || (a->s && b->s && !strcmp(a->s, b->s));
-  default: return 0;
-  }
-}
-
 static uint64_t hash_node(const gir_node *n) {
   uint64_t h = mix(mix(mix(1, (uint64_t)n->op), (uint64_t)n->n_in), (uint64_t)n->n_out);
   for (int i = 0; i < n->n_in; i++) h = mix(h, n->in[i] ? (uint64_t)n->in[i]->id : ~0ull);
@@ -70,7 +57,7 @@ static int node_equal(const gir_node *a, const gir_node *b) {
     if (a->in[i] != b->in[i]) return 0;
   for (int i = 0; i < a->n_attrs; i++) {
     const gir_attr *o = gir_attr_find(b, a->attrs[i].name);
-    if (!o || !attr_equal(&a->attrs[i], o)) return 0;
+    if (!o || !gir_attr_equal(&a->attrs[i], o)) return 0;
   }
   return 1;
 }

@@ -63,24 +63,11 @@ typedef struct hf {
   int32_t *head;         /* first bucket per input value id, -1 if none */
 } hf;
 
-static int attr_equal(const gir_attr *a, const gir_attr *b) {
-  if (a->kind != b->kind || strcmp(a->name, b->name)) return 0;
-  switch (a->kind) {
-  case GIR_ATTR_INT: return a->i == b->i;
-  case GIR_ATTR_FLOAT: return !memcmp(&a->f, &b->f, sizeof a->f);
-  case GIR_ATTR_INTS: return a->n == b->n && (!a->n || !memcmp(a->ints, b->ints, (size_t)a->n * sizeof *a->ints));
-  case GIR_ATTR_FLOATS:
-    return a->n == b->n && (!a->n || !memcmp(a->floats, b->floats, (size_t)a->n * sizeof *a->floats));
-  case GIR_ATTR_STRING: return (!a->s && !b->s) || (a->s && b->s && !strcmp(a->s, b->s));
-  default: return 0;
-  }
-}
-
 static int same_attrs(const gir_node *a, const gir_node *b) {
   if (a->n_attrs != b->n_attrs) return 0;
   for (int i = 0; i < a->n_attrs; i++) {
     const gir_attr *o = gir_attr_find(b, a->attrs[i].name);
-    if (!o || !attr_equal(&a->attrs[i], o)) return 0;
+    if (!o || !gir_attr_equal(&a->attrs[i], o)) return 0;
   }
   return 1;
 }

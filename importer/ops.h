@@ -21,6 +21,10 @@ int imp_ints_attr_or_input(imp_ctx *c, imp_node *n, const char *name, int idx, i
 /* The op's element-wise unary/binary function from its ONNX name. */
 int imp_unary_fn_of(const char *op_type);
 int imp_binary_fn_of(const char *op_type);
+/* INTS attribute of exactly `want` values; absent or empty gives `def` each
+ * (*present, if given, says whether it was there). */
+int imp_spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int want, int64_t def, int64_t *out,
+                     int *present);
 /* Normalizes a possibly negative axis against rank, with an error naming the op. */
 int imp_axis(imp_ctx *c, int64_t axis, int32_t rank, int64_t *out);
 

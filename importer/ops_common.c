@@ -68,3 +68,18 @@ int imp_binary_fn_of(const char *op_type) {
     if (!strcmp(binary_map[i].onnx, op_type)) return binary_map[i].fn;
   return -1;
 }
+
+int imp_spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int want, int64_t def, int64_t *out,
+                     int *present) {
+  int64_t *v;
+  int32_t cnt = imp_attr_ints(c, n, name, &v);
+  if (cnt < 0 && c->err->msg[0]) return -1;
+  if (present) *present = cnt > 0;
+  if (cnt <= 0) {
+    for (int i = 0; i < want; i++) out[i] = def;
+    return 0;
+  }
+  if (cnt != want) return imp_fail(c, "attribute %s needs %d values, has %d", name, want, cnt);
+  for (int i = 0; i < want; i++) out[i] = v[i];
+  return 0;
+}

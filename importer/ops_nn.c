@@ -134,22 +134,6 @@ typedef struct win {
   int auto_pad; /* 0 NOTSET, 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID */
 } win;
 
-/* INTS attribute of exactly `want` values; absent or empty gives `def` each. */
-static int spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int want, int64_t def, int64_t *out,
-                        int *present) {
-  int64_t *v;
-  int32_t cnt = imp_attr_ints(c, n, name, &v);
-  if (cnt < 0 && c->err->msg[0]) return -1;
-  if (present) *present = cnt > 0;
-  if (cnt <= 0) {
-    for (int i = 0; i < want; i++) out[i] = def;
-    return 0;
-  }
-  if (cnt != want) return imp_fail(c, "attribute %s needs %d values, has %d", name, want, cnt);
-  for (int i = 0; i < want; i++) out[i] = v[i];
-  return 0;
-}
-
 static int read_auto_pad(imp_ctx *c, const imp_node *n, int *ap) {
   const char *s = imp_attr_string(c, n, "auto_pad", "NOTSET");
   if (!strcmp(s, "NOTSET") || !s[0]) *ap = 0;
@@ -170,7 +154,7 @@ static int read_window(imp_ctx *c, const imp_node *n, const gir_value *x, const 
   int k = w->k = r - 2;
   int has_ks;
   int64_t ks[GIR_MAX_RANK];
-  if (spatial_ints(c, n, "kernel_shape", k, 0, ks, &has_ks) < 0) return -1;
+  if (imp_spatial_ints(c, n, "kernel_shape", k, 0, ks, &has_ks) < 0) return -1;
   if (wkernel) {
     for (int i = 0; i < k; i++) {
       if (has_ks && ks[i] != wkernel[i])
@@ -182,11 +166,11 @@ static int read_window(imp_ctx *c, const imp_node *n, const gir_value *x, const 
     if (!has_ks) return imp_fail(c, "attribute kernel_shape is required");
     for (int i = 0; i < k; i++) w->kernel[i] = ks[i];
   }
-  if (spatial_ints(c, n, "strides", k, 1, w->strides, NULL) < 0 ||
-      spatial_ints(c, n, "pads", 2 * k, 0, w->pads, NULL) < 0)
+  if (imp_spatial_ints(c, n, "strides", k, 1, w->strides, NULL) < 0 ||
+      imp_spatial_ints(c, n, "pads", 2 * k, 0, w->pads, NULL) < 0)
     return -1;
   if (dil_ok) {
-    if (spatial_ints(c, n, "dilations", k, 1, w->dil, NULL) < 0) return -1;
+    if (imp_spatial_ints(c, n, "dilations", k, 1, w->dil, NULL) < 0) return -1;
   } else {
     for (int i = 0; i < k; i++) w->dil[i] = 1;
   }
@@ -274,10 +258,11 @@ int imp_cv_ConvTranspose(imp_ctx *c, imp_node *n) {
   int has_ks, has_pads, has_os = 0;
   int64_t ks[GIR_MAX_RANK], strides[GIR_MAX_RANK], dil[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK], opad[GIR_MAX_RANK];
   int64_t oshape[GIR_MAX_RANK];
-  if (spatial_ints(c, n, "kernel_shape", k, 0, ks, &has_ks) < 0 ||
-      spatial_ints(c, n, "strides", k, 1, strides, NULL) < 0 || spatial_ints(c, n, "dilations", k, 1, dil, NULL) < 0 ||
-      spatial_ints(c, n, "pads", 2 * k, 0, pads, &has_pads) < 0 ||
-      spatial_ints(c, n, "output_padding", k, 0, opad, NULL) < 0)
+  if (imp_spatial_ints(c, n, "kernel_shape", k, 0, ks, &has_ks) < 0 ||
+      imp_spatial_ints(c, n, "strides", k, 1, strides, NULL) < 0 ||
+      imp_spatial_ints(c, n, "dilations", k, 1, dil, NULL) < 0 ||
+      imp_spatial_ints(c, n, "pads", 2 * k, 0, pads, &has_pads) < 0 ||
+      imp_spatial_ints(c, n, "output_padding", k, 0, opad, NULL) < 0)
     return -1;
   {
     int64_t *os;

@@ -452,19 +452,6 @@ int imp_cv_RoiAlign(imp_ctx *c, imp_node *n) {
 
 /* --- DeformConv --- */
 
-static int spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int k, int64_t def, int64_t *out) {
-  int64_t *v;
-  int32_t cnt = imp_attr_ints(c, n, name, &v);
-  if (c->err->msg[0]) return -1;
-  if (cnt < 0) {
-    for (int i = 0; i < k; i++) out[i] = def;
-    return 0;
-  }
-  if (cnt != k) return imp_fail(c, "attribute %s needs %d values, has %d", name, k, cnt);
-  for (int i = 0; i < k; i++) out[i] = v[i];
-  return 0;
-}
-
 int imp_cv_DeformConv(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *offset = in_at(n, 2), *bias = in_at(n, 3), *mask = in_at(n, 4);
   if (!x || !wt || !offset) return imp_fail(c, "needs X, W and offset");
@@ -474,8 +461,10 @@ int imp_cv_DeformConv(imp_ctx *c, imp_node *n) {
   if (!gir_dtype_is_float(x->dtype) || wt->dtype != x->dtype || offset->dtype != x->dtype)
     return imp_fail(c, "X, W and offset must share a floating-point type");
   int64_t kern[GIR_MAX_RANK], st[GIR_MAX_RANK], dil[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK];
-  if (spatial_ints(c, n, "kernel_shape", k, 0, kern) < 0 || spatial_ints(c, n, "strides", k, 1, st) < 0 ||
-      spatial_ints(c, n, "dilations", k, 1, dil) < 0 || spatial_ints(c, n, "pads", 2 * k, 0, pads) < 0)
+  if (imp_spatial_ints(c, n, "kernel_shape", k, 0, kern, NULL) < 0 ||
+      imp_spatial_ints(c, n, "strides", k, 1, st, NULL) < 0 ||
+      imp_spatial_ints(c, n, "dilations", k, 1, dil, NULL) < 0 ||
+      imp_spatial_ints(c, n, "pads", 2 * k, 0, pads, NULL) < 0)
     return -1;
   int64_t group = imp_attr_int(n, "group", 1), og = imp_attr_int(n, "offset_group", 1);
   int64_t nb = x->shape.dims[0], ch = x->shape.dims[1], oc = wt->shape.dims[0], kt = 1, p = 1, s = 1;

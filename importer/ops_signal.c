@@ -282,20 +282,6 @@ int imp_cv_Det(imp_ctx *c, imp_node *n) {
 
 /* --- Col2Im --- */
 
-/* ints attribute of k values, or def when absent */
-static int spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int k, int64_t def, int64_t *out) {
-  int64_t *v;
-  int32_t cnt = imp_attr_ints(c, n, name, &v);
-  if (c->err->msg[0]) return -1;
-  if (cnt < 0) {
-    for (int i = 0; i < k; i++) out[i] = def;
-    return 0;
-  }
-  if (cnt != k) return imp_fail(c, "attribute %s needs %d values, has %d", name, k, cnt);
-  for (int i = 0; i < k; i++) out[i] = v[i];
-  return 0;
-}
-
 int imp_cv_Col2Im(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0);
   if (!x) return imp_fail(c, "needs an input");
@@ -305,8 +291,9 @@ int imp_cv_Col2Im(imp_ctx *c, imp_node *n) {
   if (k < 1 || k != kb || k + 2 > GIR_MAX_RANK) return imp_fail(c, "image_shape and block_shape need the same length");
   if (x->shape.rank != 3) return imp_fail(c, "input must be [N, C * prod(block_shape), L]");
   int64_t dil[GIR_MAX_RANK], st[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK], opad[GIR_MAX_RANK], bsz = 1, nblocks = 1;
-  if (spatial_ints(c, n, "dilations", k, 1, dil) < 0 || spatial_ints(c, n, "strides", k, 1, st) < 0 ||
-      spatial_ints(c, n, "pads", 2 * k, 0, pads) < 0)
+  if (imp_spatial_ints(c, n, "dilations", k, 1, dil, NULL) < 0 ||
+      imp_spatial_ints(c, n, "strides", k, 1, st, NULL) < 0 ||
+      imp_spatial_ints(c, n, "pads", 2 * k, 0, pads, NULL) < 0)
     return -1;
   gir_shape xs = {.rank = k + 2, .dims = {x->shape.dims[0], x->shape.dims[1]}};
   for (int i = 0; i < k; i++) {
@@ -359,7 +346,8 @@ int imp_cv_MaxUnpool(imp_ctx *c, imp_node *n) {
   int64_t *kv;
   if (imp_attr_ints(c, n, "kernel_shape", &kv) != k) return imp_fail(c, "kernel_shape needs %d values", k);
   for (int i = 0; i < k; i++) kern[i] = kv[i];
-  if (spatial_ints(c, n, "strides", k, 1, st) < 0 || spatial_ints(c, n, "pads", 2 * k, 0, pads) < 0) return -1;
+  if (imp_spatial_ints(c, n, "strides", k, 1, st, NULL) < 0 || imp_spatial_ints(c, n, "pads", 2 * k, 0, pads, NULL) < 0)
+    return -1;
   gir_shape inf = {.rank = r, .dims = {x->shape.dims[0], x->shape.dims[1]}};
   for (int i = 0; i < k; i++) {
     if (kern[i] < 1 || st[i] < 1 || kern[i] > (1 << 20) || st[i] > (1 << 20) || pads[i] < 0 || pads[i + k] < 0 ||

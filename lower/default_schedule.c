@@ -61,7 +61,8 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || st->n_root == 0 || st->n_rels || st->n_reduce || st->t->dtype != GIR_F32) continue;
     int has_attached = 0;
-    for (int j = 0; j < s->n_stages; j++) has_attached |= s->stages[j]->attach == SCH_AT && s->stages[j]->at_stage == st;
+    for (int j = 0; j < s->n_stages; j++)
+      has_attached |= s->stages[j]->attach == SCH_AT && s->stages[j]->at_stage == st;
     sch_iter *last = st->leaf[st->n_leaf - 1], *lo, *li;
     if (has_attached || t->vec_f32 < 2 || last->reduce || last->extent % t->vec_f32) continue;
     if (sch_split(s, st, last, t->vec_f32, &lo, &li) < 0 || sch_annotate(s, st, li, TIR_VECTORIZED) < 0) return -1;
@@ -69,7 +70,8 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || st->n_root == 0) continue;
-    if (st->n_rels && !(st->leaf[st->n_leaf - 1]->kind == TIR_VECTORIZED && st->n_rels == 1)) continue; /* a template's */
+    /* a template's stage keeps its schedule; the vector split above is the only rel we add */
+    if (st->n_rels && !(st->leaf[st->n_leaf - 1]->kind == TIR_VECTORIZED && st->n_rels == 1)) continue;
     int64_t numel = 1;
     for (int d = 0; d < st->n_root; d++) numel *= st->root_axes[d]->extent;
     if (numel < PARALLEL_MIN_ELEMENTS) continue;

@@ -30,7 +30,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
       c.ow_tile = (int32_t)p;
       break;
     }
-  if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8); /* a guarded tail beats tiny tiles */
+  /* no divisor worth having: a guarded tail beats tiny tiles */
+  if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
   return c;
 }
 
@@ -38,7 +39,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
 static int sched_pad(sch_schedule *s, sch_stage *red, int32_t vec) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *p = s->stages[i];
-    if (p->attach != SCH_ROOT || p->n_rels || !p->t->tag || strcmp(p->t->tag, "conv_pad") || !sch_reads(red, p)) continue;
+    if (p->attach != SCH_ROOT || p->n_rels || !p->t->tag || strcmp(p->t->tag, "conv_pad") || !sch_reads(red, p))
+      continue;
     if (p->n_root != 5) continue;
     sch_iter *rows;
     if (sch_fuse(s, p, p->leaf[0], p->leaf[1], &rows) < 0 || sch_fuse(s, p, rows, p->leaf[1], &rows) < 0) return -1;

@@ -91,7 +91,8 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
 LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMBuilderRef B = g->b;
   LLVMValueRef z = call1(g, "llvm.fabs", x);
-  LLVMValueRef t = LLVMBuildFDiv(B, splat_f(g, 1.0, lanes), mad(g, z, splat_f(g, 0.5, lanes), splat_f(g, 1.0, lanes)), "");
+  LLVMValueRef one = splat_f(g, 1.0, lanes);
+  LLVMValueRef t = LLVMBuildFDiv(B, one, mad(g, z, splat_f(g, 0.5, lanes), one), "");
   static const double c[] = {0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
                              -0.18628806, 0.09678418, 0.37409196, 1.00002368};
   LLVMValueRef q = splat_f(g, c[0], lanes);
