@@ -25,6 +25,8 @@ int imp_binary_fn_of(const char *op_type);
  * (*present, if given, says whether it was there). */
 int imp_spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int want, int64_t def, int64_t *out,
                      int *present);
+/* Concatenation of n values along axis, in rounds when n exceeds concat's 64 inputs. */
+gir_value *imp_concat_many(imp_ctx *c, gir_value *const *xs, int64_t n, int64_t axis);
 /* Normalizes a possibly negative axis against rank, with an error naming the op. */
 int imp_axis(imp_ctx *c, int64_t axis, int32_t rank, int64_t *out);
 

@@ -83,3 +83,18 @@ int imp_spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int want, 
   for (int i = 0; i < want; i++) out[i] = v[i];
   return 0;
 }
+
+gir_value *imp_concat_many(imp_ctx *c, gir_value *const *xs, int64_t n, int64_t axis) {
+  const int64_t max = 64; /* ops.def: concat takes at most 64 inputs, so larger ones go in rounds */
+  gir_value **tmp = gir_arena_calloc(c->g->arena, (size_t)n + 1, sizeof *tmp);
+  memcpy(tmp, xs, (size_t)n * sizeof *tmp);
+  while (n > max) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i += max) {
+      int64_t k = n - i < max ? n - i : max;
+      tmp[m++] = imp_concat(c, tmp + i, (int32_t)k, axis);
+    }
+    n = m;
+  }
+  return imp_concat(c, tmp, (int32_t)n, axis);
+}

@@ -51,7 +51,6 @@
 
 #define CTRL_MAX_UNROLLED (1 << 16)      /* iterations × body size for one Loop or Scan */
 #define CTRL_MAX_GRAPH_VALUES (1 << 20)  /* no iteration starts in a graph this large */
-#define CONCAT_MAX 64                    /* ops.def: concat takes at most 64 inputs */
 
 /* x (one element) as a scalar. */
 static gir_value *scalar_of(imp_ctx *c, gir_value *x) {
@@ -170,21 +169,6 @@ static int over_limit(imp_ctx *c, const imp_node *n, int64_t iters, int64_t size
 
 /* --- shared builders --- */
 
-/* Concatenation of cnt values along axis (more than concat's 64 inputs: in rounds). */
-static gir_value *concat_many(imp_ctx *c, gir_value *const *xs, int64_t cnt, int64_t axis) {
-  gir_value **tmp = gir_arena_calloc(c->g->arena, (size_t)cnt + 1, sizeof *tmp);
-  memcpy(tmp, xs, (size_t)cnt * sizeof *tmp);
-  while (cnt > CONCAT_MAX) {
-    int64_t m = 0;
-    for (int64_t i = 0; i < cnt; i += CONCAT_MAX) {
-      int64_t k = cnt - i < CONCAT_MAX ? cnt - i : CONCAT_MAX;
-      tmp[m++] = imp_concat(c, tmp + i, (int32_t)k, axis);
-    }
-    cnt = m;
-  }
-  return imp_concat(c, tmp, (int32_t)cnt, axis);
-}
-
 /* x with a unit axis inserted at axis. */
 static gir_value *unsqueeze(imp_ctx *c, gir_value *x, int64_t axis) {
   if (!x) return NULL;
@@ -225,7 +209,7 @@ static gir_value *stack(imp_ctx *c, gir_value *const *xs, int64_t cnt, int64_t a
     }
     if (!(u[i] = unsqueeze(c, x, axis))) return NULL;
   }
-  return concat_many(c, u, cnt, axis);
+  return imp_concat_many(c, u, cnt, axis);
 }
 
 /* The static type of a body output (every dim a number), or -1 without error. */

@@ -45,7 +45,6 @@
 #include "ops.h"
 
 #define RNN_MAX_STEPS 8192 /* time steps × directions unrolled for one node */
-#define CONCAT_MAX 64      /* ops.def: concat takes at most 64 inputs */
 
 typedef enum {
   ACT_RELU,
@@ -170,21 +169,6 @@ static gir_value *regroup(imp_ctx *c, gir_value *x, int rank, const int64_t *vie
   if (identity) return imp_reshape(c, x, out_rank, out);
   gir_value *v = imp_transpose(c, imp_reshape(c, x, rr, rview), rperm);
   return imp_reshape(c, v, out_rank, out);
-}
-
-/* Concatenation of n values (more than concat's 64 inputs: in rounds). */
-static gir_value *concat_many(imp_ctx *c, gir_value *const *xs, int64_t n, int axis) {
-  gir_value **tmp = gir_arena_calloc(c->g->arena, (size_t)n + 1, sizeof *tmp);
-  memcpy(tmp, xs, (size_t)n * sizeof *tmp);
-  while (n > CONCAT_MAX) {
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i += CONCAT_MAX) {
-      int64_t k = n - i < CONCAT_MAX ? n - i : CONCAT_MAX;
-      tmp[m++] = imp_concat(c, tmp + i, (int32_t)k, axis);
-    }
-    n = m;
-  }
-  return imp_concat(c, tmp, (int32_t)n, axis);
 }
 
 static gir_value *pad_end(imp_ctx *c, gir_value *x, int axis, int64_t amount) {
@@ -624,7 +608,7 @@ static int convert(imp_ctx *c, imp_node *n, rnn_kind kind) {
       y = imp_broadcast_to(c, imp_scalar(c, r.X->dtype, 0.0), &s);
     } else {
       gir_value *dirs[2];
-      for (int64_t d = 0; d < D; d++) dirs[d] = concat_many(c, ys + d * S, S, 0); /* [S, B, H] */
+      for (int64_t d = 0; d < D; d++) dirs[d] = imp_concat_many(c, ys + d * S, S, 0); /* [S, B, H] */
       y = imp_concat(c, dirs, (int32_t)D, 0);                                      /* [D*S, B, H] */
       int64_t view[4] = {D, S, B, H};
       if (r.mask) {

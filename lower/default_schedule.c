@@ -11,25 +11,6 @@
 
 #define PARALLEL_MIN_ELEMENTS 16384
 
-/* The only stage reading st, or NULL (none, or several). */
-static sch_stage *sole_reader(sch_schedule *s, sch_stage *st) {
-  sch_stage *r = NULL;
-  for (int i = st->id + 1; i < s->n_stages; i++) {
-    sch_stage *c = s->stages[i];
-    if (c->attach == SCH_INLINE || !sch_reads(c, st)) continue;
-    if (r) return NULL;
-    r = c;
-  }
-  return r;
-}
-
-static int same_shape(const te_tensor *a, const te_tensor *b) {
-  if (a->rank != b->rank) return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->shape[i] != b->shape[i]) return 0;
-  return 1;
-}
-
 int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   lower_target def = lower_target_default();
   if (!t) t = &def;
@@ -47,8 +28,8 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->is_output || !st->n_reduce || st->attach != SCH_ROOT || st->n_rels) continue;
-    sch_stage *c = sole_reader(s, st);
-    if (!c || c->n_reduce || c->n_rels || !same_shape(c->t, st->t) || !c->n_leaf) continue;
+    sch_stage *c = lower_epilogue_of(s, st);
+    if (!c || !c->n_leaf) continue;
     gir_err e = {{0}};
     gir_err *saved = s->err;
     s->err = &e; /* a refusal just keeps the stage at the root */

@@ -55,11 +55,6 @@ static int sched_pad(sch_schedule *s, sch_stage *red, int32_t vec) {
 }
 
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
-  if (!epi) {
-    epi = red;
-    red = sch_cache_write(s, red, TIR_LOCAL);
-    if (!red) return -1;
-  }
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
   if (sched_pad(s, red, cfg->vec) < 0) return -1;
   sch_iter *owo, *owi;

@@ -47,11 +47,6 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
 }
 
 int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_matmul_cfg *cfg) {
-  if (!epi) { /* no epilogue: the reduction moves into a register stage, red copies it out */
-    epi = red;
-    red = sch_cache_write(s, red, TIR_LOCAL);
-    if (!red) return -1;
-  }
   int r = epi->n_root;
   if (r < 2 || red->n_reduce != 1) return gir_errf(s->err, "matmul template: %s is not a matmul", red->t->name);
   int64_t nr = (int64_t)cfg->nr_vecs * cfg->vec;

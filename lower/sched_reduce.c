@@ -14,15 +14,8 @@ static int is_plain(const sch_stage *st) {
   return c == TE_SUM || c == TE_PROD || c == TE_RMAX || c == TE_RMIN;
 }
 
-static int reads_last_axis(const sch_stage *st) {
-  /* the reduction's own output axes must not be reduced over: true by construction;
-   * what matters is that the innermost output axis exists and is not tiny */
-  return st->n_root >= 1;
-}
-
-int lower_vector_reduce_ok(const sch_stage *red, const sch_stage *epi, int32_t vec) {
-  (void)epi;
-  if (vec < 2 || !is_plain(red) || !reads_last_axis(red)) return 0;
+int lower_vector_reduce_ok(const sch_stage *red, int32_t vec) {
+  if (vec < 2 || !is_plain(red) || red->n_root < 1) return 0;
   int64_t last = red->t->shape[red->t->rank - 1];
   return last % vec == 0 && red->t->dtype == GIR_F32;
 }
@@ -41,11 +34,6 @@ static int sched_red_at(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_ite
 }
 
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel) {
-  if (!epi) { /* the reduction moves into a register stage, red copies it out */
-    epi = red;
-    red = sch_cache_write(s, red, TIR_LOCAL);
-    if (!red) return -1;
-  }
   int r = epi->n_root;
   sch_iter *lo, *li;
   if (sch_split(s, epi, epi->root_axes[r - 1], vec, &lo, &li) < 0) return -1;

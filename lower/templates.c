@@ -61,16 +61,28 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || !st->n_reduce || st->n_rels) continue;
     if (st->t->dtype != GIR_F32) continue;
+    enum { MATMUL, CONV, VREDUCE, NONE } kind = is_tag(st, "matmul") && st->n_reduce == 1 ? MATMUL
+                                               : is_tag(st, "conv_nchwc")                  ? CONV
+                                               : keeps_last_axis(st) && lower_vector_reduce_ok(st, t->vec_f32)
+                                                   ? VREDUCE
+                                                   : NONE;
+    if (kind == NONE) continue;
     sch_stage *epi = lower_epilogue_of(s, st);
-    if (is_tag(st, "matmul") && st->n_reduce == 1) {
-      lower_matmul_cfg cfg = lower_matmul_default(st, t);
-      if (lower_sched_matmul(s, st, epi, &cfg) < 0) return -1;
-    } else if (is_tag(st, "conv_nchwc")) {
-      lower_conv_cfg cfg = lower_conv_default(st, t);
-      if (lower_sched_conv(s, st, epi, &cfg) < 0) return -1;
-    } else if (keeps_last_axis(st) && lower_vector_reduce_ok(st, epi, t->vec_f32)) {
-      if (lower_sched_vector_reduce(s, st, epi, t->vec_f32, 1) < 0) return -1;
+    if (!epi) { /* no epilogue: the reduction moves into a register stage, st copies it out */
+      epi = st;
+      if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
+    int rc;
+    if (kind == MATMUL) {
+      lower_matmul_cfg cfg = lower_matmul_default(st, t);
+      rc = lower_sched_matmul(s, st, epi, &cfg);
+    } else if (kind == CONV) {
+      lower_conv_cfg cfg = lower_conv_default(st, t);
+      rc = lower_sched_conv(s, st, epi, &cfg);
+    } else {
+      rc = lower_sched_vector_reduce(s, st, epi, t->vec_f32, 1);
+    }
+    if (rc < 0) return -1;
   }
   return 0;
 }

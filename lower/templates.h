@@ -6,8 +6,9 @@
  * anything but its configuration and the shapes.
  *
  * A template receives the reduction stage and its epilogue: the element-wise
- * stage of the same shape that reads it (bias, activation, residual add…), or NULL
- * when there is none (the template then caches the reduction in registers itself).
+ * stage of the same shape that reads it (bias, activation, residual add…); when
+ * there is none, lower_apply_templates makes one by caching the reduction in a
+ * register stage (cache_write), so epi is never NULL.
  * The register tile (the accumulators) is the reduction computed at the epilogue's
  * tile loop, so the epilogue runs on values still in registers. */
 #ifndef LOWER_TEMPLATES_H
@@ -54,7 +55,7 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
 
 /* Reductions that keep the innermost axis (pooling in NCHW[x]c, spatial means):
  * vectors of the innermost axis, reduce loops outside the lanes. */
-int lower_vector_reduce_ok(const sch_stage *red, const sch_stage *epi, int32_t vec);
+int lower_vector_reduce_ok(const sch_stage *red, int32_t vec);
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel);
 
 /* Picks and applies the template of every heavy stage it knows; stages it does

@@ -14,6 +14,7 @@
  * results feed a relu and a residual add. */
 #include <stdlib.h>
 #include "check.h"
+#include "graph_util.h"
 #include "fold.h"
 #include "graph.h"
 #include "importer.h"
@@ -27,20 +28,7 @@
 
 /* --- graph building --- */
 
-typedef struct rng {
-  uint64_t s;
-} rng;
-
-static double rnd(rng *r) { /* uniform in [-1, 1) */
-  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(r->s >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static gir_value *input(gir_graph *g, gir_shape s) {
-  gir_value *v = gir_value_new(g, NULL, GIR_F32, &s);
-  gir_graph_add_input(g, v);
-  return v;
-}
+static gir_value *input(gir_graph *g, gir_shape s) { return tu_input(g, GIR_F32, s); }
 
 static gir_value *crand(gir_graph *g, gir_shape s, rng *r) {
   gir_value *v = gir_const_new(g, NULL, GIR_F32, &s, NULL);
@@ -98,11 +86,6 @@ static gir_value *conv(gir_graph *g, gir_value *x, gir_value *w, gir_value *b, i
   return done(g, n);
 }
 
-static int count_op(const gir_graph *g, gir_op op) {
-  int c = 0;
-  for (int k = 0; k < g->n_nodes; k++) c += g->nodes[k]->op == op;
-  return c;
-}
 
 static int verify_(const gir_graph *g, int line) {
   gir_err e = {{0}};
@@ -202,10 +185,10 @@ static void test_qkv(void) {
   CHECK_INT(st.matmuls, 3);
   CHECK_INT(st.biases, 2);
   CHECK_INT(st.left_out, 0);
-  CHECK_INT(count_op(g, GIR_OP_matmul), 1);
-  CHECK_INT(count_op(g, GIR_OP_binary), 1);
-  CHECK_INT(count_op(g, GIR_OP_slice), 3);
-  CHECK_INT(count_op(g, GIR_OP_concat), 0); /* folded */
+  CHECK_INT(tu_count_op(g, GIR_OP_matmul), 1);
+  CHECK_INT(tu_count_op(g, GIR_OP_binary), 1);
+  CHECK_INT(tu_count_op(g, GIR_OP_slice), 3);
+  CHECK_INT(tu_count_op(g, GIR_OP_concat), 0); /* folded */
   CHECK_INT(g->n_nodes, 8);                 /* matmul, add, 3 slices, 3 reshapes */
   for (int k2 = 0; k2 < g->n_nodes; k2++) {
     const gir_node *n = g->nodes[k2];
@@ -239,9 +222,9 @@ static void test_scalar_bias(void) {
   gir_hfuse_stats st = HFUSE(g, 0, 2);
   CHECK_INT(st.matmul_groups, 1);
   CHECK_INT(st.biases, 3);
-  CHECK_INT(count_op(g, GIR_OP_matmul), 1);
-  CHECK_INT(count_op(g, GIR_OP_broadcast_to), 0); /* folded */
-  CHECK_INT(count_op(g, GIR_OP_slice), 3);
+  CHECK_INT(tu_count_op(g, GIR_OP_matmul), 1);
+  CHECK_INT(tu_count_op(g, GIR_OP_broadcast_to), 0); /* folded */
+  CHECK_INT(tu_count_op(g, GIR_OP_slice), 3);
   gir_graph_free(g);
 }
 
@@ -267,8 +250,8 @@ static void test_left_out(void) {
   CHECK_INT(st.matmul_groups, 1);
   CHECK_INT(st.matmuls, 2);
   CHECK_INT(st.left_out, 4);
-  CHECK_INT(count_op(g, GIR_OP_matmul), 5);
-  CHECK_INT(count_op(g, GIR_OP_slice), 2);
+  CHECK_INT(tu_count_op(g, GIR_OP_matmul), 5);
+  CHECK_INT(tu_count_op(g, GIR_OP_slice), 2);
   gir_graph_free(g);
 }
 
@@ -302,8 +285,8 @@ static void test_many(void) {
   gir_hfuse_stats st = HFUSE(g, 0, 5);
   CHECK_INT(st.matmul_groups, 2);
   CHECK_INT(st.matmuls, 70);
-  CHECK_INT(count_op(g, GIR_OP_matmul), 2);
-  CHECK_INT(count_op(g, GIR_OP_slice), 70);
+  CHECK_INT(tu_count_op(g, GIR_OP_matmul), 2);
+  CHECK_INT(tu_count_op(g, GIR_OP_slice), 70);
   gir_graph_free(g);
 }
 
@@ -322,7 +305,7 @@ static void test_stacked(void) {
   gir_hfuse_stats st = HFUSE(g, 0, 6);
   CHECK_INT(st.matmul_groups, 2);
   CHECK_INT(st.matmuls, 4);
-  CHECK_INT(count_op(g, GIR_OP_matmul), 3);
+  CHECK_INT(tu_count_op(g, GIR_OP_matmul), 3);
   gir_graph_free(g);
 }
 
@@ -347,8 +330,8 @@ static void test_conv(void) {
   CHECK_INT(st.conv_groups, 1);
   CHECK_INT(st.convs, 2);
   CHECK_INT(st.left_out, 1);
-  CHECK_INT(count_op(g, GIR_OP_conv), 4);
-  CHECK_INT(count_op(g, GIR_OP_slice), 2);
+  CHECK_INT(tu_count_op(g, GIR_OP_conv), 4);
+  CHECK_INT(tu_count_op(g, GIR_OP_slice), 2);
   int merged = 0;
   for (int k = 0; k < g->n_nodes; k++) {
     const gir_node *n = g->nodes[k];
@@ -371,7 +354,7 @@ static void test_conv_no_bias(void) {
   gir_graph_add_output(g, flat(g, conv(g, x, crand(g, SH(1, 2, 1, 1), &r), NULL, 1, 0, 1)));
   gir_hfuse_stats st = HFUSE(g, 0, 8);
   CHECK_INT(st.conv_groups, 1);
-  CHECK_INT(count_op(g, GIR_OP_conv), 1);
+  CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
   for (int k = 0; k < g->n_nodes; k++)
     if (g->nodes[k]->op == GIR_OP_conv) CHECK(g->nodes[k]->n_in == 2);
   gir_graph_free(g);
@@ -380,14 +363,8 @@ static void test_conv_no_bias(void) {
 /* --- the light ResNet-50 --- */
 
 static void test_resnet50(void) {
-  FILE *p = popen("scripts/model_path.sh light_resnet50 2>/dev/null", "r");
-  char path[4096] = {0};
-  if (p) {
-    if (!fgets(path, sizeof path, p)) path[0] = 0;
-    pclose(p);
-  }
-  path[strcspn(path, "\n")] = 0;
-  if (!path[0]) {
+  char path[4096];
+  if (!tu_light_model("light_resnet50", path, sizeof path)) {
     CHECK_SKIP("light_resnet50 not found (scripts/model_path.sh: run setup.sh)");
     return;
   }

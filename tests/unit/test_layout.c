@@ -15,6 +15,7 @@
  * two vectors) and checked against the limits and ops.def's weight layout. */
 #include <stdlib.h>
 #include "check.h"
+#include "graph_util.h"
 #include "graph.h"
 #include "interp.h"
 #include "layout.h"
@@ -27,20 +28,6 @@
 
 /* --- building graphs --- */
 
-typedef struct rng {
-  uint64_t s;
-} rng;
-
-static double rnd(rng *r) { /* uniform in [-1, 1) */
-  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(r->s >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static gir_value *input(gir_graph *g, gir_dtype t, gir_shape s) {
-  gir_value *v = gir_value_new(g, NULL, t, &s);
-  gir_graph_add_input(g, v);
-  return v;
-}
 
 static gir_value *crand(gir_graph *g, gir_dtype t, gir_shape s, rng *r) {
   gir_value *v = gir_const_new(g, NULL, t, &s, NULL);
@@ -130,11 +117,6 @@ static gir_value *cast(gir_graph *g, gir_value *x, gir_dtype to) {
 
 /* --- inspecting graphs --- */
 
-static int count_op(const gir_graph *g, gir_op op) {
-  int c = 0;
-  for (int k = 0; k < g->n_nodes; k++) c += g->nodes[k]->op == op;
-  return c;
-}
 
 /* The i-th node of op in graph order, or NULL. */
 static gir_node *nth(const gir_graph *g, gir_op op, int i) {
@@ -305,7 +287,7 @@ static int32_t fold(gir_graph *g) {
 static gir_graph *chain_graph(uint64_t seed, gir_value **x) {
   rng r = {seed};
   gir_graph *g = gir_graph_new("chain");
-  *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+  *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
   gir_graph_add_output(g, conv(g, relu(g, conv(g, *x, 8, 3, &r)), 16, 1, &r));
   return g;
 }
@@ -317,9 +299,9 @@ static void test_chain(void) {
     ref r = REFERENCE(g, 1 + (uint64_t)block);
     lay_stats st = LAYOUT(g, block);
     STATS(st, 2, 1, 2);
-    CHECK_INT(count_op(g, GIR_OP_conv), 0);
-    CHECK_INT(count_op(g, GIR_OP_conv_nchwc), 2);
-    CHECK_INT(count_op(g, GIR_OP_relayout), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 0);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv_nchwc), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_relayout), 2);
     CHECK_INT(g->n_nodes, 5);
     gir_node *c1 = nth(g, GIR_OP_conv_nchwc, 0), *c2 = nth(g, GIR_OP_conv_nchwc, 1), *u = nth(g, GIR_OP_unary, 0);
     if (CHECK(c1 && c2 && u)) {
@@ -347,15 +329,15 @@ static void test_residual(void) {
   for (int32_t block = 4; block <= 8; block *= 2) {
     rng rr = {3};
     gir_graph *g = gir_graph_new("residual");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 5, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 5, 5));
     gir_value *a = relu(g, conv(g, x, 8, 3, &rr));
     gir_value *s = bin(g, GIR_BINARY_ADD, conv(g, a, 8, 3, &rr), a);
     gir_graph_add_output(g, relu(g, s));
     ref r = REFERENCE(g, 3);
     lay_stats st = LAYOUT(g, block);
     STATS(st, 2, 3, 2);
-    CHECK_INT(count_op(g, GIR_OP_conv_nchwc), 2);
-    CHECK_INT(count_op(g, GIR_OP_relayout), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv_nchwc), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_relayout), 2);
     CHECK_INT(g->n_nodes, 7);
     gir_node *add = nth(g, GIR_OP_binary, 0), *c1 = nth(g, GIR_OP_conv_nchwc, 0), *c2 = nth(g, GIR_OP_conv_nchwc, 1),
              *u1 = nth(g, GIR_OP_unary, 0), *u2 = nth(g, GIR_OP_unary, 1);
@@ -382,14 +364,14 @@ static void test_pool_mean(void) {
     int32_t block = c ? 8 : 4;
     rng rr = {4 + (uint64_t)c};
     gir_graph *g = gir_graph_new("pool");
-    gir_value *x = input(g, GIR_F32, SH(1, 16, 8, 8));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 16, 8, 8));
     gir_value *p = pool(g, conv(g, x, 16, 3, &rr), c ? GIR_POOL_AVG : GIR_POOL_MAX, 3, 2, 1);
     gir_value *m = reduce(g, p, GIR_REDUCE_MEAN, INTS(2, 3), 1);
     gir_graph_add_output(g, with_ints(g, GIR_OP_reshape, m, "shape", INTS(1, 16)));
     ref r = REFERENCE(g, 4 + (uint64_t)c);
     lay_stats st = LAYOUT(g, block);
     STATS(st, 1, 2, 2);
-    CHECK_INT(count_op(g, GIR_OP_relayout), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_relayout), 2);
     gir_node *cn = nth(g, GIR_OP_conv_nchwc, 0), *pn = nth(g, GIR_OP_pool, 0), *rn = nth(g, GIR_OP_reduce, 0),
              *sh = nth(g, GIR_OP_reshape, 0);
     char b[160];
@@ -417,14 +399,14 @@ static void test_concat(void) {
   for (int32_t block = 4; block <= 8; block *= 2) {
     rng rr = {6};
     gir_graph *g = gir_graph_new("concat");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_value *cat = concat(g, conv(g, x, 8, 3, &rr), conv(g, x, 8, 1, &rr), 1);
     gir_graph_add_output(g, conv(g, cat, 8, 3, &rr));
     ref r = REFERENCE(g, 6);
     lay_stats st = LAYOUT(g, block);
     CHECK_INT(st.convs, 3);
     CHECK_INT(st.propagated, 1);
-    CHECK_INT(count_op(g, GIR_OP_conv_nchwc), 3);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv_nchwc), 3);
     gir_node *cn = nth(g, GIR_OP_concat, 0), *c3 = nth(g, GIR_OP_conv_nchwc, 2);
     char b[160];
     if (CHECK(cn && c3)) {
@@ -458,7 +440,7 @@ static void test_concat(void) {
   for (int c = 0; c < 2; c++) {
     rng rr = {7};
     gir_graph *g = gir_graph_new("concat2");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 4, 4));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 4, 4));
     gir_value *a = conv(g, x, c ? 4 : 8, 1, &rr), *bb = conv(g, x, c ? 8 : 4, 1, &rr);
     gir_graph_add_output(g, relu(g, concat(g, a, bb, 1)));
     ref r = REFERENCE(g, 7);
@@ -490,7 +472,7 @@ static void test_concat(void) {
 static void test_broadcast_operands(void) {
   rng rr = {8};
   gir_graph *g = gir_graph_new("bcast");
-  gir_value *x = input(g, GIR_F32, SH(1, 8, 4, 5));
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 4, 5));
   gir_value *y = conv(g, x, 8, 3, &rr);
   y = bin(g, GIR_BINARY_ADD, y, crand(g, GIR_F32, SH(8, 1, 1), &rr));     /* per channel, rank 3 */
   y = bin(g, GIR_BINARY_MUL, crand(g, GIR_F32, SH(1), &rr), y);          /* a [1] on the left */
@@ -530,16 +512,16 @@ static void test_broadcast_operands(void) {
     if (v->data) const_side++;
   }
   CHECK(const_side >= 5);
-  CHECK_INT(st.transforms, count_op(g, GIR_OP_relayout));
-  printf("broadcast operands: %d relayouts and %d reshapes before folding\n", count_op(g, GIR_OP_relayout),
-         count_op(g, GIR_OP_reshape));
+  CHECK_INT(st.transforms, tu_count_op(g, GIR_OP_relayout));
+  printf("broadcast operands: %d relayouts and %d reshapes before folding\n", tu_count_op(g, GIR_OP_relayout),
+         tu_count_op(g, GIR_OP_reshape));
   AGREE(g, &r);
   /* after folding, only the two boundary relayouts and no reshape are left; every
    * operand that was a constant is a constant in the blocked layout */
   CHECK(fold(g) >= 5);
   VERIFY(g);
-  CHECK_INT(count_op(g, GIR_OP_relayout), 2);
-  CHECK_INT(count_op(g, GIR_OP_reshape), 0);
+  CHECK_INT(tu_count_op(g, GIR_OP_relayout), 2);
+  CHECK_INT(tu_count_op(g, GIR_OP_reshape), 0);
   char b[160];
   gir_node *add = nth(g, GIR_OP_binary, 0), *mul1 = nth(g, GIR_OP_binary, 1), *mul2 = nth(g, GIR_OP_binary, 2),
            *sub = nth(g, GIR_OP_binary, 3), *dv = nth(g, GIR_OP_binary, 4), *wh = nth(g, GIR_OP_where, 0);
@@ -572,7 +554,7 @@ static void unchanged_(gir_graph *g, int32_t block, int line) {
   int same = g->n_nodes == n;
   for (int k = 0; same && k < n && k < 16; k++) same = g->nodes[k]->op == ops[k];
   CHECKF(same, "line %d: ops changed", line);
-  CHECKF(count_op(g, GIR_OP_conv_nchwc) == 0 && count_op(g, GIR_OP_relayout) == 0, "line %d: rewritten", line);
+  CHECKF(tu_count_op(g, GIR_OP_conv_nchwc) == 0 && tu_count_op(g, GIR_OP_relayout) == 0, "line %d: rewritten", line);
   agree_(g, &r, line);
   ref_free(&r);
 }
@@ -583,17 +565,17 @@ static void test_left_alone(void) {
   /* group 2, not depthwise */
   {
     gir_graph *g = gir_graph_new("group2");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(8, 4, 3, 3), &rr), crand(g, GIR_F32, SH(8), &rr), 2, 1, 1);
     gir_graph_add_output(g, relu(g, y));
     UNCHANGED(g, 4);
-    CHECK_INT(count_op(g, GIR_OP_conv), 1);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
     gir_graph_free(g);
   }
   /* depthwise with a channel multiplier (group 8, 16 outputs) is not handled either */
   {
     gir_graph *g = gir_graph_new("dwmult");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(16, 1, 3, 3), &rr), NULL, 8, 1, 1);
     gir_graph_add_output(g, relu(g, y));
     UNCHANGED(g, 4);
@@ -602,16 +584,16 @@ static void test_left_alone(void) {
   /* weight that is a graph input */
   {
     gir_graph *g = gir_graph_new("winput");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6)), *w = input(g, GIR_F32, SH(8, 8, 3, 3));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6)), *w = tu_input(g, GIR_F32, SH(8, 8, 3, 3));
     gir_graph_add_output(g, relu(g, conv_full(g, x, w, crand(g, GIR_F32, SH(8), &rr), 1, 1, 1)));
     UNCHANGED(g, 4);
-    CHECK_INT(count_op(g, GIR_OP_conv), 1);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
     gir_graph_free(g);
   }
   /* bias that is a graph input */
   {
     gir_graph *g = gir_graph_new("binput");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6)), *b = input(g, GIR_F32, SH(8));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6)), *b = tu_input(g, GIR_F32, SH(8));
     gir_graph_add_output(g, relu(g, conv_full(g, x, crand(g, GIR_F32, SH(8, 8, 3, 3), &rr), b, 1, 1, 1)));
     UNCHANGED(g, 4);
     gir_graph_free(g);
@@ -619,16 +601,16 @@ static void test_left_alone(void) {
   /* float16 */
   {
     gir_graph *g = gir_graph_new("f16");
-    gir_value *x = input(g, GIR_F16, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F16, SH(1, 8, 6, 6));
     gir_graph_add_output(g, relu(g, conv(g, x, 8, 3, &rr)));
     UNCHANGED(g, 4);
-    CHECK_INT(count_op(g, GIR_OP_conv), 1);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
     gir_graph_free(g);
   }
   /* output channels no block of 4 or more divides (6) */
   {
     gir_graph *g = gir_graph_new("m6");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_graph_add_output(g, relu(g, conv(g, x, 6, 3, &rr)));
     UNCHANGED(g, 8);
     gir_graph_free(g);
@@ -636,7 +618,7 @@ static void test_left_alone(void) {
   /* 1-D conv (rank 3) */
   {
     gir_graph *g = gir_graph_new("conv1d");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 10));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 10));
     gir_node *n = NODE(g, GIR_OP_conv, x, crand(g, GIR_F32, SH(8, 8, 3), &rr));
     gir_attr_set_int(g, n, "group", 1);
     gir_graph_add_output(g, relu(g, done(g, n)));
@@ -648,7 +630,7 @@ static void test_left_alone(void) {
     gir_value *x;
     gir_graph *g = chain_graph(11, &x);
     UNCHANGED(g, block);
-    CHECK_INT(count_op(g, GIR_OP_conv), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 2);
     gir_graph_free(g);
   }
 }
@@ -659,7 +641,7 @@ static void test_depthwise(void) {
   for (int32_t block = 4; block <= 8; block *= 2) {
     rng rr = {12};
     gir_graph *g = gir_graph_new("dw");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_value *y =
         conv_full(g, x, crand(g, GIR_F32, SH(8, 1, 3, 3), &rr), crand(g, GIR_F32, SH(8), &rr), 8, 1, 1);
     gir_graph_add_output(g, y);
@@ -681,14 +663,14 @@ static void test_depthwise(void) {
   for (int32_t block = 4; block <= 16; block *= 2) {
     rng rr = {13};
     gir_graph *g = gir_graph_new("mobilenet");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 7, 7));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 7, 7));
     gir_value *a = relu(g, conv(g, x, 16, 1, &rr));
     a = relu(g, conv_full(g, a, crand(g, GIR_F32, SH(16, 1, 3, 3), &rr), crand(g, GIR_F32, SH(16), &rr), 16, 1, 2));
     gir_graph_add_output(g, conv(g, a, 8, 1, &rr));
     ref r = REFERENCE(g, 13);
     lay_stats st = LAYOUT(g, block);
     STATS(st, 3, 2, 2);
-    CHECK_INT(count_op(g, GIR_OP_relayout), 2);
+    CHECK_INT(tu_count_op(g, GIR_OP_relayout), 2);
     gir_node *pw1 = nth(g, GIR_OP_conv_nchwc, 0), *dw = nth(g, GIR_OP_conv_nchwc, 1),
              *pw2 = nth(g, GIR_OP_conv_nchwc, 2);
     if (CHECK(pw1 && dw && pw2)) {
@@ -711,7 +693,7 @@ static void test_image_input(void) {
   for (int32_t block = 4; block <= 8; block *= 2) {
     rng rr = {14};
     gir_graph *g = gir_graph_new("rgb");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 9, 9));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 9, 9));
     gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(8, 3, 3, 3), &rr), crand(g, GIR_F32, SH(8), &rr), 1, 1, 2);
     gir_graph_add_output(g, relu(g, y));
     ref r = REFERENCE(g, 14);
@@ -735,7 +717,7 @@ static void test_graph_outputs(void) {
    * name behind its own relayout; the chain itself stays blocked */
   rng rr = {15};
   gir_graph *g = gir_graph_new("outs");
-  gir_value *x = input(g, GIR_F32, SH(1, 8, 5, 5));
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 5, 5));
   gir_value *c1 = conv(g, x, 8, 3, &rr), *a = relu(g, c1);
   gir_graph_add_output(g, c1);
   gir_graph_add_output(g, a);
@@ -756,7 +738,7 @@ static void test_plain_consumers(void) {
   for (int c = 0; c < 5; c++) {
     rng rr = {16 + (uint64_t)c};
     gir_graph *g = gir_graph_new("plain");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 4, 4));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 4, 4));
     gir_value *a = relu(g, conv(g, x, 8, 3, &rr)), *y;
     if (c == 0) y = reduce(g, a, GIR_REDUCE_SUM, INTS(1), 1);               /* over channels */
     else if (c == 1) y = reduce(g, a, GIR_REDUCE_MAX, INTS(2, 3), 0);       /* spatial, no keepdims */
@@ -785,7 +767,7 @@ static void test_mixed_blocks(void) {
   for (int32_t block = 4; block <= 8; block *= 2) {
     rng rr = {20};
     gir_graph *g = gir_graph_new("se");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_value *f = conv(g, x, 8, 3, &rr);
     gir_value *s = reduce(g, f, GIR_REDUCE_MEAN, INTS(2, 3), 1);
     s = un(g, GIR_UNARY_SIGMOID, conv(g, relu(g, conv(g, s, 4, 1, &rr)), 8, 1, &rr));
@@ -807,7 +789,7 @@ static void test_mixed_blocks(void) {
   {
     rng rr = {21};
     gir_graph *g = gir_graph_new("reblock");
-    gir_value *x = input(g, GIR_F32, SH(1, 8, 4, 4));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 4, 4));
     gir_value *cat = concat(g, conv(g, x, 4, 1, &rr), conv(g, x, 4, 3, &rr), 1);
     gir_graph_add_output(g, relu(g, bin(g, GIR_BINARY_ADD, cat, conv(g, x, 8, 1, &rr))));
     ref r = REFERENCE(g, 21);

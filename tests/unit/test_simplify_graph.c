@@ -12,6 +12,7 @@
  * up inside its conv. */
 #include <stdlib.h>
 #include "check.h"
+#include "graph_util.h"
 #include "fold.h"
 #include "graph.h"
 #include "importer.h"
@@ -25,20 +26,6 @@
 #define SH(...) ((gir_shape){.rank = NARGS64(__VA_ARGS__), .dims = {__VA_ARGS__}})
 #define INTS(...) (int64_t[]){__VA_ARGS__}, NARGS64(__VA_ARGS__)
 
-typedef struct rng {
-  uint64_t s;
-} rng;
-
-static double rnd(rng *r) { /* uniform in [-1, 1) */
-  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(r->s >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static gir_value *input(gir_graph *g, gir_dtype t, gir_shape s) {
-  gir_value *v = gir_value_new(g, NULL, t, &s);
-  gir_graph_add_input(g, v);
-  return v;
-}
 
 static gir_value *cfill(gir_graph *g, gir_dtype t, gir_shape s, double x) {
   gir_value *v = gir_const_new(g, NULL, t, &s, NULL);
@@ -138,7 +125,7 @@ static void test_identities(void) {
   /* x+0, 0+x, x-0, x*1, x/1 disappear: relu reads x */
   for (int c = 0; c < 5; c++) {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(2, 3)), *y;
+    gir_value *x = tu_input(g, GIR_F32, SH(2, 3)), *y;
     if (c == 0) y = bin(g, GIR_BINARY_ADD, x, cfill(g, GIR_F32, SH(3), 0));
     else if (c == 1) y = bin(g, GIR_BINARY_ADD, cfill(g, GIR_F32, SH(1, 1), -0.0), x);
     else if (c == 2) y = bin(g, GIR_BINARY_SUB, x, cfill(g, GIR_F32, SH(1), 0));
@@ -158,7 +145,7 @@ static void test_identities(void) {
   /* a zero that broadcasts x to a bigger shape is not a no-op */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(3));
+    gir_value *x = tu_input(g, GIR_F32, SH(3));
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, bin(g, GIR_BINARY_ADD, x, cfill(g, GIR_F32, SH(2, 3), 0))));
     SIMPLIFY(g);
     CHECK_INT(g->n_nodes, 2);
@@ -167,7 +154,7 @@ static void test_identities(void) {
   /* x-0 is a rule, 0-x is not */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(3));
+    gir_value *x = tu_input(g, GIR_F32, SH(3));
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, bin(g, GIR_BINARY_SUB, cfill(g, GIR_F32, SH(3), 0), x)));
     SIMPLIFY(g);
     CHECK_INT(g->n_nodes, 2);
@@ -176,7 +163,7 @@ static void test_identities(void) {
   /* x*0: floats keep it (NaN*0 is NaN), integers become a constant 0 */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(4));
+    gir_value *x = tu_input(g, GIR_F32, SH(4));
     gir_graph_add_output(g, un(g, GIR_UNARY_NEG, bin(g, GIR_BINARY_MUL, x, cfill(g, GIR_F32, SH(1), 0))));
     SIMPLIFY(g);
     CHECK_INT(count_op(g, GIR_OP_binary, GIR_BINARY_MUL), 1);
@@ -184,7 +171,7 @@ static void test_identities(void) {
   }
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_I32, SH(4));
+    gir_value *x = tu_input(g, GIR_I32, SH(4));
     gir_graph_add_output(g, un(g, GIR_UNARY_NEG, bin(g, GIR_BINARY_MUL, cfill(g, GIR_I32, SH(4), 0), x)));
     gir_simplify_stats st = SIMPLIFY(g);
     CHECK_INT(g->n_nodes, 1);
@@ -196,7 +183,7 @@ static void test_identities(void) {
   /* x-x: integers only; max(x,x) → x for any type */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *xf = input(g, GIR_F32, SH(4)), *xi = input(g, GIR_I64, SH(4));
+    gir_value *xf = tu_input(g, GIR_F32, SH(4)), *xi = tu_input(g, GIR_I64, SH(4));
     gir_graph_add_output(g, un(g, GIR_UNARY_NEG, bin(g, GIR_BINARY_SUB, xf, xf)));
     gir_graph_add_output(g, un(g, GIR_UNARY_NEG, bin(g, GIR_BINARY_SUB, xi, xi)));
     gir_graph_add_output(g, un(g, GIR_UNARY_NEG, bin(g, GIR_BINARY_MAX, xf, xf)));
@@ -209,7 +196,7 @@ static void test_identities(void) {
   /* integer bits and bool logic */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_U8, SH(4)), *b = input(g, GIR_BOOL, SH(4));
+    gir_value *x = tu_input(g, GIR_U8, SH(4)), *b = tu_input(g, GIR_BOOL, SH(4));
     gir_value *y = bin(g, GIR_BINARY_BITAND, x, cfill(g, GIR_U8, SH(1), 255));
     y = bin(g, GIR_BINARY_BITOR, y, cfill(g, GIR_U8, SH(1), 0));
     y = bin(g, GIR_BINARY_SHL, y, cfill(g, GIR_U8, SH(1), 0));
@@ -222,7 +209,7 @@ static void test_identities(void) {
     CHECK(g->nodes[0]->in[0] == x || g->nodes[0]->in[0] == b);
     /* bitand with 0xfe is no identity */
     gir_graph *h = gir_graph_new("t");
-    gir_value *z = input(h, GIR_U8, SH(4));
+    gir_value *z = tu_input(h, GIR_U8, SH(4));
     gir_graph_add_output(h, un(h, GIR_UNARY_BITNOT, bin(h, GIR_BINARY_BITAND, z, cfill(h, GIR_U8, SH(1), 254))));
     SIMPLIFY(h);
     CHECK_INT(h->n_nodes, 2);
@@ -232,7 +219,7 @@ static void test_identities(void) {
   /* double negation, also through not and bitnot */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(4)), *b = input(g, GIR_BOOL, SH(4));
+    gir_value *x = tu_input(g, GIR_F32, SH(4)), *b = tu_input(g, GIR_BOOL, SH(4));
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, un(g, GIR_UNARY_NEG, un(g, GIR_UNARY_NEG, x))));
     gir_graph_add_output(g, bin(g, GIR_BINARY_XOR, un(g, GIR_UNARY_NOT, un(g, GIR_UNARY_NOT, b)), b));
     /* three negations leave one */
@@ -250,7 +237,7 @@ static void test_identities(void) {
 
 static void test_noops(void) {
   gir_graph *g = gir_graph_new("t");
-  gir_value *x = input(g, GIR_F32, SH(2, 3, 4)), *y = x;
+  gir_value *x = tu_input(g, GIR_F32, SH(2, 3, 4)), *y = x;
   y = with_ints(g, GIR_OP_reshape, y, "shape", INTS(2, 3, 4));
   y = with_ints(g, GIR_OP_transpose, y, "perm", INTS(0, 1, 2));
   y = cast(g, y, GIR_F32);
@@ -278,7 +265,7 @@ static void test_noops(void) {
   /* look-alikes that move data stay: a transpose of a square, a reversing
    * slice, pads that crop one end and grow the other */
   g = gir_graph_new("t");
-  x = input(g, GIR_F32, SH(3, 3));
+  x = tu_input(g, GIR_F32, SH(3, 3));
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, with_ints(g, GIR_OP_transpose, x, "perm", INTS(1, 0))));
   sl = NODE(g, GIR_OP_slice, x);
   gir_attr_set_ints(g, sl, "starts", INTS(2, 0));
@@ -294,7 +281,7 @@ static void test_noops(void) {
 static void test_chains(void) {
   /* reshape∘reshape → one reshape of x */
   gir_graph *g = gir_graph_new("t");
-  gir_value *x = input(g, GIR_F32, SH(2, 3, 4));
+  gir_value *x = tu_input(g, GIR_F32, SH(2, 3, 4));
   gir_value *y = with_ints(g, GIR_OP_reshape, x, "shape", INTS(6, 4));
   y = with_ints(g, GIR_OP_reshape, y, "shape", INTS(4, 6));
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y));
@@ -305,7 +292,7 @@ static void test_chains(void) {
 
   /* reshape there and back: gone */
   g = gir_graph_new("t");
-  x = input(g, GIR_F32, SH(2, 3, 4));
+  x = tu_input(g, GIR_F32, SH(2, 3, 4));
   y = with_ints(g, GIR_OP_reshape, with_ints(g, GIR_OP_reshape, x, "shape", INTS(24)), "shape", INTS(2, 3, 4));
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y));
   SIMPLIFY(g);
@@ -314,7 +301,7 @@ static void test_chains(void) {
 
   /* transpose∘transpose → one with the composed perm; inverse pairs vanish */
   g = gir_graph_new("t");
-  x = input(g, GIR_F32, SH(2, 3, 4));
+  x = tu_input(g, GIR_F32, SH(2, 3, 4));
   y = with_ints(g, GIR_OP_transpose, with_ints(g, GIR_OP_transpose, x, "perm", INTS(1, 2, 0)), "perm", INTS(0, 2, 1));
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y)); /* [3,4,2] then [3,2,4]: x[d1, d0, d2], perm 1,0,2 */
   gir_value *z = with_ints(g, GIR_OP_transpose, with_ints(g, GIR_OP_transpose, x, "perm", INTS(1, 2, 0)), "perm",
@@ -337,12 +324,12 @@ static void test_chains(void) {
 
   /* int8 → int32 → int64: one cast; float → int → float and int32 → int8 → int32 stay */
   g = gir_graph_new("t");
-  gir_value *xi = input(g, GIR_I8, SH(4)), *xf = input(g, GIR_F32, SH(4)), *xw = input(g, GIR_I32, SH(4));
+  gir_value *xi = tu_input(g, GIR_I8, SH(4)), *xf = tu_input(g, GIR_F32, SH(4)), *xw = tu_input(g, GIR_I32, SH(4));
   gir_graph_add_output(g, un(g, GIR_UNARY_NEG, cast(g, cast(g, xi, GIR_I32), GIR_I64)));
   gir_graph_add_output(g, un(g, GIR_UNARY_NEG, cast(g, cast(g, xf, GIR_I32), GIR_F32)));
   gir_graph_add_output(g, un(g, GIR_UNARY_NEG, cast(g, cast(g, xw, GIR_I8), GIR_I32)));
   /* float16 → float32 → float16 is the identity; uint8 → int16 → float32 one cast */
-  gir_value *xh = input(g, GIR_F16, SH(4)), *xu = input(g, GIR_U8, SH(4));
+  gir_value *xh = tu_input(g, GIR_F16, SH(4)), *xu = tu_input(g, GIR_U8, SH(4));
   gir_graph_add_output(g, un(g, GIR_UNARY_NEG, cast(g, cast(g, xh, GIR_F32), GIR_F16)));
   gir_graph_add_output(g, un(g, GIR_UNARY_NEG, cast(g, cast(g, xu, GIR_I16), GIR_F32)));
   SIMPLIFY(g);
@@ -360,7 +347,7 @@ static void test_chains(void) {
 static void test_outputs(void) {
   /* relu(x)*1 is the output: relu's value takes the output's name */
   gir_graph *g = gir_graph_new("t");
-  gir_value *x = input(g, GIR_F32, SH(4));
+  gir_value *x = tu_input(g, GIR_F32, SH(4));
   gir_value *y = bin(g, GIR_BINARY_MUL, un(g, GIR_UNARY_RELU, x), cfill(g, GIR_F32, SH(1), 1));
   y->name = "result";
   gir_graph_add_output(g, y);
@@ -372,7 +359,7 @@ static void test_outputs(void) {
 
   /* x*1 with x a graph input: nothing can carry the output's name, the node stays */
   g = gir_graph_new("t");
-  x = input(g, GIR_F32, SH(4));
+  x = tu_input(g, GIR_F32, SH(4));
   y = bin(g, GIR_BINARY_MUL, x, cfill(g, GIR_F32, SH(1), 1));
   y->name = "result";
   gir_graph_add_output(g, y);
@@ -386,7 +373,7 @@ static void test_outputs(void) {
 
   /* two outputs that would both become relu's value: the second stays */
   g = gir_graph_new("t");
-  x = input(g, GIR_F32, SH(4));
+  x = tu_input(g, GIR_F32, SH(4));
   gir_value *r = un(g, GIR_UNARY_RELU, x);
   gir_value *a = bin(g, GIR_BINARY_MUL, r, cfill(g, GIR_F32, SH(1), 1)),
             *b = bin(g, GIR_BINARY_ADD, r, cfill(g, GIR_F32, SH(1), 0));
@@ -405,7 +392,7 @@ static void test_outputs(void) {
 
 static void test_cse(void) {
   gir_graph *g = gir_graph_new("t");
-  gir_value *x = input(g, GIR_F32, SH(2, 3));
+  gir_value *x = tu_input(g, GIR_F32, SH(2, 3));
   /* the same relu twice; two identical constants; chains built on them */
   gir_value *r1 = un(g, GIR_UNARY_RELU, x), *r2 = un(g, GIR_UNARY_RELU, x);
   gir_value *c1 = cfill(g, GIR_F32, SH(3), 0.5), *c2 = cfill(g, GIR_F32, SH(3), 0.5);
@@ -436,7 +423,7 @@ static void test_cse(void) {
 
   /* two graph outputs computing the same thing keep both names */
   g = gir_graph_new("t");
-  x = input(g, GIR_F32, SH(4));
+  x = tu_input(g, GIR_F32, SH(4));
   r1 = un(g, GIR_UNARY_RELU, x);
   r2 = un(g, GIR_UNARY_RELU, x);
   r1->name = "p";
@@ -454,7 +441,7 @@ static void test_cse(void) {
    * a graph output and the earlier one's is too, neither merges */
   for (int outs = 0; outs < 2; outs++) {
     g = gir_graph_new("t");
-    x = input(g, GIR_F32, SH(2, 6));
+    x = tu_input(g, GIR_F32, SH(2, 6));
     gir_node *t1 = NODE(g, GIR_OP_topk, x), *t2 = NODE(g, GIR_OP_topk, x);
     for (int i = 0; i < 2; i++) {
       gir_node *t = i ? t2 : t1;
@@ -477,7 +464,7 @@ static void test_cse(void) {
 
   /* CSE inside gir_simplify lets rules see equal operands: relu(x) - relu(x) on int */
   g = gir_graph_new("t");
-  gir_value *xi = input(g, GIR_I32, SH(4));
+  gir_value *xi = tu_input(g, GIR_I32, SH(4));
   gir_value *d = bin(g, GIR_BINARY_SUB, un(g, GIR_UNARY_ABS, xi), un(g, GIR_UNARY_ABS, xi));
   gir_graph_add_output(g, un(g, GIR_UNARY_NEG, d));
   gir_simplify_stats st = SIMPLIFY(g);
@@ -564,7 +551,7 @@ static void test_conv_bn(void) {
     rng r = {100u + (uint64_t)variant};
     gir_dtype t = variant == 4 ? GIR_F64 : GIR_F32;
     gir_graph *g = gir_graph_new("bn");
-    gir_value *x = input(g, t, SH(2, 4, 7, 6));
+    gir_value *x = tu_input(g, t, SH(2, 4, 7, 6));
     int64_t group = variant == 3 ? 4 : 1, m = variant == 3 ? 4 : 5;
     gir_value *w = crand(g, t, SH(m, 4 / group, 3, 3), &r, 0, 0.5);
     gir_value *b = variant == 2 ? crand(g, t, SH(m), &r, 0, 1) : NULL;
@@ -594,7 +581,7 @@ static void test_conv_bn(void) {
   {
     rng r = {7};
     gir_graph *g = gir_graph_new("bn");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 5, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 5, 5));
     gir_value *y = batchnorm(g, conv(g, x, crand(g, GIR_F32, SH(6, 3, 1, 1), &r, 0, 1), NULL, 1, 0), &r);
     y->name = "features";
     gir_graph_add_output(g, y);
@@ -609,7 +596,7 @@ static void test_conv_bn(void) {
   for (int group = 1; group <= 2; group++) {
     rng r = {(uint64_t)group + 30};
     gir_graph *g = gir_graph_new("ct");
-    gir_value *x = input(g, GIR_F32, SH(1, 4, 5, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 4, 5, 5));
     gir_node *n = NODE(g, GIR_OP_conv_transpose, x, crand(g, GIR_F32, SH(4, 3, 3, 3), &r, 0, 1));
     gir_attr_set_ints(g, n, "strides", INTS(2, 2));
     gir_attr_set_int(g, n, "group", group);
@@ -623,7 +610,7 @@ static void test_conv_bn(void) {
   {
     rng r = {40};
     gir_graph *g = gir_graph_new("mm");
-    gir_value *a = input(g, GIR_F32, SH(2, 3, 8));
+    gir_value *a = tu_input(g, GIR_F32, SH(2, 3, 8));
     gir_value *y = bin(g, GIR_BINARY_MUL, done(g, NODE(g, GIR_OP_matmul, a, crand(g, GIR_F32, SH(8, 5), &r, 0, 1))),
                        crand(g, GIR_F32, SH(5), &r, 1, 0.5));
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y));
@@ -639,7 +626,7 @@ static void test_conv_negative(void) {
   /* the conv's output feeds a second consumer: nothing moves into it */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 5, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 5, 5));
     gir_value *y = conv(g, x, crand(g, GIR_F32, SH(4, 3, 3, 3), &r, 0, 1), NULL, 1, 1);
     gir_graph_add_output(g, bin(g, GIR_BINARY_MUL, y, crand(g, GIR_F32, SH(4, 1, 1), &r, 1, 0.5)));
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y));
@@ -651,7 +638,7 @@ static void test_conv_negative(void) {
   /* the conv's output is itself a graph output */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 5, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 5, 5));
     gir_value *y = conv(g, x, crand(g, GIR_F32, SH(4, 3, 3, 3), &r, 0, 1), NULL, 1, 1);
     gir_graph_add_output(g, y);
     gir_graph_add_output(g, bin(g, GIR_BINARY_ADD, y, crand(g, GIR_F32, SH(4, 1, 1), &r, 1, 0.5)));
@@ -664,7 +651,7 @@ static void test_conv_negative(void) {
   gir_shape bad[] = {SH(1, 4, 4, 5), SH(5), SH(4, 1), SH(1, 1, 4, 1), SH(2, 4, 1, 1)};
   for (int i = 0; i < 5; i++) {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 4, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 4, 5));
     gir_value *y = conv(g, x, crand(g, GIR_F32, SH(4, 3, 1, 1), &r, 0, 1), NULL, 1, 0);
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, bin(g, GIR_BINARY_MUL, y, crand(g, GIR_F32, bad[i], &r, 1, 0.5))));
     SIMPLIFY(g);
@@ -674,7 +661,7 @@ static void test_conv_negative(void) {
   /* weights that are not constant (a second input) */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 5, 5)), *w = input(g, GIR_F32, SH(4, 3, 1, 1));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 5, 5)), *w = tu_input(g, GIR_F32, SH(4, 3, 1, 1));
     gir_value *y = conv(g, x, w, NULL, 1, 0);
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, bin(g, GIR_BINARY_MUL, y, crand(g, GIR_F32, SH(4, 1, 1), &r, 1, 1))));
     SIMPLIFY(g);
@@ -684,7 +671,7 @@ static void test_conv_negative(void) {
   /* c - conv(x) is no per-channel shift of the conv */
   {
     gir_graph *g = gir_graph_new("t");
-    gir_value *x = input(g, GIR_F32, SH(1, 3, 5, 5));
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 3, 5, 5));
     gir_value *y = conv(g, x, crand(g, GIR_F32, SH(4, 3, 1, 1), &r, 0, 1), NULL, 1, 0);
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, bin(g, GIR_BINARY_SUB, crand(g, GIR_F32, SH(4, 1, 1), &r, 1, 1), y)));
     SIMPLIFY(g);
@@ -707,14 +694,8 @@ static void test_rule_table(void) {
 /* --- the light ResNet-50 --- */
 
 static void test_resnet50(void) {
-  FILE *p = popen("scripts/model_path.sh light_resnet50 2>/dev/null", "r");
-  char path[4096] = {0};
-  if (p) {
-    if (!fgets(path, sizeof path, p)) path[0] = 0;
-    pclose(p);
-  }
-  path[strcspn(path, "\n")] = 0;
-  if (!path[0]) {
+  char path[4096];
+  if (!tu_light_model("light_resnet50", path, sizeof path)) {
     CHECK_SKIP("light_resnet50 not found (scripts/model_path.sh: run setup.sh)");
     return;
   }
