@@ -16,6 +16,10 @@ static const struct {
 #include "onnx_ops_attention.def"
 #include "onnx_ops_loss.def"
 #include "onnx_ops_signal.def"
+#include "onnx_ops_sequence.def"
+#include "onnx_ops_misc2.def"
+#include "onnx_ops_preview.def"
+#include "onnx_ops_ml.def"
 #undef IMP_OP
 };
 

@@ -12,6 +12,10 @@
 #include "onnx_ops_attention.def"
 #include "onnx_ops_loss.def"
 #include "onnx_ops_signal.def"
+#include "onnx_ops_sequence.def"
+#include "onnx_ops_misc2.def"
+#include "onnx_ops_preview.def"
+#include "onnx_ops_ml.def"
 #undef IMP_OP
 
 /* Helpers shared by converters (ops_common.c). */
