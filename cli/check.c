@@ -3,7 +3,9 @@
  * default schedule, compiles all kernels into one module for the host with the
  * LLVM backend, runs them in-process (ORC JIT) on the test inputs and compares
  * each output with DIR/output_N.pb (rtol 1e-3, atol 1e-5 unless the dtype needs
- * looser; integers and bools exactly; NaN positions must match). Exit 0 when every
+ * looser; integers, bools and float8/float4 values exactly; NaN positions must match). Sequence and
+ * optional inputs and outputs are compared element by element (importer.h names
+ * the tensors they become; an empty sequence output compares as length 0). Exit 0 when every
  * output matches. `make conformance` runs it over the onnx node tests. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,9 +106,17 @@ int kiln_cmd_check(int argc, char **argv) {
     goto out;
   }
   for (int i = 0; i < g->n_inputs; i++) {
-    inputs[i] = NULL;
-    for (int k = 0; k < ci.opt.n_known; k++)
-      if (!strcmp(ci.known[k].name, g->inputs[i]->name)) inputs[i] = ci.known[k].data;
+    const imp_known_input *k = imp_known_find(&ci.opt, g->inputs[i]->name); /* also NAME.K of a sequence */
+    inputs[i] = k ? k->data : NULL;
+    int element = k != NULL; /* of a sequence or an optional: its shape was not bound by --input-shape */
+    for (int j = 0; j < ci.opt.n_known; j++) element &= k != &ci.known[j];
+    if (element && (k->dtype != g->inputs[i]->dtype || !gir_shape_equal(&k->shape, &g->inputs[i]->shape))) {
+      char b1[160], b2[160];
+      gir_errf(&err, "the test data for input '%s' is %s[%s], the input %s[%s]", g->inputs[i]->name,
+               gir_dtype_name(k->dtype), gir_shape_str(&k->shape, b1, sizeof b1), gir_dtype_name(g->inputs[i]->dtype),
+               gir_shape_str(&g->inputs[i]->shape, b2, sizeof b2));
+      goto out;
+    }
     if (!inputs[i]) {
       gir_errf(&err, "no test data for input '%s'", g->inputs[i]->name);
       goto out;
@@ -116,11 +126,13 @@ int kiln_cmd_check(int argc, char **argv) {
   if (execute(g, &p, jit, inputs, a, &bufs, &err) < 0) goto out;
   rc = 0;
   printf("%d kernels\n", p.n_kernels);
+  imp_tensor *refs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *refs);
+  if (cli_output_refs(g, dir, a, refs)) rc = 1; /* sequences and optionals: one reference per element */
   for (int i = 0; i < g->n_outputs; i++) {
     gir_dtype t = g->outputs[i]->dtype;
-    int loose = t == GIR_F16 || t == GIR_BF16;
-    if (cli_compare_output(g->outputs[i], bufs[g->outputs[i]->id], dir, i, loose ? 1e-2 : 1e-3, loose ? 1e-3 : 1e-5, a) != 1)
-      rc = 1;
+    int loose = t == GIR_F16 || t == GIR_BF16, exact = gir_dtype_is_f8(t); /* float8/float4: rounded conversions */
+    double rtol = exact ? 0 : loose ? 1e-2 : 1e-3, atol = exact ? 0 : loose ? 1e-3 : 1e-5;
+    if (!refs[i].name || cli_compare_ref(g->outputs[i], bufs[g->outputs[i]->id], &refs[i], rtol, atol) != 1) rc = 1;
   }
 out:
   if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);

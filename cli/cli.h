@@ -45,6 +45,15 @@ int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a);
  * if it matches, 0 if not, -1 if the reference cannot be read. */
 int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
                        gir_arena *a);
+/* Same against a reference already read. */
+#include "tensorfile.h"
+int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref, double rtol, double atol);
+/* The reference of each output of g: DIR/output_N.pb holds ONNX output N, a
+ * tensor (the next kiln output) or a sequence or optional (the kiln outputs named
+ * after it, NAME or NAME.K: importer.h; none for an empty one). refs[i].name is
+ * NULL where output i has none ("no reference", printed). Returns the number of
+ * outputs whose structure differs (a line ending in MISMATCH printed for each). */
+int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tensor *refs);
 
 /* The fp32 peak of one core, measured with a loop of independent FMAs in the
  * widest ISA the CPU has (peak.c; takes ~0.1 s). */

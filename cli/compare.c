@@ -1,22 +1,17 @@
 /* compare.c — checking a computed tensor against a reference TensorProto file:
  * floats by |a - b| <= atol + rtol * |b| with NaN positions (and infinities)
  * matching exactly; integers and bools exactly. Used by `kiln interpret` and the
- * conformance runner. */
+ * conformance runner. A reference file may hold a sequence or an optional: its
+ * tensors are then matched with the kiln outputs named after it (importer.h). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "cli.h"
 #include "tensorfile.h"
 
-int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
-                       gir_arena *a) {
-  char path[4096], b1[160], b2[160];
-  snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
-  imp_tensor t;
-  gir_err err = {{0}};
-  if (imp_read_tensor_file(path, a, &t, &err) < 0) {
-    printf("  output %s: no reference (%s)\n", v->name, err.msg);
-    return -1;
-  }
+int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref, double rtol, double atol) {
+  char b1[160], b2[160];
+  imp_tensor t = *ref;
   if (t.dtype != v->dtype || !gir_shape_equal(&t.shape, &v->shape)) {
     printf("  output %s: kiln %s[%s], expected %s[%s]: MISMATCH\n", v->name, gir_dtype_name(v->dtype),
            gir_shape_str(&v->shape, b1, sizeof b1), gir_dtype_name(t.dtype), gir_shape_str(&t.shape, b2, sizeof b2));
@@ -52,4 +47,79 @@ int cli_compare_output(const gir_value *v, const void *data, const char *dir, in
   printf("  output %s: %s[%s] matches (max abs diff %.3g)\n", v->name, gir_dtype_name(v->dtype),
          gir_shape_str(&v->shape, b1, sizeof b1), worst);
   return 1;
+}
+
+int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
+                       gir_arena *a) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
+  imp_tensor t;
+  gir_err err = {{0}};
+  if (imp_read_tensor_file(path, a, &t, &err) < 0) {
+    printf("  output %s: no reference (%s)\n", v->name, err.msg);
+    return -1;
+  }
+  return cli_compare_ref(v, data, &t, rtol, atol);
+}
+
+/* Whether kiln output `name` is one of the tensors of ONNX output `base`: base
+ * itself, or base.K (importer.h). */
+static int belongs(const char *name, const char *base) {
+  size_t n = strlen(base);
+  if (strncmp(name, base, n)) return 0;
+  if (!name[n]) return 1;
+  if (name[n] != '.' || !name[n + 1]) return 0;
+  for (const char *p = name + n + 1; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return 1;
+}
+
+int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tensor *refs) {
+  int o = 0, bad = 0;
+  for (int i = 0; i < g->n_outputs; i++) refs[i] = (imp_tensor){0};
+  for (int i = 0;; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
+    FILE *f = fopen(path, "rb");
+    if (!f) break;
+    fclose(f);
+    imp_known_input r;
+    gir_err err = {{0}};
+    if (imp_read_value_file(path, a, &r, &err) < 0) {
+      printf("  output %s: no reference (%s)\n", o < g->n_outputs ? g->outputs[o]->name : "?", err.msg);
+      o++;
+      continue;
+    }
+    if (!r.is_list) {
+      if (o < g->n_outputs)
+        refs[o] = (imp_tensor){.name = r.name, .dtype = r.dtype, .shape = r.shape, .data = (void *)r.data};
+      else
+        printf("  output %d (%s): kiln has no such output: MISMATCH\n", i, r.name), bad++;
+      o++;
+      continue;
+    }
+    /* a sequence, or an optional: its tensors are the next kiln outputs */
+    const imp_known_input *l = r.n_items == 1 && r.items[0].is_list ? &r.items[0] : &r;
+    int cnt = 0;
+    if (r.name[0])
+      while (o + cnt < g->n_outputs && belongs(g->outputs[o + cnt]->name, r.name)) cnt++;
+    else
+      cnt = l->n_items < g->n_outputs - o ? l->n_items : g->n_outputs - o;
+    int nested = 0;
+    for (int k = 0; k < l->n_items; k++) nested |= l->items[k].is_list;
+    if (cnt != l->n_items || nested) {
+      printf("  output %s: kiln yields %d tensors, expected %s of %d%s: MISMATCH\n", r.name[0] ? r.name : "?", cnt,
+             r.n_items == 1 && l == &r ? "one value (or a sequence)" : "a sequence", l->n_items,
+             nested ? " sequences" : "");
+      o += cnt, bad++;
+      continue;
+    }
+    if (!cnt) printf("  output %s: empty (no value, or a sequence of length 0): matches\n", r.name);
+    for (int k = 0; k < cnt; k++, o++) {
+      const imp_known_input *e = &l->items[k];
+      refs[o] = (imp_tensor){.name = r.name, .dtype = e->dtype, .shape = e->shape, .data = (void *)e->data};
+    }
+  }
+  for (; o < g->n_outputs; o++) printf("  output %s: no reference (no output file for it)\n", g->outputs[o]->name);
+  return bad;
 }

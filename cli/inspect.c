@@ -15,6 +15,10 @@
 #include "passes.h"
 #include "tensorfile.h"
 
+/* Inputs and outputs are the graph's tensors: a sequence input or output NAME of
+ * N elements is listed as NAME.0 … NAME.{N-1}, an optional one as NAME (holding a
+ * tensor) or NAME.K (holding a sequence), an absent optional not at all; the
+ * length and presence come from --test-data (importer.h). */
 static void print_values(const char *title, gir_value *const *vs, int n) {
   printf("%s:\n", title);
   for (int i = 0; i < n; i++) {
@@ -72,16 +76,12 @@ static void weights_and_flops(const gir_graph *g, int64_t *params, int64_t *byte
 }
 
 static int check_test_outputs(const gir_graph *g, const char *dir, gir_arena *a) {
-  int bad = 0;
+  imp_tensor *refs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *refs);
+  int bad = cli_output_refs(g, dir, a, refs); /* a sequence's or optional's tensors: NAME.K, NAME (importer.h) */
   for (int i = 0; i < g->n_outputs; i++) {
-    char path[4096], b1[160], b2[160];
-    snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
-    imp_tensor t;
-    gir_err err = {{0}};
-    if (imp_read_tensor_file(path, a, &t, &err) < 0) {
-      printf("  output %d: no reference (%s)\n", i, err.msg);
-      continue;
-    }
+    char b1[160], b2[160];
+    if (!refs[i].name) continue; /* reported */
+    imp_tensor t = refs[i];
     const gir_value *v = g->outputs[i];
     int ok = t.dtype == v->dtype && gir_shape_equal(&t.shape, &v->shape);
     printf("  output %-24s kiln %s[%s] expected %s[%s] %s\n", v->name, gir_dtype_name(v->dtype),

@@ -1,6 +1,9 @@
 /* npy.c — reading and writing .npy files (see npy.h). The header is a Python dict
  * literal; we parse exactly the three keys NumPy writes and refuse anything else
- * (big-endian data, Fortran order, object arrays), with sizes overflow-checked. */
+ * (big-endian data, Fortran order, object arrays), with sizes overflow-checked.
+ * NumPy has no float8/int4 types (ml_dtypes writes them as '<V1', raw bytes):
+ * kiln writes their one-byte elements as '|u1' (int4/int2: '|i1', sign-extended)
+ * and reads '|u1', '|i1', '<V1' or '|V1' as the type the model expects. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +16,17 @@ static const struct {
     {"<f4", KILN_DTYPE_FLOAT32}, {"<f2", KILN_DTYPE_FLOAT16}, {"<f8", KILN_DTYPE_FLOAT64}, {"|i1", KILN_DTYPE_INT8},
     {"<i2", KILN_DTYPE_INT16},   {"<i4", KILN_DTYPE_INT32},   {"<i8", KILN_DTYPE_INT64},   {"|u1", KILN_DTYPE_UINT8},
     {"<u2", KILN_DTYPE_UINT16},  {"<u4", KILN_DTYPE_UINT32},  {"<u8", KILN_DTYPE_UINT64},  {"|b1", KILN_DTYPE_BOOL},
+    {"<V1", KILN_DTYPE_COUNT},   {"|V1", KILN_DTYPE_COUNT}, /* ml_dtypes' one-byte types: as the model says */
 };
 
+/* The one-byte types NumPy itself lacks. */
+static int byte_coded(kiln_dtype t) { return t >= KILN_DTYPE_FLOAT8E4M3FN && t < KILN_DTYPE_COUNT; }
+
 static const char *descr_of(kiln_dtype t) {
+  if ((int)t < 0 || t >= KILN_DTYPE_COUNT) return NULL;
   if (t == KILN_DTYPE_BFLOAT16) return "<u2";
+  if (t == KILN_DTYPE_INT4 || t == KILN_DTYPE_INT2) return "|i1";
+  if (byte_coded(t)) return "|u1";
   for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; i++)
     if (descrs[i].t == t) return descrs[i].descr;
   return NULL;
@@ -53,9 +63,13 @@ int npy_read(const char *path, kiln_dtype want, npy_array *out, char *why, size_
     else {
       const char *q = strchr(d + 8, '\'');
       out->dtype = KILN_DTYPE_COUNT;
+      int v1 = 0;
       for (size_t i = 0; q && i < sizeof descrs / sizeof descrs[0]; i++)
-        if (!strncmp(q + 1, descrs[i].descr, 3) && q[4] == '\'') out->dtype = descrs[i].t;
+        if (!strncmp(q + 1, descrs[i].descr, 3) && q[4] == '\'')
+          out->dtype = descrs[i].t, v1 = descrs[i].descr[1] == 'V';
       if (out->dtype == KILN_DTYPE_UINT16 && want == KILN_DTYPE_BFLOAT16) out->dtype = KILN_DTYPE_BFLOAT16;
+      if ((v1 || out->dtype == KILN_DTYPE_UINT8 || out->dtype == KILN_DTYPE_INT8) && byte_coded(want))
+        out->dtype = want;
       if (out->dtype == KILN_DTYPE_COUNT) rc = FAIL("'%s': unsupported dtype in header: %.40s", path, d);
       const char *p = strchr(sh, '(');
       if (rc == 0 && !p) rc = FAIL("'%s': bad shape", path);

@@ -40,16 +40,18 @@ int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a) {
     FILE *f = fopen(path, "rb");
     if (!f) break;
     fclose(f);
-    imp_tensor t;
+    imp_known_input t;
     gir_err err = {{0}};
-    if (imp_read_tensor_file(path, a, &t, &err) < 0) {
-      /* sequence and optional test data decode as garbage tensors */
-      fprintf(stderr, "kiln: test input %s is not a tensor kiln supports (sequence and optional values are not "
-                      "supported): %s\n", path, err.msg);
+    if (imp_read_value_file(path, a, &t, &err) < 0) {
+      fprintf(stderr, "kiln: test input %s is not a tensor kiln supports (nor a sequence or optional of such "
+                      "tensors): %s\n", path, err.msg);
       return -1;
     }
-    ci->known[n] = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};
-    if (ci->n_shapes < (int32_t)(sizeof ci->shapes / sizeof ci->shapes[0]) && strlen(t.name) < sizeof ci->shapes[0].name) {
+    ci->known[n] = t;
+    /* A sequence or optional (a list) binds the tensor inputs it stands for by
+     * name (importer.h); its length comes from here, not from --input-shape. */
+    if (!t.is_list && ci->n_shapes < (int32_t)(sizeof ci->shapes / sizeof ci->shapes[0]) &&
+        strlen(t.name) < sizeof ci->shapes[0].name) {
       imp_input_shape *s = &ci->shapes[ci->n_shapes++];
       strcpy(s->name, t.name);
       s->rank = t.shape.rank;

@@ -1,7 +1,7 @@
 /* seeded_inputs.c — the seeded random input data of `kiln bench` (and the same
  * generator as `kiln run`'s, so both feed a model the same numbers): splitmix64,
  * seed 42, drawn input after input in the model's order; floats uniform in [-1, 1),
- * integers in [0, 10), bools fair coins. Also reads any element back as a double. */
+ * integers in [0, 10) (int4/int2: [0, their max]), bools fair coins. Also reads any element back as a double. */
 #include "cli.h"
 #include "dtype.h"
 
@@ -29,7 +29,13 @@ void cli_fill_random(kiln_dtype t, void *d, int64_t n, uint64_t *seed) {
     case KILN_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(u * 10); break;
     case KILN_DTYPE_INT64: ((int64_t *)d)[i] = (int64_t)(u * 10); break;
     case KILN_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)(u * 10); break;
-    default: break;
+    default: { /* float8/float4 in [-1, 1), int4/int2 in their range: through the graph's conversions */
+      gir_dtype g = gir_dtype_from_name(kiln_dtype_name(t));
+      if (g == GIR_DTYPE_NONE) break;
+      if (gir_dtype_is_float(g)) gir_store_f64(g, d, i, 2 * u - 1);
+      else gir_store_i64(g, d, i, (int64_t)(u * (1 << (gir_dtype_bits(g) - gir_dtype_is_signed(g)))));
+      break;
+    }
     }
   }
 }
@@ -48,6 +54,9 @@ double cli_value_at(kiln_dtype t, const void *d, int64_t i) {
   case KILN_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
   case KILN_DTYPE_FLOAT16: return gir_f16_to_f32(((const uint16_t *)d)[i]);
   case KILN_DTYPE_BFLOAT16: return gir_bf16_to_f32(((const uint16_t *)d)[i]);
-  default: return 0;
+  default: {
+    gir_dtype g = gir_dtype_from_name(kiln_dtype_name(t));
+    return g == GIR_DTYPE_NONE ? 0 : gir_load_f64(g, d, i);
+  }
   }
 }

@@ -1,5 +1,5 @@
 /* infer_elementwise.c — shape/dtype inference for element-wise ops: unary, binary,
- * where, cast and iota. Broadcasting follows numpy (gir_broadcast). */
+ * where, cast, bitcast and iota. Broadcasting follows numpy (gir_broadcast). */
 #include "infer.h"
 
 int gir_infer_unary(gir_graph *g, gir_node *n, gir_err *err) {
@@ -41,6 +41,19 @@ int gir_infer_cast(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   int64_t to = gir_attr_int(n, "to", -1);
   if (!gir_dtype_first_class((gir_dtype)to)) return gir_errf(err, "cannot cast to element type %lld", (long long)to);
+  return gir_set_out(n, 0, (gir_dtype)to, &n->in[0]->shape, err);
+}
+
+int gir_infer_bitcast(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  int64_t to = gir_attr_int(n, "to", -1);
+  gir_dtype from = n->in[0]->dtype;
+  if (to < 0 || to >= GIR_DTYPE_COUNT || !gir_dtype_first_class((gir_dtype)to))
+    return gir_errf(err, "cannot bitcast to element type %lld", (long long)to);
+  if (!gir_dtype_first_class(from)) return gir_errf(err, "cannot bitcast from %s", gir_dtype_name(from));
+  if (gir_dtype_bits((gir_dtype)to) != gir_dtype_bits(from))
+    return gir_errf(err, "bitcast from %s to %s: element sizes differ", gir_dtype_name(from),
+                    gir_dtype_name((gir_dtype)to));
   return gir_set_out(n, 0, (gir_dtype)to, &n->in[0]->shape, err);
 }
 

@@ -112,8 +112,9 @@ static int cast_exact(gir_dtype a, gir_dtype b) {
   if (a == b || a == GIR_BOOL) return 1; /* bool: 0 and 1 exist everywhere */
   if (b == GIR_BOOL) return 0;
   int fa = gir_dtype_is_float(a), fb = gir_dtype_is_float(b);
-  if (fa && fb) /* more digits, and range: bfloat16's is float32's, beyond float16's */
-    return float_digits(b) > float_digits(a) && !(a == GIR_BF16 && b == GIR_F16);
+  if (fa && fb) /* more digits, and range: bfloat16's and float8e8m0's reach beyond float16's (the
+                  * float8/float4 types count 0 digits: nothing is exact in them) */
+    return float_digits(b) > float_digits(a) && !((a == GIR_BF16 || a == GIR_F8E8M0) && b == GIR_F16);
   if (fa) return 0; /* float → int truncates */
   int sa = gir_dtype_is_signed(a), sb = gir_dtype_is_signed(b), bits = gir_dtype_bits(a) - sa;
   if (fb) return float_digits(b) >= bits;

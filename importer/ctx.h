@@ -12,6 +12,26 @@
 
 typedef struct imp_scope imp_scope;
 
+/* What an ONNX name stands for. The graph holds tensors only; a sequence (its
+ * length known at compile time) lives in the importer as the list of its element
+ * values, each a tensor of static shape, and sequence ops become list edits at
+ * import. An optional is its content when present (a tensor or a sequence) and
+ * IMP_ABSENT when not: whether it holds a value is known at compile time. */
+typedef enum imp_kind { IMP_NOT_FOUND = 0, IMP_TENSOR, IMP_SEQUENCE, IMP_ABSENT } imp_kind;
+
+typedef struct imp_seq {
+  int32_t n;
+  gir_value **items;           /* n element values (arena) */
+  gir_dtype elem;              /* element type (GIR_DTYPE_NONE: not known, for an empty sequence) */
+} imp_seq;
+
+/* One value of any kind: v for a tensor (NULL: poisoned), s for a sequence. */
+typedef struct imp_item {
+  imp_kind kind;
+  gir_value *v;
+  const imp_seq *s;
+} imp_item;
+
 typedef struct imp_ctx {
   gir_graph *g;
   gir_err *err;
@@ -31,22 +51,40 @@ typedef struct imp_node {
   const char *op_type, *name;
   int64_t opset;
   int32_t n_in, n_out;
-  gir_value **in;              /* NULL for absent optional inputs */
+  gir_value **in;              /* NULL for absent optional inputs, and for sequences */
+  const imp_seq **seq;         /* per input: the sequence when input i is one, else NULL */
   const char *const *out_names;
   gir_value **out;             /* filled by imp_set_output */
+  imp_kind *out_kind;          /* per output: IMP_SEQUENCE / IMP_ABSENT once bound as such */
 } imp_node;
 
 typedef int (*imp_convert_fn)(imp_ctx *c, imp_node *n);
 
 /* --- converter registry (ops.c) --- */
 imp_convert_fn imp_find_converter(const char *op_type, int64_t opset);
+/* The converter of a node that reads a sequence (ops_sequence.c): NULL when the op
+ * takes tensors only. */
+imp_convert_fn imp_find_sequence_converter(const char *op_type);
 
 /* --- scope: ONNX name → value (scope.c) --- */
 imp_scope *imp_scope_push(imp_ctx *c);
 void imp_scope_pop(imp_ctx *c, imp_scope *s);
 int imp_scope_bind(imp_ctx *c, const char *name, gir_value *v);     /* v NULL: poisoned */
-/* 1 found (*v set, NULL if poisoned), 0 not found */
+/* 1 found (*v set, NULL if poisoned), 0 not found or not a tensor */
 int imp_scope_lookup(imp_ctx *c, const char *name, gir_value **v);
+/* Binds a value of any kind (a sequence is kept by reference: never edit it). */
+int imp_scope_bind_item(imp_ctx *c, const char *name, imp_item it);
+/* Any kind: the kind found (IMP_NOT_FOUND: none), *it filled. */
+imp_kind imp_scope_find(imp_ctx *c, const char *name, imp_item *it);
+/* Input i of n as an item: a tensor, a sequence, or IMP_ABSENT (an absent optional
+ * or an empty input name). */
+imp_item imp_input_item(const imp_node *n, int i);
+/* A new sequence of cnt items (copied) in the graph's arena; elem as in imp_seq. */
+imp_seq *imp_seq_new(imp_ctx *c, gir_value *const *items, int32_t cnt, gir_dtype elem);
+/* Binds output i to a sequence, to an absent optional, or to any item. */
+int imp_set_output_seq(imp_ctx *c, imp_node *n, int i, const imp_seq *s);
+int imp_set_output_absent(imp_ctx *c, imp_node *n, int i);
+int imp_set_output_item(imp_ctx *c, imp_node *n, int i, imp_item it);
 
 /* --- attributes (attrs.c) --- */
 const Onnx__AttributeProto *imp_attr(const imp_node *n, const char *name);

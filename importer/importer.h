@@ -21,12 +21,29 @@ typedef struct imp_input_shape {
 } imp_input_shape;
 
 /* A graph input whose value is known at compile time. It stays an input; the
- * importer only reads it where an op needs a constant (a Reshape's shape…). */
+ * importer only reads it where an op needs a constant (a Reshape's shape…).
+ *
+ * A known value may also be a list (is_list): the test data of a sequence or an
+ * optional input (SequenceProto and OptionalProto share one wire form, so a file
+ * alone cannot say which it is; an optional is a list of zero or one items). Its
+ * items are tensors or, for an optional sequence, one list of tensors.
+ *
+ * Sequences and optionals in the graph: kiln's graph holds tensors only, so the
+ * importer gives each graph input or output of sequence or optional type the
+ * tensor inputs or outputs it holds, named after it:
+ *   a sequence NAME of N tensors         → NAME.0 … NAME.{N-1} (N = 0: none)
+ *   an optional NAME holding a tensor     → NAME
+ *   an optional NAME holding a sequence   → NAME.0 … NAME.{N-1}
+ *   an absent optional NAME               → none
+ * The length of a sequence input and the shapes of its elements come from its
+ * known value (--test-data); without one the import fails. */
 typedef struct imp_known_input {
   const char *name;
   gir_dtype dtype;
   gir_shape shape;
   const void *data;
+  int32_t is_list, n_items;             /* a list of n_items items (name, dtype, shape, data unused) */
+  const struct imp_known_input *items;  /* items' names are empty */
 } imp_known_input;
 
 typedef struct imp_options {
@@ -69,6 +86,11 @@ gir_graph *imp_load_file(const char *path, const imp_options *opt, imp_report *r
 /* Same from memory; base_dir (may be NULL: external data refused) anchors external data. */
 gir_graph *imp_load_buffer(const void *data, size_t n, const char *base_dir, const imp_options *opt,
                            imp_report *rep, gir_err *err);
+
+/* The known tensor behind a graph input named as above: NAME itself, or element k
+ * of the known sequence NAME (NAME.k), or the content of the known optional NAME
+ * (NAME, or NAME.k for an optional sequence). NULL when there is none. */
+const imp_known_input *imp_known_find(const imp_options *opt, const char *name);
 
 /* Parses "NAME:1x3x224x224" (also "NAME:1,3,224,224"); -1 with a message. */
 int imp_parse_input_shape(const char *spec, imp_input_shape *out, gir_err *err);

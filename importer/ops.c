@@ -18,6 +18,17 @@ static const struct {
 #include "onnx_ops_signal.def"
 #include "onnx_ops_sequence.def"
 #include "onnx_ops_misc2.def"
+#undef IMP_OP
+};
+
+/* The ops of the other domains converted (ai.onnx.preview, ai.onnx.preview.training,
+ * ai.onnx.ml), apart so that no op type of one domain finds a converter of another.
+ * Each converter checks its node's exact domain and that domain's opset. */
+static const struct {
+  const char *op_type;
+  imp_convert_fn fn;
+} domain_table[] = {
+#define IMP_OP(op, fn) {#op, fn},
 #include "onnx_ops_preview.def"
 #include "onnx_ops_ml.def"
 #undef IMP_OP
@@ -27,5 +38,11 @@ imp_convert_fn imp_find_converter(const char *op_type, int64_t opset) {
   (void)opset; /* converters check versions themselves */
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (!strcmp(table[i].op_type, op_type)) return table[i].fn;
+  return NULL;
+}
+
+imp_convert_fn imp_find_domain_converter(const char *op_type) {
+  for (size_t i = 0; i < sizeof domain_table / sizeof domain_table[0]; i++)
+    if (!strcmp(domain_table[i].op_type, op_type)) return domain_table[i].fn;
   return NULL;
 }

@@ -18,6 +18,10 @@
 #include "onnx_ops_ml.def"
 #undef IMP_OP
 
+/* The converter of an op of ai.onnx.preview, ai.onnx.preview.training or ai.onnx.ml
+ * (ops.c), NULL if none. */
+imp_convert_fn imp_find_domain_converter(const char *op_type);
+
 /* Helpers shared by converters (ops_common.c). */
 /* Reads ints from attribute `name` (opset < since) or from input idx (opset >= since). */
 int imp_ints_attr_or_input(imp_ctx *c, imp_node *n, const char *name, int idx, int64_t since, int64_t **out,
@@ -31,6 +35,10 @@ int imp_spatial_ints(imp_ctx *c, const imp_node *n, const char *name, int want, 
                      int *present);
 /* Concatenation of n values along axis, in rounds when n exceeds concat's 64 inputs. */
 gir_value *imp_concat_many(imp_ctx *c, gir_value *const *xs, int64_t n, int64_t axis);
+/* Inlines a graph attribute once (ops_control.c): ins bound to its inputs, outs[g->n_output]
+ * receives its outputs; 0, -1 (error) or -2 (unsupported ops inside, already reported). */
+int imp_inline_graph(imp_ctx *c, const imp_node *n, const Onnx__GraphProto *g, const char *label,
+                     gir_value *const *ins, size_t n_ins, gir_value **outs);
 /* Normalizes a possibly negative axis against rank, with an error naming the op. */
 int imp_axis(imp_ctx *c, int64_t axis, int32_t rank, int64_t *out);
 

@@ -1,10 +1,12 @@
 /* ops_attention.c — the attention family of ONNX ops, decomposed into canonical
- * ops: Attention (opset 23, 24), RotaryEmbedding (23), LinearAttention (27) and
- * CausalConvWithState (27). Each follows onnx/reference/ops/op_*.py and the op's
- * function body: heads are split with reshape + transpose, scores are matmuls,
- * masks are additive float biases built from where/iota (folded to constants
- * when static), and grouped-query attention folds the query heads of a group
- * into the row axis of one matmul instead of copying K and V per query head.
+ * ops: Attention (opset 23, 24), RotaryEmbedding (23), LinearAttention (27),
+ * CausalConvWithState (27) and ai.onnx.preview FlexAttention (1), whose score_mod
+ * and prob_mod graphs are inlined like If branches (imp_inline_graph). Each
+ * follows onnx/reference/ops/op_*.py and the op's function body: heads are
+ * split with reshape + transpose, scores are matmuls, masks are additive float
+ * biases built from where/iota (folded to constants when static), and grouped-
+ * query attention folds the query heads of a group into the row axis of one
+ * matmul instead of copying K and V per query head.
  * LinearAttention's recurrence is unrolled over the (static) sequence length.
  * Half-precision inputs are computed in float32 and rounded once at the end. */
 #include <math.h>
@@ -479,4 +481,81 @@ int imp_cv_LinearAttention(imp_ctx *c, imp_node *n) {
   gir_value *y = t ? outs[0] : imp_broadcast_to(c, imp_scalar(c, GIR_F32, 0.0), &empty);
   if (imp_set_output(c, n, 0, imp_cast(c, merge_heads(c, y), q->dtype)) < 0) return -1;
   return imp_set_output(c, n, 1, imp_cast(c, state, past ? past->dtype : q->dtype));
+}
+
+/* --- FlexAttention ----------------------------------------------------------------------------------------- */
+
+/* Applies the modifier subgraph attribute `name` (score_mod, prob_mod) to *x when
+ * the node has it: inlined once, its one input bound to *x, its one output of
+ * *x's shape cast back to *x's type (the reference's np.asarray(dtype=...)). */
+static int flex_modifier(imp_ctx *c, const imp_node *n, const char *name, gir_value **x) {
+  const Onnx__AttributeProto *a = imp_attr(n, name);
+  if (!a) return 0;
+  if (!a->g) return imp_fail(c, "attribute %s must be a graph", name);
+  if (a->g->n_input != 1 || a->g->n_output != 1)
+    return imp_fail(c, "%s must have one input and one output, not %zu and %zu", name, a->g->n_input,
+                    a->g->n_output);
+  gir_value *y = NULL;
+  int rc = imp_inline_graph(c, n, a->g, name, x, 1, &y);
+  if (rc < 0) return rc;
+  if (!gir_shape_equal(&y->shape, &(*x)->shape)) {
+    char s1[160], s2[160];
+    return imp_fail(c, "%s yields shape %s; it must keep its input's shape %s", name,
+                    gir_shape_str(&y->shape, s1, sizeof s1), gir_shape_str(&(*x)->shape, s2, sizeof s2));
+  }
+  *x = imp_cast(c, y, (*x)->dtype);
+  return *x ? 0 : -1;
+}
+
+/* ai.onnx.preview FlexAttention (opset 1), after onnx/reference/ops/aionnx_preview/
+ * op_flex_attention.py: Q and K are each scaled by sqrt(scale) (computed in float32,
+ * rounded to Q's type) and multiplied in Q's type, as the reference and the function
+ * body do; the scores are cast to the softmax type (softmax_precision, else float32
+ * for the half types and Q's type otherwise), score_mod and prob_mod are inlined
+ * around the softmax, and probs @ V runs in the softmax type, cast to V's type. */
+int imp_cv_FlexAttention(imp_ctx *c, imp_node *n) {
+  if (!n->proto->domain || strcmp(n->proto->domain, "ai.onnx.preview"))
+    return imp_unsupported_node(c, n, "no converter");
+  if (n->opset != 1)
+    return imp_unsupported_node(c, n, "ai.onnx.preview opset %lld (kiln knows 1)", (long long)n->opset);
+  gir_value *q = in_opt(n, 0), *k = in_opt(n, 1), *v = in_opt(n, 2);
+  if (!q || !k || !v) return imp_fail(c, "needs inputs Q, K and V");
+  if (need_float(c, q, "Q") < 0 || need_float(c, k, "K") < 0 || need_float(c, v, "V") < 0) return -1;
+  if (k->dtype != q->dtype || v->dtype != q->dtype) return imp_fail(c, "Q, K and V must have one element type");
+  if (q->shape.rank != 4 || k->shape.rank != 4 || v->shape.rank != 4)
+    return imp_fail(c, "Q, K and V must be 4-D (ranks %d, %d, %d)", q->shape.rank, k->shape.rank, v->shape.rank);
+  const int64_t *qd = q->shape.dims, *kd = k->shape.dims, *vd = v->shape.dims;
+  int64_t hq = qd[1], hkv = kd[1], e = qd[3];
+  if (kd[0] != qd[0] || vd[0] != qd[0]) return imp_fail(c, "Q, K and V differ in batch size");
+  if (vd[1] != hkv) return imp_fail(c, "K and V differ in head count (%lld, %lld)", (long long)hkv, (long long)vd[1]);
+  if (vd[2] != kd[2]) return imp_fail(c, "K and V differ in sequence length");
+  if (kd[3] != e) return imp_fail(c, "Q and K differ in head size (%lld, %lld)", (long long)e, (long long)kd[3]);
+  if (hkv <= 0 || hq % hkv)
+    return imp_fail(c, "%lld query heads are not a multiple of %lld kv heads", (long long)hq, (long long)hkv);
+  int64_t rep = hq / hkv;
+
+  gir_dtype sp = compute_type(q->dtype);
+  const Onnx__AttributeProto *spa = imp_attr(n, "softmax_precision");
+  if (spa) {
+    sp = gir_dtype_from_onnx((int32_t)spa->i);
+    if (sp != GIR_F32 && sp != GIR_F16 && sp != GIR_BF16 && sp != GIR_F64)
+      return imp_fail(c, "softmax_precision %lld is not float, float16, bfloat16 or double", (long long)spa->i);
+  }
+  const Onnx__AttributeProto *sa = imp_attr(n, "scale");
+  double scale = sa ? sa->f : 1.0 / sqrt((double)e);
+  gir_value *sqs = imp_scalar(c, q->dtype, (double)sqrtf((float)scale));
+  static const int64_t swap23[4] = {0, 1, 3, 2};
+  gir_value *kt = imp_transpose(c, imp_binary(c, GIR_BINARY_MUL, k, sqs), swap23);
+  gir_value *scores = imp_cast(c, grouped_matmul(c, imp_binary(c, GIR_BINARY_MUL, q, sqs), kt, rep), sp);
+  if (!scores) return -1;
+  int rc = flex_modifier(c, n, "score_mod", &scores);
+  if (rc < 0) return rc;
+  gir_node *sn = imp_new_node(c, GIR_OP_softmax, &scores, 1, 1);
+  gir_attr_set_int(c->g, sn, "axis", 3);
+  gir_attr_set_int(c->g, sn, "log", 0);
+  gir_value *probs = imp_finish(c, sn);
+  if (!probs) return -1;
+  if ((rc = flex_modifier(c, n, "prob_mod", &probs)) < 0) return rc;
+  gir_value *y = grouped_matmul(c, probs, imp_cast(c, v, sp), rep);
+  return imp_set_output(c, n, 0, imp_cast(c, y, v->dtype));
 }

@@ -43,9 +43,18 @@
  * (iterations × the body's nodes and outputs: outputs count because each one is
  * bound and stacked per iteration), and no unrolling starts an iteration once the
  * graph holds CTRL_MAX_GRAPH_VALUES values, which bounds nested loops as a whole.
- * Both refusals are reported as unsupported nodes. Sequence and optional values
- * (Loop/If over SequenceConstruct, Optional…) stay unsupported: the ops that make
- * them have no converter, so the body is reported through them. */
+ * Both refusals are reported as unsupported nodes.
+ *
+ * Sequences and optionals (ops_sequence.c) flow through bodies as importer items:
+ * a Loop may carry a sequence that grows by one element per iteration, and an If
+ * may yield one. With a condition computed at run time, where() selects between
+ * them element by element when they agree in length and element types and
+ * shapes; otherwise the If needs its cond known at compile time (a graph input
+ * bound with --test-data is), and the Loop refuses.
+ *
+ *   SequenceMap (opset 17): unrolled like Scan, one copy of the body per element
+ *   of the first input; each sequence input gives the body its element t, each
+ *   tensor input itself, and output o is the sequence of the copies' outputs o. */
 #include <string.h>
 #include "ops.h"
 
@@ -101,12 +110,13 @@ static int body_init(imp_ctx *c, const Onnx__GraphProto *g, subgraph *b) {
 }
 
 /* Converts the body once: its formal inputs bound to ins, its nodes converted in
- * a scope that sees the enclosing ones; outs[i] receives output i. This copy is
+ * a scope that sees the enclosing ones; outs[i] receives output i. Inputs and
+ * outputs are items: tensors, sequences or absent optionals. This copy is
  * iteration `it` of node `name`, or (it < 0) its branch `label`: that names its
  * values and its errors. 0, -1 (error), -2 (the body holds unsupported ops,
  * already reported) or -3 (the graph is too large to unroll more). */
-static int run_body(imp_ctx *c, const subgraph *b, const char *name, const char *label, int64_t it,
-                    gir_value *const *ins, size_t n_ins, gir_value **outs) {
+static int run_items(imp_ctx *c, const subgraph *b, const char *name, const char *label, int64_t it,
+                     const imp_item *ins, size_t n_ins, imp_item *outs) {
   const Onnx__GraphProto *body = b->g;
   if (c->depth >= IMP_MAX_SUBGRAPH_DEPTH) return imp_fail(c, "subgraphs nest deeper than %d", IMP_MAX_SUBGRAPH_DEPTH);
   if (c->g->n_values >= CTRL_MAX_GRAPH_VALUES) return -3;
@@ -121,7 +131,7 @@ static int run_body(imp_ctx *c, const subgraph *b, const char *name, const char 
   for (size_t i = 0; i < n_ins && rc == 0; i++) {
     const Onnx__ValueInfoProto *vi = body->input[i];
     if (!vi || !vi->name || !vi->name[0]) rc = imp_fail(c, "body input %zu has no name", i);
-    else rc = imp_scope_bind(c, vi->name, ins[i]);
+    else rc = imp_scope_bind_item(c, vi->name, ins[i]);
   }
   c->depth++;
   if (rc == 0) rc = imp_convert_nodes(c, (Onnx__NodeProto *const *)body->node, body->n_node);
@@ -129,12 +139,12 @@ static int run_body(imp_ctx *c, const subgraph *b, const char *name, const char 
   int poisoned = 0;
   for (size_t i = 0; i < body->n_output && rc == 0; i++) {
     const Onnx__ValueInfoProto *vi = body->output[i];
-    gir_value *v = NULL;
-    if (!vi || !vi->name || !imp_scope_lookup(c, vi->name, &v))
+    imp_item o = {0};
+    if (!vi || !vi->name || imp_scope_find(c, vi->name, &o) == IMP_NOT_FOUND)
       rc = imp_fail(c, "body output '%s' is never produced", vi && vi->name ? vi->name : "?");
-    else if (!v)
+    else if (o.kind == IMP_TENSOR && !o.v)
       poisoned = 1;
-    outs[i] = v;
+    outs[i] = o;
   }
   c->scope = saved;
   c->origin = origin;
@@ -147,8 +157,37 @@ static int run_body(imp_ctx *c, const subgraph *b, const char *name, const char 
   return poisoned ? -2 : 0;
 }
 
+/* run_items for a body of tensors only: outs[i] receives output i. */
+static int run_body(imp_ctx *c, const subgraph *b, const char *name, const char *label, int64_t it,
+                    gir_value *const *ins, size_t n_ins, gir_value **outs) {
+  imp_item *ii = gir_arena_calloc(c->g->arena, n_ins + 1, sizeof *ii);
+  imp_item *oi = gir_arena_calloc(c->g->arena, b->g->n_output + 1, sizeof *oi);
+  for (size_t i = 0; i < n_ins; i++) ii[i] = (imp_item){.kind = IMP_TENSOR, .v = ins[i]};
+  int rc = run_items(c, b, name, label, it, ii, n_ins, oi);
+  for (size_t i = 0; i < b->g->n_output && rc >= 0; i++) {
+    if (oi[i].kind != IMP_TENSOR) {
+      const char *on = b->g->output[i] && b->g->output[i]->name ? b->g->output[i]->name : "?";
+      return imp_fail(c, "body output '%s' is %s, where a tensor is needed", on,
+                      oi[i].kind == IMP_SEQUENCE ? "a sequence" : "an absent optional");
+    }
+    outs[i] = oi[i].v;
+  }
+  return rc;
+}
+
 static int too_large(imp_ctx *c, const imp_node *n) {
   return imp_unsupported_node(c, n, "unrolling stopped: the graph holds more than %d values", CTRL_MAX_GRAPH_VALUES);
+}
+
+/* Inlines graph g once for node n (FlexAttention's score_mod…): ins bound to its
+ * formal inputs, outs[g->n_output] receives its outputs, and its values are named
+ * "<node>/<label>/<value>". 0, -1 (error) or -2 (unsupported ops inside, reported). */
+int imp_inline_graph(imp_ctx *c, const imp_node *n, const Onnx__GraphProto *g, const char *label,
+                     gir_value *const *ins, size_t n_ins, gir_value **outs) {
+  subgraph b;
+  if (body_init(c, g, &b) < 0) return -1;
+  int rc = run_body(c, &b, n->name, label, -1, ins, n_ins, outs);
+  return rc == -3 ? too_large(c, n) : rc;
 }
 
 /* Binds output i to v. A value this node made (index >= first) takes the output's
@@ -244,6 +283,44 @@ static gir_value *empty_stack(imp_ctx *c, const imp_node *n, const Onnx__ValueIn
   return imp_broadcast_to(c, imp_scalar(c, dt, 0.0), &s);
 }
 
+/* --- items: sequences and optionals through If and Loop --- */
+
+/* Binds output i to an item; a tensor as set_out does. */
+static int set_out_item(imp_ctx *c, imp_node *n, int i, imp_item it, int32_t first) {
+  return it.kind == IMP_TENSOR ? set_out(c, n, i, it.v, first) : imp_set_output_item(c, n, i, it);
+}
+
+static int same_type(const gir_value *a, const gir_value *b) {
+  return a->dtype == b->dtype && gir_shape_equal(&a->shape, &b->shape);
+}
+
+/* Whether where(sel, a, b) can choose between two items at run time: tensors of
+ * one type and shape, sequences of one length whose elements are such tensors,
+ * or two absent optionals. */
+static int selectable(imp_item a, imp_item b) {
+  if (a.kind != b.kind) return 0;
+  if (a.kind == IMP_TENSOR) return a.v == b.v || same_type(a.v, b.v);
+  if (a.kind != IMP_SEQUENCE) return 1;
+  if (a.s->n != b.s->n) return 0;
+  for (int32_t k = 0; k < a.s->n; k++)
+    if (a.s->items[k] != b.s->items[k] && !same_type(a.s->items[k], b.s->items[k])) return 0;
+  return 1;
+}
+
+/* where(sel, a, b) of two selectable items, element by element for sequences. */
+static imp_item select_item(imp_ctx *c, gir_value *sel, imp_item a, imp_item b) {
+  if (a.kind == IMP_TENSOR) return (imp_item){.kind = IMP_TENSOR, .v = a.v == b.v ? a.v : imp_where(c, sel, a.v, b.v)};
+  if (a.kind != IMP_SEQUENCE || a.s == b.s) return a;
+  gir_value **items = gir_arena_calloc(c->g->arena, (size_t)a.s->n + 1, sizeof *items);
+  for (int32_t k = 0; k < a.s->n; k++)
+    items[k] = a.s->items[k] == b.s->items[k] ? a.s->items[k] : imp_where(c, sel, a.s->items[k], b.s->items[k]);
+  return (imp_item){.kind = IMP_SEQUENCE, .s = imp_seq_new(c, items, a.s->n, a.s->elem)};
+}
+
+static const char *item_kind(imp_item it) {
+  return it.kind == IMP_SEQUENCE ? "a sequence" : it.kind == IMP_ABSENT ? "an absent optional" : "a tensor";
+}
+
 /* --- If --- */
 
 int imp_cv_If(imp_ctx *c, imp_node *n) {
@@ -259,40 +336,63 @@ int imp_cv_If(imp_ctx *c, imp_node *n) {
   if ((size_t)n->n_out > tb->n_output)
     return imp_fail(c, "%d outputs, but the branches have %zu", n->n_out, tb->n_output);
   size_t k = tb->n_output;
-  gir_value **outs = gir_arena_calloc(c->g->arena, 2 * k + 1, sizeof *outs);
+  imp_item *outs = gir_arena_calloc(c->g->arena, 2 * k + 1, sizeof *outs);
   subgraph tbb, ebb;
   if (cond->data) { /* the taken branch only */
     int taken = *(const uint8_t *)cond->data != 0;
     const char *which = taken ? "then_branch" : "else_branch";
     if (body_init(c, taken ? tb : eb, &tbb) < 0) return -1;
-    int rc = run_body(c, &tbb, n->name, which, -1, NULL, 0, outs);
+    int rc = run_items(c, &tbb, n->name, which, -1, NULL, 0, outs);
     if (rc == -3) return too_large(c, n);
     if (rc < 0) return rc;
     for (int i = 0; i < n->n_out; i++)
-      if (set_out(c, n, i, outs[i], first) < 0) return -1;
+      if (set_out_item(c, n, i, outs[i], first) < 0) return -1;
     return 0;
   }
   if (body_init(c, tb, &tbb) < 0 || body_init(c, eb, &ebb) < 0) return -1;
-  int rc = run_body(c, &tbb, n->name, "then_branch", -1, NULL, 0, outs);
-  if (rc == 0) rc = run_body(c, &ebb, n->name, "else_branch", -1, NULL, 0, outs + k);
+  int rc = run_items(c, &tbb, n->name, "then_branch", -1, NULL, 0, outs);
+  if (rc == 0) rc = run_items(c, &ebb, n->name, "else_branch", -1, NULL, 0, outs + k);
   if (rc == -3) return too_large(c, n);
   if (rc < 0) return rc;
-  gir_value *sel = scalar_of(c, cond);
-  for (int i = 0; i < n->n_out; i++) {
-    if (!wants_output(n, i)) continue;
-    gir_value *a = outs[i], *b = outs[k + i], *y = a;
-    if (a != b) {
-      if (a->dtype != b->dtype || !gir_shape_equal(&a->shape, &b->shape)) {
+  /* Outputs are selected at run time. Tensors must agree in type and shape,
+   * sequences and optionals in length and presence; where they do not, cond must
+   * be known at compile time (computed from graph inputs bound with --test-data,
+   * as AffineGrid's expanded form tests a dimension taken from its size input):
+   * the taken branch is then all there is. */
+  int differ = -1;
+  for (int i = 0; i < n->n_out && differ < 0; i++)
+    if (wants_output(n, i) && !selectable(outs[i], outs[k + i])) differ = i;
+  if (differ >= 0) {
+    const void *d = imp_const_data(c, cond, "input 'cond'");
+    if (!d) {
+      c->err->msg[0] = 0;
+      imp_item a = outs[differ], b = outs[k + differ];
+      if (a.kind == IMP_TENSOR && b.kind == IMP_TENSOR) {
         char sa[160], sb[160];
         return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
                                           "(then %s %s, else %s %s): only outputs of one type and shape can be "
                                           "selected",
-                                    i, gir_dtype_name(a->dtype), gir_shape_str(&a->shape, sa, sizeof sa),
-                                    gir_dtype_name(b->dtype), gir_shape_str(&b->shape, sb, sizeof sb));
+                                    differ, gir_dtype_name(a.v->dtype), gir_shape_str(&a.v->shape, sa, sizeof sa),
+                                    gir_dtype_name(b.v->dtype), gir_shape_str(&b.v->shape, sb, sizeof sb));
       }
-      y = imp_where(c, sel, a, b);
+      return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
+                                        "(then %s%s, else %s%s): which sequence or optional the If yields must be "
+                                        "known at compile time", differ, item_kind(a),
+                                  a.kind == IMP_SEQUENCE ? gir_arena_printf(c->g->arena, " of %d", a.s->n) : "",
+                                  item_kind(b),
+                                  b.kind == IMP_SEQUENCE ? gir_arena_printf(c->g->arena, " of %d", b.s->n) : "");
     }
-    if (set_out(c, n, i, y, first) < 0) return -1;
+    imp_item *taken = *(const uint8_t *)d ? outs : outs + k;
+    for (int i = 0; i < n->n_out; i++)
+      if (set_out_item(c, n, i, taken[i], first) < 0) return -1;
+    return 0;
+  }
+  gir_value *sel = scalar_of(c, cond);
+  for (int i = 0; i < n->n_out; i++) {
+    if (!wants_output(n, i)) continue;
+    imp_item y = select_item(c, sel, outs[i], outs[k + i]);
+    if (c->err->msg[0]) return -1;
+    if (set_out_item(c, n, i, y, first) < 0) return -1;
   }
   return 0;
 }
@@ -323,9 +423,7 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
     return imp_fail(c, "the body has %zu outputs, expected at least %lld", body->n_output, (long long)N + 1);
   int64_t K = (int64_t)body->n_output - 1 - N;
   if (n->n_out > N + K) return imp_fail(c, "%d outputs, but the body yields %lld", n->n_out, (long long)(N + K));
-  for (int64_t i = 0; i < N; i++)
-    if (!n->in[2 + i])
-      return imp_unsupported_node(c, n, "carried value %lld is absent (an empty optional)", (long long)i);
+  if (n->seq[0] || n->seq[1]) return imp_fail(c, "inputs M and cond must be tensors, not sequences");
 
   gir_value *M = n->in[0], *cond0 = n->in[1];
   int64_t trips = -1; /* -1: no trip count */
@@ -355,12 +453,13 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
 
   subgraph b;
   if (body_init(c, body, &b) < 0) return -1;
-  gir_value **carried = gir_arena_calloc(c->g->arena, (size_t)N + 1, sizeof *carried);
-  for (int64_t i = 0; i < N; i++) carried[i] = n->in[2 + i];
+  /* carried values are items: a sequence may grow from one iteration to the next */
+  imp_item *carried = gir_arena_calloc(c->g->arena, (size_t)N + 1, sizeof *carried);
+  for (int64_t i = 0; i < N; i++) carried[i] = imp_input_item(n, (int)(2 + i));
   int64_t cap = trips >= 0 ? trips : max_iters;
   gir_value **scans = gir_arena_calloc(c->g->arena, (size_t)(K * (cap > 0 ? cap : 1)) + 1, sizeof *scans);
-  gir_value **ins = gir_arena_calloc(c->g->arena, (size_t)N + 3, sizeof *ins);
-  gir_value **outs = gir_arena_calloc(c->g->arena, body->n_output + 1, sizeof *outs);
+  imp_item *ins = gir_arena_calloc(c->g->arena, (size_t)N + 3, sizeof *ins);
+  imp_item *outs = gir_arena_calloc(c->g->arena, body->n_output + 1, sizeof *outs);
   int64_t it = 0;
   for (; cond_state != 0; it++) {
     if (it == cap) {
@@ -369,25 +468,31 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
                                         "and outputs (the unrolling limit is %d)", (long long)it, (long long)size - 1,
                                   CTRL_MAX_UNROLLED);
     }
-    ins[0] = gir_const_scalar(c->g, GIR_I64, (double)it);
-    ins[1] = active ? active : gir_const_scalar(c->g, GIR_BOOL, 1);
+    ins[0] = (imp_item){.kind = IMP_TENSOR, .v = gir_const_scalar(c->g, GIR_I64, (double)it)};
+    ins[1] = (imp_item){.kind = IMP_TENSOR, .v = active ? active : gir_const_scalar(c->g, GIR_BOOL, 1)};
     for (int64_t i = 0; i < N; i++) ins[2 + i] = carried[i];
-    int rc = run_body(c, &b, n->name, "body", it, ins, (size_t)N + 2, outs);
+    int rc = run_items(c, &b, n->name, "body", it, ins, (size_t)N + 2, outs);
     if (rc == -3) return too_large(c, n);
     if (rc < 0) return rc;
     for (int64_t i = 0; i < N; i++) {
-      gir_value *v = outs[1 + i];
+      imp_item v = outs[1 + i];
       if (active) {
-        if (v->dtype != carried[i]->dtype || !gir_shape_equal(&v->shape, &carried[i]->shape))
-          return imp_unsupported_node(c, n, "carried value %lld changes type or shape under a condition computed at "
-                                            "run time", (long long)i);
-        v = imp_where(c, active, v, carried[i]);
+        if (!selectable(v, carried[i]))
+          return imp_unsupported_node(c, n, "carried value %lld changes type, shape or length under a condition "
+                                            "computed at run time", (long long)i);
+        v = select_item(c, active, v, carried[i]);
+        if (c->err->msg[0]) return -1;
       }
       carried[i] = v;
     }
-    for (int64_t j = 0; j < K; j++) scans[j * cap + it] = outs[1 + N + j];
-    gir_value *co = outs[0];
-    if (co->dtype != GIR_BOOL || gir_value_numel(co) != 1)
+    for (int64_t j = 0; j < K; j++) {
+      if (outs[1 + N + j].kind != IMP_TENSOR)
+        return imp_unsupported_node(c, n, "scan output %lld is %s; scan outputs are tensors", (long long)j,
+                                    item_kind(outs[1 + N + j]));
+      scans[j * cap + it] = outs[1 + N + j].v;
+    }
+    gir_value *co = outs[0].kind == IMP_TENSOR ? outs[0].v : NULL;
+    if (!co || co->dtype != GIR_BOOL || gir_value_numel(co) != 1)
       return imp_fail(c, "iteration %lld: the body's condition must be a bool tensor of one element", (long long)it);
     if (active) {
       active = imp_binary(c, GIR_BINARY_AND, active, scalar_of(c, co));
@@ -402,13 +507,57 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
   }
   if (c->err->msg[0]) return -1;
   for (int64_t i = 0; i < N; i++)
-    if (set_out(c, n, (int)i, carried[i], first) < 0) return -1;
+    if (set_out_item(c, n, (int)i, carried[i], first) < 0) return -1;
   for (int64_t j = 0; j < K; j++) {
     if (!wants_output(n, (int)(N + j))) continue;
     int rc = 0;
     gir_value *y = it ? stack(c, scans + j * cap, it, 0, 0) : empty_stack(c, n, body->output[1 + N + j], 0, &rc);
     if (rc) return rc;
     if (!y || set_out(c, n, (int)(N + j), y, first) < 0) return -1;
+  }
+  return 0;
+}
+
+/* --- SequenceMap (opset 17) --- */
+
+/* Unrolled per element: iteration t binds element t of each sequence input and
+ * every tensor input as it is; output o collects the body's output o. */
+int imp_cv_SequenceMap(imp_ctx *c, imp_node *n) {
+  if (n->opset < 17) return imp_fail(c, "SequenceMap exists from opset 17 on");
+  const Onnx__GraphProto *body = graph_attr(c, n, "body");
+  if (!body) return -1;
+  if (n->n_in < 1 || !n->seq[0]) return imp_fail(c, "input 'input_sequence' must be a sequence");
+  if (body->n_input != (size_t)n->n_in)
+    return imp_fail(c, "the body has %zu inputs, the node %d", body->n_input, n->n_in);
+  if (body->n_output < (size_t)n->n_out)
+    return imp_fail(c, "%d outputs, but the body yields %zu", n->n_out, body->n_output);
+  int32_t len = n->seq[0]->n;
+  for (int j = 1; j < n->n_in; j++) {
+    if (!n->in[j] && !n->seq[j]) return imp_fail(c, "input %d is missing", j);
+    if (n->seq[j] && n->seq[j]->n != len)
+      return imp_fail(c, "input %d is a sequence of %d, input 0 one of %d", j, n->seq[j]->n, len);
+  }
+  int64_t size = body_size(body);
+  if (len > CTRL_MAX_UNROLLED / size) return over_limit(c, n, len, size);
+  subgraph b;
+  if (body_init(c, body, &b) < 0) return -1;
+  size_t K = body->n_output;
+  gir_value **per = gir_arena_calloc(c->g->arena, K * (size_t)len + 1, sizeof *per); /* [K][len] */
+  gir_value **ins = gir_arena_calloc(c->g->arena, (size_t)n->n_in + 1, sizeof *ins);
+  gir_value **outs = gir_arena_calloc(c->g->arena, K + 1, sizeof *outs);
+  for (int32_t t = 0; t < len; t++) {
+    for (int j = 0; j < n->n_in; j++) ins[j] = n->seq[j] ? n->seq[j]->items[t] : n->in[j];
+    int rc = run_body(c, &b, n->name, "body", t, ins, (size_t)n->n_in, outs);
+    if (rc == -3) return too_large(c, n);
+    if (rc < 0) return rc;
+    for (size_t o = 0; o < K; o++) per[o * (size_t)len + (size_t)t] = outs[o];
+  }
+  for (int o = 0; o < n->n_out; o++) {
+    if (!wants_output(n, o)) continue;
+    const Onnx__TypeProto *tp = body->output[o] ? body->output[o]->type : NULL;
+    gir_dtype dt = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
+                       ? gir_dtype_from_onnx(tp->tensor_type->elem_type) : GIR_DTYPE_NONE;
+    if (imp_set_output_seq(c, n, o, imp_seq_new(c, per + (size_t)o * (size_t)len, len, dt)) < 0) return -1;
   }
   return 0;
 }

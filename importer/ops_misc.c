@@ -102,16 +102,34 @@ int imp_cv_ConstantOfShape(imp_ctx *c, imp_node *n) {
   return imp_set_output(c, n, 0, imp_broadcast_to(c, scalar, &s));
 }
 
+/* Cast and CastLike: the canonical cast, carrying `saturate` (opset 19+; it
+ * matters for the four float8 formats only) and `round` (round_mode, opset 24+;
+ * float8e8m0 only) where they differ from their defaults (1, "up"). */
+static int cast_to(imp_ctx *c, imp_node *n, gir_value *x, gir_dtype to) {
+  int64_t sat = n->opset >= 19 ? imp_attr_int(n, "saturate", 1) : 1;
+  gir_e8m0_round round = GIR_E8M0_UP;
+  const char *mode = n->opset >= 24 ? imp_attr_string(c, n, "round_mode", "up") : "up";
+  if (!strcmp(mode, "down")) round = GIR_E8M0_DOWN;
+  else if (!strcmp(mode, "nearest")) round = GIR_E8M0_NEAREST;
+  else if (strcmp(mode, "up")) return imp_fail(c, "round_mode '%s' is none of up, down, nearest", mode);
+  if (x->dtype == to) return imp_set_output(c, n, 0, x);
+  gir_node *k = imp_new_node(c, GIR_OP_cast, &x, 1, 1);
+  gir_attr_set_int(c->g, k, "to", to);
+  if (!sat && gir_dtype_is_f8(to) && to != GIR_F8E8M0 && to != GIR_F4E2M1) gir_attr_set_int(c->g, k, "saturate", 0);
+  if (round != GIR_E8M0_UP && to == GIR_F8E8M0) gir_attr_set_int(c->g, k, "round", round);
+  return imp_set_output(c, n, 0, imp_finish(c, k));
+}
+
 int imp_cv_Cast(imp_ctx *c, imp_node *n) {
   if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
   int64_t code = imp_attr_int(n, "to", -1);
   gir_dtype to = gir_dtype_from_onnx((int32_t)code);
   if (to == GIR_DTYPE_NONE) return imp_fail(c, "attribute to: unknown element type code %lld", (long long)code);
   if (!gir_dtype_first_class(to)) return imp_unsupported_node(c, n, "cast to %s", gir_dtype_name(to));
-  return imp_set_output(c, n, 0, imp_cast(c, n->in[0], to));
+  return cast_to(c, n, n->in[0], to);
 }
 
 int imp_cv_CastLike(imp_ctx *c, imp_node *n) {
   if (n->n_in < 2 || !n->in[0] || !n->in[1]) return imp_fail(c, "needs two inputs");
-  return imp_set_output(c, n, 0, imp_cast(c, n->in[0], n->in[1]->dtype));
+  return cast_to(c, n, n->in[0], n->in[1]->dtype);
 }

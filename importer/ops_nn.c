@@ -773,6 +773,10 @@ static int quant_range(gir_dtype t, double *lo, double *hi) {
   case GIR_I8: *lo = -128, *hi = 127; return 1;
   case GIR_U16: *lo = 0, *hi = 65535; return 1;
   case GIR_I16: *lo = -32768, *hi = 32767; return 1;
+  case GIR_U4: *lo = 0, *hi = 15; return 1;
+  case GIR_I4: *lo = -8, *hi = 7; return 1;
+  case GIR_U2: *lo = 0, *hi = 3; return 1;
+  case GIR_I2: *lo = -2, *hi = 1; return 1;
   default: return 0;
   }
 }
@@ -826,17 +830,21 @@ static gir_value *quant_param(imp_ctx *c, gir_value *v, const gir_value *x, int6
 
 static int quant_type_check(imp_ctx *c, imp_node *n, gir_dtype t, const char *what) {
   if (t == GIR_DTYPE_NONE) return imp_fail(c, "%s: unknown element type", what);
-  if (!gir_dtype_first_class(t))
-    return imp_unsupported_node(c, n, "%s of type %s (float8, 4-bit and 2-bit types are not computed on)", what,
-                                gir_dtype_name(t));
+  if (!gir_dtype_first_class(t)) return imp_unsupported_node(c, n, "%s of type %s", what, gir_dtype_name(t));
   return 0;
 }
 
+/* The four float8 formats: quantized by a (saturating) cast, without zero point. */
+static int is_float8(gir_dtype t) { return gir_dtype_is_f8(t) && t != GIR_F8E8M0 && t != GIR_F4E2M1; }
+
 /* y = saturate(round_half_even(x / scale) + zero_point). The division runs in
  * `precision` (opset 23+) or the scale's type, as the spec says (x and scale
- * differ in type only from opset 23); the rounded quotient is widened
- * to float32 (from 16-bit floats) so that adding the zero point is exact, and
- * clamped to the output range before the cast. */
+ * differ in type only from opset 23; a float8e8m0 scale divides in float32);
+ * the rounded quotient is widened to float32 (from 16-bit floats) so that
+ * adding the zero point is exact, and clamped to the output range before the
+ * cast. As the reference: float8 outputs are the cast of x / scale (saturating
+ * unless saturate = 0; the zero point, zero by the spec, is not added);
+ * float4e2m1 the plain cast of x / scale + zero point. */
 int imp_cv_QuantizeLinear(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *scale = in_at(n, 1), *zp = in_at(n, 2);
   if (!x || !scale) return imp_fail(c, "needs inputs x and y_scale");
@@ -851,28 +859,42 @@ int imp_cv_QuantizeLinear(imp_ctx *c, imp_node *n) {
   if (rc) return rc;
   if ((rc = quant_type_check(c, n, scale->dtype, "y_scale"))) return rc;
   double lo, hi;
-  if (!quant_range(out, &lo, &hi)) return imp_fail(c, "cannot quantize to %s", gir_dtype_name(out));
+  int fl = is_float8(out) || out == GIR_F4E2M1;
+  if (!fl && !quant_range(out, &lo, &hi)) return imp_fail(c, "cannot quantize to %s", gir_dtype_name(out));
   gir_dtype f = scale->dtype;
   int64_t prec = n->opset >= 23 ? imp_attr_int(n, "precision", 0) : 0;
   if (prec) f = gir_dtype_from_onnx((int32_t)prec);
-  if (f == GIR_DTYPE_NONE || !gir_dtype_first_class(f) || !gir_dtype_is_float(f)) f = GIR_F32;
+  if (f == GIR_DTYPE_NONE || !gir_dtype_first_class(f) || !gir_dtype_is_float(f) || gir_dtype_is_f8(f)) f = GIR_F32;
   int64_t axis = imp_attr_int(n, "axis", 1), block = n->opset >= 21 ? imp_attr_int(n, "block_size", 0) : 0;
   gir_value *s = imp_cast(c, quant_param(c, scale, x, axis, block, "y_scale"), f);
-  gir_value *q = imp_unary(c, GIR_UNARY_ROUND, divide(c, imp_cast(c, x, f), s));
+  gir_value *d = divide(c, imp_cast(c, x, f), s);
+  if (fl) {
+    if (out == GIR_F4E2M1 && zp && d)
+      d = add(c, d, imp_cast(c, quant_param(c, zp, x, axis, block, "y_zero_point"), d->dtype));
+    if (!d) return -1;
+    gir_node *k = imp_new_node(c, GIR_OP_cast, &d, 1, 1);
+    gir_attr_set_int(c->g, k, "to", out);
+    if (out != GIR_F4E2M1 && n->opset >= 19 && !imp_attr_int(n, "saturate", 1))
+      gir_attr_set_int(c->g, k, "saturate", 0);
+    return imp_set_output(c, n, 0, imp_finish(c, k));
+  }
+  gir_value *q = imp_unary(c, GIR_UNARY_ROUND, d);
   if (f == GIR_F16 || f == GIR_BF16) q = imp_cast(c, q, GIR_F32);
   if (zp && q) q = add(c, q, imp_cast(c, quant_param(c, zp, x, axis, block, "y_zero_point"), q->dtype));
   return imp_set_output(c, n, 0, imp_cast(c, clamp(c, q, lo, hi), out));
 }
 
 /* y = (x - zero_point) * scale, computed in float32 (float64 for a float64
- * scale) as the reference does, then cast to output_dtype or the scale's type. */
+ * scale) as the reference does, then cast to output_dtype or the scale's type.
+ * float8 and float4e2m1 inputs have no zero point (the reference ignores it). */
 int imp_cv_DequantizeLinear(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *scale = in_at(n, 1), *zp = in_at(n, 2);
   if (!x || !scale) return imp_fail(c, "needs inputs x and x_scale");
   int rc = quant_type_check(c, n, x->dtype, "quantized input");
   if (rc) return rc;
   if ((rc = quant_type_check(c, n, scale->dtype, "x_scale"))) return rc;
-  if (!gir_dtype_is_int(x->dtype)) return imp_fail(c, "cannot dequantize %s", gir_dtype_name(x->dtype));
+  int fl = is_float8(x->dtype) || x->dtype == GIR_F4E2M1;
+  if (!gir_dtype_is_int(x->dtype) && !fl) return imp_fail(c, "cannot dequantize %s", gir_dtype_name(x->dtype));
   if (!gir_dtype_is_float(scale->dtype)) return imp_fail(c, "x_scale must be floating point");
   if (zp && zp->dtype != x->dtype) return imp_fail(c, "x_zero_point's type differs from x's");
   gir_dtype out = scale->dtype;
@@ -885,7 +907,7 @@ int imp_cv_DequantizeLinear(imp_ctx *c, imp_node *n) {
   int64_t axis = imp_attr_int(n, "axis", 1), block = n->opset >= 21 ? imp_attr_int(n, "block_size", 0) : 0;
   gir_dtype m = scale->dtype == GIR_F64 ? GIR_F64 : GIR_F32;
   gir_value *d = imp_cast(c, x, GIR_F32);
-  if (zp) d = sub(c, d, imp_cast(c, quant_param(c, zp, x, axis, block, "x_zero_point"), GIR_F32));
+  if (zp && !fl) d = sub(c, d, imp_cast(c, quant_param(c, zp, x, axis, block, "x_zero_point"), GIR_F32));
   gir_value *y = mul(c, imp_cast(c, d, m), imp_cast(c, quant_param(c, scale, x, axis, block, "x_scale"), m));
   return imp_set_output(c, n, 0, imp_cast(c, y, out));
 }

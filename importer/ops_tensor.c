@@ -812,19 +812,25 @@ typedef struct resize_args {
 
 static gir_value *emit_resize(imp_ctx *c, gir_value *x, const resize_args *a);
 
-/* Interpolating an integer tensor: in float64 (float32 would move values across
- * the .5 rounding boundary), then rounded half to even and saturated back into
- * the type, as the reference does. */
-static gir_value *emit_int_resize(imp_ctx *c, gir_value *x, const resize_args *a) {
-  gir_dtype t = x->dtype, ft = GIR_F64;
+/* Rounds an interpolated integer tensor y (float64) half to even, saturates it
+ * into t and casts, as the reference's saturate_cast. */
+static gir_value *round_to_int(imp_ctx *c, gir_value *y, gir_dtype t) {
+  if (!y) return NULL;
+  gir_dtype ft = GIR_F64;
   int bits = gir_dtype_bits(t);
-  gir_value *y = imp_unary(c, GIR_UNARY_ROUND, emit_resize(c, imp_cast(c, x, ft), a));
+  y = imp_unary(c, GIR_UNARY_ROUND, y);
   if (bits <= 32) {
     double lo = gir_dtype_is_signed(t) ? -ldexp(1.0, bits - 1) : 0.0;
     double hi = gir_dtype_is_signed(t) ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1;
     y = imp_binary(c, GIR_BINARY_MIN, imp_binary(c, GIR_BINARY_MAX, y, imp_scalar(c, ft, lo)), imp_scalar(c, ft, hi));
   }
   return imp_cast(c, y, t);
+}
+
+/* Interpolating an integer tensor: in float64 (float32 would move values across
+ * the .5 rounding boundary), then rounded and saturated back by round_to_int. */
+static gir_value *emit_int_resize(imp_ctx *c, gir_value *x, const resize_args *a) {
+  return round_to_int(c, emit_resize(c, imp_cast(c, x, GIR_F64), a), x->dtype);
 }
 
 static gir_value *emit_resize(imp_ctx *c, gir_value *x, const resize_args *a) {
@@ -842,6 +848,143 @@ static gir_value *emit_resize(imp_ctx *c, gir_value *x, const resize_args *a) {
   gir_attr_set_float(c->g, nd, "extrapolation", a->extrapolation);
   if (a->has_roi) gir_attr_set_floats(c->g, nd, "roi", a->roi, 2 * r);
   return imp_finish(c, nd);
+}
+
+/* --- antialiased Resize ---
+ * Antialiased linear and cubic resizing (Resize 18+, as the onnx reference's
+ * _linear_coeffs_antialias/_cubic_coeffs_antialias): where an axis shrinks, the
+ * filter is stretched by 1/scale and has as many taps as that takes. Every axis
+ * is resized on its own (the reference is separable too), so each becomes a
+ * matmul with a constant [out, in] weight matrix computed here, in double, from
+ * the static shapes: the taps of each output position, edge taps clamped onto
+ * the border as the reference's edge padding does. */
+
+/* The taps' weights at `ratio` (in (0, 1]) into co (cap entries); the count, or
+ * -1 when there would be more than cap. */
+static int64_t aa_weights(const resize_args *a, double ratio, double scale, double *co, int64_t cap) {
+  double s = scale < 1 ? scale : 1, sum = 0, A = a->cubic_a;
+  int64_t n = 0;
+  if (a->mode == GIR_RESIZE_LINEAR) {
+    int64_t start = (int64_t)floor(-1 / s) + 1, foot = 2 - 2 * start;
+    if (foot > cap) return -1;
+    for (n = 0; n < foot; n++) {
+      double t = 1 - fabs(((double)(start + n) - ratio) * s);
+      co[n] = t < 0 ? 0 : t > 1 ? 1 : t;
+    }
+  } else {
+    int64_t i0 = (int64_t)floor(-2 / s) + 1, i1 = 2 - i0;
+    if (i1 - i0 > cap) return -1;
+    for (int64_t i = i0; i < i1; i++, n++) {
+      double x = fabs(s * ((double)i - ratio)), x2 = x * x, x3 = x * x2;
+      co[n] = x <= 1 ? (A + 2) * x3 - (A + 3) * x2 + 1 : x < 2 ? A * x3 - 5 * A * x2 + 8 * A * x - 4 * A : 0.0;
+    }
+  }
+  for (int64_t k = 0; k < n; k++) sum += co[k];
+  for (int64_t k = 0; k < n; k++) co[k] /= sum;
+  return n;
+}
+
+/* The source coordinate of output index y on an axis (the reference's _compute_x_ori). */
+static double aa_x_ori(const resize_args *a, int ax, int r, int64_t in, int64_t out, double y) {
+  double scale = a->scales[ax], out_w = scale * (double)in;
+  switch (a->coord) {
+  case GIR_COORD_ALIGN_CORNERS: return out_w == 1 ? 0 : y * (double)(in - 1) / (out_w - 1);
+  case GIR_COORD_ASYMMETRIC: return y / scale;
+  case GIR_COORD_TF_CROP_AND_RESIZE: {
+    double r0 = a->roi[ax], r1 = a->roi[r + ax];
+    return (out_w == 1 ? (r1 - r0) * (double)(in - 1) / 2 : y * (r1 - r0) * (double)(in - 1) / (out_w - 1)) +
+           r0 * (double)(in - 1);
+  }
+  case GIR_COORD_PYTORCH_HALF_PIXEL: return out_w == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  case GIR_COORD_HALF_PIXEL_SYMMETRIC:
+    return (double)in / 2 * (1 - (double)out / out_w) + (y + 0.5) / scale - 0.5;
+  default: return (y + 0.5) / scale - 0.5;
+  }
+}
+
+/* x resized along axis ax by a matmul (x in the compute type). */
+static gir_value *aa_axis(imp_ctx *c, gir_value *x, const resize_args *a, int ax) {
+  gir_arena *ar = c->g->arena;
+  int r = x->shape.rank;
+  int64_t in = x->shape.dims[ax], out = a->sizes[ax], P = 1, Q = 1;
+  for (int i = 0; i < r; i++) {
+    if (i < ax) P *= x->shape.dims[i];
+    if (i > ax) Q *= x->shape.dims[i];
+  }
+  double scale = a->scales[ax], s = scale < 1 ? scale : 1;
+  int64_t cap = (int64_t)(4 / s) + 8; /* more than either filter's taps */
+  if (cap > (1 << 24) || (double)out * (double)in > 1e8) {
+    imp_fail(c, "antialiased resizing of axis %d (%lld to %lld) is too large", ax, (long long)in, (long long)out);
+    return NULL;
+  }
+  double *co = gir_arena_calloc(ar, (size_t)cap, sizeof *co);
+  double *w = gir_arena_calloc(ar, (size_t)(out * in) + 1, sizeof *w);
+  double *bias = gir_arena_calloc(ar, (size_t)out + 1, sizeof *bias);
+  if (!co || !w || !bias) {
+    imp_fail(c, "out of memory");
+    return NULL;
+  }
+  int has_bias = 0;
+  for (int64_t y = 0; y < out; y++) {
+    double xo = aa_x_ori(a, ax, r, in, out, (double)y), xf = floor(xo);
+    if (a->coord == GIR_COORD_TF_CROP_AND_RESIZE && (xo < 0 || xo > (double)(in - 1))) {
+      bias[y] = a->extrapolation; /* the reference's extrapolation: the value itself, no taps */
+      has_bias = 1;
+      continue;
+    }
+    int64_t n = aa_weights(a, xo == xf ? 1.0 : xo - xf, scale, co, cap);
+    if (n < 1) {
+      imp_fail(c, "antialiased resizing: no filter taps on axis %d", ax);
+      return NULL;
+    }
+    /* the n taps nearest xo, ties to the left (the reference's neighbour search) */
+    int64_t pad = (n + 1) / 2;
+    double xp = xo + (double)pad, pf = floor(xp), frac = xp - pf;
+    int64_t off = n % 2 == 0 ? -(n / 2) + (frac != 0) : -((n - 1) / 2) + (frac > 0.5);
+    int64_t first = (int64_t)pf + off - pad;
+    if (a->exclude) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; k++) {
+        if (first + k < 0 || first + k >= in) co[k] = 0;
+        sum += co[k];
+      }
+      for (int64_t k = 0; k < n; k++) co[k] /= sum == 0 ? 1 : sum;
+    }
+    for (int64_t k = 0; k < n; k++) {
+      int64_t i = first + k < 0 ? 0 : first + k >= in ? in - 1 : first + k;
+      w[y * in + i] += co[k];
+    }
+  }
+  gir_dtype t = x->dtype;
+  gir_shape ws = {.rank = 2, .dims = {out, in}};
+  gir_value *wv = gir_const_new(c->g, NULL, t, &ws, NULL);
+  for (int64_t i = 0; i < out * in; i++) gir_store_f64(t, wv->data, i, w[i]);
+  int64_t d3[3] = {P, in, Q};
+  gir_value *y = imp_matmul(c, wv, imp_reshape(c, x, 3, d3)); /* [P, out, Q] */
+  if (has_bias) {
+    gir_shape bs = {.rank = 2, .dims = {out, 1}};
+    gir_value *bv = gir_const_new(c->g, NULL, t, &bs, NULL);
+    for (int64_t i = 0; i < out; i++) gir_store_f64(t, bv->data, i, bias[i]);
+    y = imp_binary(c, GIR_BINARY_ADD, y, bv);
+  }
+  int64_t dims[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) dims[i] = i == ax ? out : x->shape.dims[i];
+  return imp_reshape(c, y, r, dims);
+}
+
+static gir_value *emit_antialias(imp_ctx *c, gir_value *x, const resize_args *a) {
+  gir_dtype t = x->dtype, ct = t == GIR_F32 || t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : GIR_F64;
+  int r = x->shape.rank;
+  gir_value *y = imp_cast(c, x, ct);
+  for (int ax = 0; y && ax < r; ax++) {
+    int same_roi = !a->has_roi || (fabs(a->roi[ax]) <= 1e-9 && fabs(a->roi[r + ax] - 1) <= 1e-9);
+    if (fabs(a->scales[ax] - 1) <= 1e-9 * fmax(1.0, fabs(a->scales[ax])) && a->sizes[ax] == x->shape.dims[ax] &&
+        same_roi)
+      continue; /* the identity, skipped as the reference does */
+    y = aa_axis(c, y, a, ax);
+  }
+  if (!y) return NULL;
+  return gir_dtype_is_int(t) ? round_to_int(c, y, t) : imp_cast(c, y, t);
 }
 
 /* Upsample (7-9) and Resize-10: output = floor(in * scale), asymmetric coordinates.
@@ -928,12 +1071,11 @@ int imp_cv_Resize(imp_ctx *c, imp_node *n) {
   a.cubic_a = imp_attr_float(n, "cubic_coeff_a", -0.75);
   a.exclude = imp_attr_int(n, "exclude_outside", 0) != 0;
   a.extrapolation = imp_attr_float(n, "extrapolation_value", 0.0);
-  int stretch = 1, larger = 0;
+  int stretch = 1, larger = 0, antialias = 0;
   int64_t ax[GIR_MAX_RANK];
   int32_t na = -1;
   if (n->opset >= 18) {
-    if (imp_attr_int(n, "antialias", 0) && a.mode != GIR_RESIZE_NEAREST)
-      return imp_unsupported_node(c, n, "antialias=1 (antialiased %s resizing)", modes[a.mode]);
+    antialias = imp_attr_int(n, "antialias", 0) && a.mode != GIR_RESIZE_NEAREST; /* nearest ignores it */
     static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
     const char *policy = imp_attr_string(c, n, "keep_aspect_ratio_policy", "stretch");
     int p = pick(c, "keep_aspect_ratio_policy", policy, policies, 3);
@@ -1004,5 +1146,5 @@ int imp_cv_Resize(imp_ctx *c, imp_node *n) {
     }
     a.has_roi = 1;
   }
-  return imp_set_output(c, n, 0, emit_resize(c, x, &a));
+  return imp_set_output(c, n, 0, antialias ? emit_antialias(c, x, &a) : emit_resize(c, x, &a));
 }

@@ -1,8 +1,11 @@
 /* tensor.c — ONNX TensorProto → constant value, and ValueInfo types → dtype and
  * shape. Data may come from raw_data (little-endian bytes), the typed repeated
- * fields (int32_data carries every narrow integer, bool and the 16-bit floats as
- * bit patterns), or external data (extdata.c). Every count is checked against
- * dims × element size before anything is copied. */
+ * fields (int32_data carries every narrow integer, bool, the 16-bit floats and
+ * the float8 codes as bit patterns), or external data (extdata.c). Every count
+ * is checked against dims × element size before anything is copied. The 4-bit
+ * types (int4, uint4, float4e2m1) come two to a byte and the 2-bit ones four,
+ * low bits first, in all three places (int32_data: one packed byte per entry);
+ * they are unpacked here to kiln's one element per byte (graphir/dtypes.def). */
 #include <string.h>
 #include "ctx.h"
 #include "extdata.h"
@@ -43,6 +46,20 @@ static int parse_i64(const char *s, int64_t *out) {
   return 0;
 }
 
+/* Elements per byte in ONNX files: 2 or 4 for the sub-byte types, else 1. */
+static int packing(gir_dtype dt) { return gir_dtype_bits(dt) < 8 ? 8 / gir_dtype_bits(dt) : 1; }
+
+/* numel packed elements of src → one per byte in dst: integers sign- or
+ * zero-extended, float4e2m1 codes as they are. */
+static void unpack(gir_dtype dt, const uint8_t *src, int64_t numel, uint8_t *dst) {
+  int bits = gir_dtype_bits(dt), per = 8 / bits;
+  for (int64_t i = 0; i < numel; i++) {
+    uint8_t u = (uint8_t)((src[i / per] >> (bits * (int)(i % per))) & ((1u << bits) - 1));
+    if (gir_dtype_is_int(dt)) gir_store_i64(dt, dst, i, u);
+    else dst[i] = u;
+  }
+}
+
 gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const char *what) {
   const char *label = tensor_label(t, what);
   gir_shape s = {0};
@@ -66,7 +83,9 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
     imp_fail(c, "tensor '%s' is too large (%lld elements)", label, (long long)numel);
     return NULL;
   }
-  int64_t nbytes = numel * (int64_t)es;
+  int per = packing(dt);
+  /* bytes in the file (packed), and how to read the typed field counts */
+  int64_t nbytes = per > 1 ? (numel + per - 1) / per : numel * (int64_t)es;
   const char *name = t->name && t->name[0] ? t->name : NULL;
   gir_value *v;
   unsigned char *dst;
@@ -81,8 +100,12 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
       return NULL;
     }
     if (len != nbytes) {
-      imp_fail(c, "tensor '%s': external data length %lld does not equal %lld elements x %zu bytes", label,
-               (long long)len, (long long)numel, es);
+      if (per > 1)
+        imp_fail(c, "tensor '%s': external data length %lld does not equal the %lld bytes of %lld packed %s elements",
+                 label, (long long)len, (long long)nbytes, (long long)numel, gir_dtype_name(dt));
+      else
+        imp_fail(c, "tensor '%s': external data length %lld does not equal %lld elements x %zu bytes", label,
+                 (long long)len, (long long)numel, es);
       return NULL;
     }
     gir_err e = {{0}};
@@ -91,10 +114,16 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
       return NULL;
     }
     v = gir_const_new(c->g, name, dt, &s, NULL);
-    if (imp_read_external(c->base_dir, loc, off, len, v->data, &e) < 0) {
+    void *raw = per > 1 ? gir_arena_alloc(c->g->arena, (size_t)len + 1) : v->data;
+    if (!raw) {
+      imp_fail(c, "tensor '%s': out of memory", label);
+      return NULL;
+    }
+    if (imp_read_external(c->base_dir, loc, off, len, raw, &e) < 0) {
       imp_fail(c, "tensor '%s': %s", label, e.msg);
       return NULL;
     }
+    if (per > 1) unpack(dt, raw, numel, v->data);
     return v;
   }
   if (t->has_raw_data && (t->raw_data.len > 0 || nbytes == 0)) {
@@ -102,6 +131,11 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
       imp_fail(c, "tensor '%s': raw_data holds %zu bytes, dims x %s need %lld", label, t->raw_data.len,
                gir_dtype_name(dt), (long long)nbytes);
       return NULL;
+    }
+    if (per > 1) {
+      v = gir_const_new(c->g, name, dt, &s, NULL);
+      unpack(dt, t->raw_data.data, numel, v->data);
+      return v;
     }
     v = gir_const_new(c->g, name, dt, &s, t->raw_data.data); /* little-endian host (checked at build) */
     dst = v->data;
@@ -118,12 +152,23 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
   case GIR_U32: case GIR_U64: have = t->n_uint64_data; break;
   default: have = t->n_int32_data; break;
   }
-  if ((int64_t)have != numel) {
-    imp_fail(c, "tensor '%s' holds %zu values, its dims need %lld", label, have, (long long)numel);
+  int64_t need = per > 1 ? nbytes : numel;
+  if ((int64_t)have != need) {
+    imp_fail(c, "tensor '%s' holds %zu values, its dims need %lld", label, have, (long long)need);
     return NULL;
   }
   v = gir_const_new(c->g, name, dt, &s, NULL);
   dst = v->data;
+  if (per > 1) {
+    uint8_t *bytes = gir_arena_alloc(c->g->arena, (size_t)need + 1);
+    if (!bytes) {
+      imp_fail(c, "tensor '%s': out of memory", label);
+      return NULL;
+    }
+    for (int64_t i = 0; i < need; i++) bytes[i] = (uint8_t)t->int32_data[i];
+    unpack(dt, bytes, numel, dst);
+    return v;
+  }
   for (int64_t i = 0; i < numel; i++) {
     switch (dt) {
     case GIR_F32: ((float *)(void *)dst)[i] = t->float_data[i]; break;
@@ -133,7 +178,10 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
     case GIR_U64: ((uint64_t *)(void *)dst)[i] = t->uint64_data[i]; break;
     case GIR_F16: case GIR_BF16: case GIR_U16: ((uint16_t *)(void *)dst)[i] = (uint16_t)t->int32_data[i]; break;
     case GIR_BOOL: dst[i] = t->int32_data[i] != 0; break;
-    default: gir_store_i64(dt, dst, i, t->int32_data[i]); break;
+    default:
+      if (gir_dtype_is_f8(dt)) dst[i] = (uint8_t)t->int32_data[i]; /* the code */
+      else gir_store_i64(dt, dst, i, t->int32_data[i]);
+      break;
     }
   }
   return v;

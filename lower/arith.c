@@ -173,7 +173,7 @@ int arith_expr_cmp(const tir_expr *a, const tir_expr *b) {
     if ((r = arith_expr_cmp(a->u.sel.c, b->u.sel.c))) return r;
     if ((r = arith_expr_cmp(a->u.sel.a, b->u.sel.a))) return r;
     return arith_expr_cmp(a->u.sel.b, b->u.sel.b);
-  case TIR_CAST:
+  case TIR_CAST: case TIR_BITCAST:
     if (a->u.cast.a->dtype != b->u.cast.a->dtype) return a->u.cast.a->dtype < b->u.cast.a->dtype ? -1 : 1;
     return arith_expr_cmp(a->u.cast.a, b->u.cast.a);
   case TIR_RAMP:
@@ -194,7 +194,7 @@ int arith_uses_var(const tir_expr *e, const tir_var *v) {
   case TIR_BINARY: return arith_uses_var(e->u.bin.a, v) || arith_uses_var(e->u.bin.b, v);
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
     return arith_uses_var(e->u.sel.c, v) || arith_uses_var(e->u.sel.a, v) || arith_uses_var(e->u.sel.b, v);
-  case TIR_CAST: return arith_uses_var(e->u.cast.a, v);
+  case TIR_CAST: case TIR_BITCAST: return arith_uses_var(e->u.cast.a, v);
   case TIR_RAMP: return arith_uses_var(e->u.ramp.base, v) || arith_uses_var(e->u.ramp.stride, v);
   case TIR_BROADCAST: return arith_uses_var(e->u.bcast.value, v);
   default: return 0;

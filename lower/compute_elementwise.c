@@ -1,6 +1,6 @@
-/* compute_elementwise.c — compute definitions of unary, binary, where, cast and
- * iota. Activation functions are written in terms of TE primitives here, once;
- * the numerically delicate ones use their stable forms (softplus as
+/* compute_elementwise.c — compute definitions of unary, binary, where, cast,
+ * bitcast and iota. Activation functions are written in terms of TE primitives
+ * here, once; the numerically delicate ones use their stable forms (softplus as
  * max(x,0) + log(1 + exp(-|x|)), sigmoid through exp of a non-positive number). */
 #include <math.h>
 #include "compute.h"
@@ -164,10 +164,57 @@ int lower_compute_where(te_ctx *c, const gir_node *n, te_tensor *const *in, te_t
   return 0;
 }
 
+/* Cast to float8e8m0 with ONNX's rounding (numpy_helper.to_float8e8m0), on the
+ * plain cast, which keeps the exponent bits (rounds down): from x in float32,
+ * e = down(x) and v = 2^(e-127) (e = 0: 2^-127; NaN, inf: e = 0xff). `up`
+ * takes the next exponent when x has a fraction: |x| > v for normal x, any
+ * non-zero subnormal; `nearest` when the first dropped bit is set and the
+ * exponent is not 0, or (exponent 0) any lower bit too: |x| >= 1.5 v for
+ * normal x, |x| > v below. Saturation keeps e = 0xfe (v = 2^127) where the
+ * next exponent would be 0xff, NaN. */
+static te_expr *cast_e8m0(te_ctx *c, te_expr *x, gir_e8m0_round round, int sat) {
+  if (x->dtype != GIR_F32) x = te_cast(c, GIR_F32, x);
+  te_expr *e = te_cast(c, GIR_F8E8M0, x);
+  if (round == GIR_E8M0_DOWN) return e;
+  te_expr *v = te_cast(c, GIR_F32, e), *ax = te_un(c, TE_ABS, x), *zero = te_const(c, GIR_F32, 0);
+  te_expr *min_normal = te_const(c, GIR_F32, 0x1p-126), *gt = te_bin(c, TE_GT, ax, v), *up;
+  if (round == GIR_E8M0_NEAREST)
+    up = te_select(c, te_ge(c, v, min_normal), te_ge(c, ax, te_mul(c, v, te_const(c, GIR_F32, 1.5))), gt);
+  else
+    up = te_bin(c, TE_OR, gt, te_and(c, te_bin(c, TE_NE, ax, zero), te_lt(c, ax, min_normal)));
+  if (sat) up = te_and(c, up, te_bin(c, TE_NE, v, te_const(c, GIR_F32, 0x1p127)));
+  return te_select(c, up, te_cast(c, GIR_F8E8M0, te_mul(c, v, te_const(c, GIR_F32, 2))), e);
+}
+
+/* The plain cast converts as numpy (with ml_dtypes) does; Cast's saturate (the
+ * default) on the four float8 formats clamps to the finite range first, as the
+ * reference's saturate_cast does (NaN stays NaN: min/max propagate it); e8m0
+ * rounds by `round`. The clamp happens in float32 (float64 for float64 x). */
 int lower_compute_cast(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_var *ax[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
-  out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, te_load_bcast_axes(c, in[0], ax, in[0]->rank)));
+  gir_dtype to = n->out[0]->dtype;
+  te_expr *x = te_load_bcast_axes(c, in[0], ax, in[0]->rank), *y;
+  int sat = gir_attr_int(n, "saturate", 1) != 0;
+  if (to == GIR_F8E8M0) {
+    y = cast_e8m0(c, x, (gir_e8m0_round)gir_attr_int(n, "round", GIR_E8M0_UP), sat);
+  } else if (sat && gir_dtype_is_f8(to) && to != GIR_F4E2M1) {
+    gir_dtype ft = x->dtype == GIR_F64 ? GIR_F64 : GIR_F32;
+    double m = gir_dtype_float_max(to);
+    if (x->dtype != ft) x = te_cast(c, ft, x);
+    y = te_cast(c, to, te_bin(c, TE_MIN, te_bin(c, TE_MAX, x, te_const(c, ft, -m)), te_const(c, ft, m)));
+  } else {
+    y = te_cast(c, to, x);
+  }
+  out[0] = lower_stage(c, n, 0, ax, y);
+  return 0;
+}
+
+int lower_compute_bitcast(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  te_var *ax[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  te_expr *x = te_load_bcast_axes(c, in[0], ax, in[0]->rank);
+  out[0] = lower_stage(c, n, 0, ax, te_bitcast(c, n->out[0]->dtype, x));
   return 0;
 }
 

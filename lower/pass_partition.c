@@ -79,7 +79,7 @@ static void collect_expr(part *p, cands *c, const tir_expr *e) {
     collect_expr(p, c, e->u.sel.a);
     collect_expr(p, c, e->u.sel.b);
     break;
-  case TIR_CAST: collect_expr(p, c, e->u.cast.a); break;
+  case TIR_CAST: case TIR_BITCAST: collect_expr(p, c, e->u.cast.a); break;
   case TIR_RAMP:
     collect_expr(p, c, e->u.ramp.base);
     collect_expr(p, c, e->u.ramp.stride);

@@ -38,7 +38,7 @@ static int depends(const tir_expr *e, const vctx *x) {
   case TIR_BINARY: return depends(e->u.bin.a, x) || depends(e->u.bin.b, x);
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
     return depends(e->u.sel.c, x) || depends(e->u.sel.a, x) || depends(e->u.sel.b, x);
-  case TIR_CAST: return depends(e->u.cast.a, x);
+  case TIR_CAST: case TIR_BITCAST: return depends(e->u.cast.a, x);
   case TIR_RAMP: return depends(e->u.ramp.base, x) || depends(e->u.ramp.stride, x);
   case TIR_BROADCAST: return depends(e->u.bcast.value, x);
   default: return 0;
@@ -73,6 +73,7 @@ static tir_expr *vec(vctx *x, tir_expr *e) {
     }
     return tir_if_then_else(b, e->u.sel.c, widen(x, vec(x, e->u.sel.a)), widen(x, vec(x, e->u.sel.b)));
   case TIR_CAST: return tir_cast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));
+  case TIR_BITCAST: return tir_bitcast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));
   default: x->ok = 0; return e;
   }
 }

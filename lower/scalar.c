@@ -2,7 +2,8 @@
  * one place: the TE interpreter (constant folding, the reference executor), the
  * loop-IR interpreter and the simplifier's constant folding all call these, so
  * they cannot disagree. Floats travel as double rounded to their dtype after each
- * operation; integers as int64 wrapped to their width (two's complement, which
+ * operation (float8/float4 through float32, as ml_dtypes rounds); integers as
+ * int64 wrapped to their width, 4 and 2 bits included (two's complement, which
  * ONNX specifies); uint64 as its bit pattern. Integer division by zero gives 0
  * rather than trapping: bad data must never crash the compiler. */
 #include <math.h>
@@ -15,6 +16,10 @@ int64_t tir_wrap_int(gir_dtype t, int64_t v) {
   case GIR_U8: return (uint8_t)v;
   case GIR_U16: return (uint16_t)v;
   case GIR_U32: return (uint32_t)v;
+  case GIR_I4: return ((v & 0xf) ^ 8) - 8;
+  case GIR_I2: return ((v & 0x3) ^ 2) - 2;
+  case GIR_U4: return v & 0xf;
+  case GIR_U2: return v & 0x3;
   case GIR_BOOL: return v != 0;
   default: return v;
   }
@@ -25,6 +30,8 @@ double tir_round_float(gir_dtype t, double v) {
   case GIR_F32: return (double)(float)v;
   case GIR_F16: return gir_f16_to_f32(gir_f32_to_f16((float)v));
   case GIR_BF16: return gir_bf16_to_f32(gir_f32_to_bf16((float)v));
+  case GIR_F8E4M3FN: case GIR_F8E4M3FNUZ: case GIR_F8E5M2: case GIR_F8E5M2FNUZ: case GIR_F8E8M0: case GIR_F4E2M1:
+    return gir_f8_to_f32(t, gir_f64_to_f8(t, v));
   default: return v;
   }
 }
@@ -187,4 +194,13 @@ tir_value tir_value_cast(gir_dtype to, gir_dtype from, tir_value a) {
     return ival(tir_wrap_int(to, i));
   }
   return ival(tir_wrap_int(to, a.i));
+}
+
+/* Through memory: the value is stored as `from` (the layout a buffer would
+ * hold) and loaded back as `to`. */
+tir_value tir_value_bitcast(gir_dtype to, gir_dtype from, tir_value a) {
+  unsigned char bytes[8] = {0};
+  if (gir_dtype_is_float(from)) gir_store_f64(from, bytes, 0, a.f);
+  else gir_store_i64(from, bytes, 0, a.i);
+  return gir_dtype_is_float(to) ? fval(gir_load_f64(to, bytes, 0)) : ival(gir_load_i64(to, bytes, 0));
 }

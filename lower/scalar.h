@@ -16,5 +16,7 @@ double tir_round_float(gir_dtype t, double v);  /* to t's precision */
 tir_value tir_value_unop(te_unop op, gir_dtype t, tir_value a);
 tir_value tir_value_binop(te_binop op, gir_dtype t, tir_value a, tir_value b);
 tir_value tir_value_cast(gir_dtype to, gir_dtype from, tir_value a);
+/* The bits of a (of dtype from) read as dtype to of the same size. */
+tir_value tir_value_bitcast(gir_dtype to, gir_dtype from, tir_value a);
 
 #endif

@@ -173,6 +173,7 @@ static tir_expr *lower_expr(lower_ctx *L, const te_expr *e, tir_expr *const *vv,
     return te_may_trap(e->u.sel.a) || te_may_trap(e->u.sel.b) ? tir_if_then_else(b, c, x, y) : tir_select(b, c, x, y);
   }
   case TE_CAST: return tir_cast(b, e->dtype, lower_expr(L, e->u.cast.a, vv, vars, nv));
+  case TE_BITCAST: return tir_bitcast(b, e->dtype, lower_expr(L, e->u.cast.a, vv, vars, nv));
   default: assert(!"reduction below the top of a stage"); return NULL;
   }
 }
@@ -250,7 +251,7 @@ static void collect_loads(const te_expr *e, access_arg *a) {
   case TE_UNARY: collect_loads(e->u.un.a, a); break;
   case TE_BINARY: collect_loads(e->u.bin.a, a); collect_loads(e->u.bin.b, a); break;
   case TE_SELECT: collect_loads(e->u.sel.c, a); collect_loads(e->u.sel.a, a); collect_loads(e->u.sel.b, a); break;
-  case TE_CAST: collect_loads(e->u.cast.a, a); break;
+  case TE_CAST: case TE_BITCAST: collect_loads(e->u.cast.a, a); break;
   case TE_REDUCE:
     collect_loads(e->u.red.src, a);
     if (e->u.red.cond) collect_loads(e->u.red.cond, a);
@@ -271,7 +272,7 @@ static int uses_any(const tir_expr *e, tir_var *const *vs, int n) {
   case TIR_BINARY: return uses_any(e->u.bin.a, vs, n) || uses_any(e->u.bin.b, vs, n);
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
     return uses_any(e->u.sel.c, vs, n) || uses_any(e->u.sel.a, vs, n) || uses_any(e->u.sel.b, vs, n);
-  case TIR_CAST: return uses_any(e->u.cast.a, vs, n);
+  case TIR_CAST: case TIR_BITCAST: return uses_any(e->u.cast.a, vs, n);
   case TIR_RAMP: return uses_any(e->u.ramp.base, vs, n) || uses_any(e->u.ramp.stride, vs, n);
   case TIR_BROADCAST: return uses_any(e->u.bcast.value, vs, n);
   default: return 0;
@@ -291,7 +292,7 @@ static int tir_same(const tir_expr *a, const tir_expr *b) {
   case TIR_BINARY: return a->u.bin.op == b->u.bin.op && tir_same(a->u.bin.a, b->u.bin.a) && tir_same(a->u.bin.b, b->u.bin.b);
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
     return tir_same(a->u.sel.c, b->u.sel.c) && tir_same(a->u.sel.a, b->u.sel.a) && tir_same(a->u.sel.b, b->u.sel.b);
-  case TIR_CAST: return tir_same(a->u.cast.a, b->u.cast.a);
+  case TIR_CAST: case TIR_BITCAST: return tir_same(a->u.cast.a, b->u.cast.a);
   default: return 0;
   }
 }

@@ -118,9 +118,10 @@ static te_expr *split_reductions(build_ctx *b, te_tensor *owner, te_expr *e, int
             *y = split_reductions(b, owner, e->u.sel.b, 0);
     return q == e->u.sel.c && x == e->u.sel.a && y == e->u.sel.b ? e : te_select(c, q, x, y);
   }
-  case TE_CAST: {
+  case TE_CAST: case TE_BITCAST: {
     te_expr *a = split_reductions(b, owner, e->u.cast.a, 0);
-    return a == e->u.cast.a ? e : te_cast(c, e->dtype, a);
+    if (a == e->u.cast.a) return e;
+    return e->kind == TE_CAST ? te_cast(c, e->dtype, a) : te_bitcast(c, e->dtype, a);
   }
   default: return e;
   }

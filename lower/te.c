@@ -148,6 +148,14 @@ te_expr *te_cast(te_ctx *c, gir_dtype t, te_expr *a) {
   return e;
 }
 
+te_expr *te_bitcast(te_ctx *c, gir_dtype t, te_expr *a) {
+  assert(gir_dtype_size(t) == gir_dtype_size(a->dtype));
+  if (a->dtype == t) return a;
+  te_expr *e = expr(c, TE_BITCAST, t);
+  e->u.cast.a = a;
+  return e;
+}
+
 static te_expr *reduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_axes, te_expr *src, te_expr *cond,
                        gir_dtype t) {
   te_expr *e = expr(c, TE_REDUCE, t);
@@ -219,6 +227,7 @@ te_expr *te_subst(te_ctx *c, const te_expr *e, te_var *const *vars, te_expr *con
     return te_select(c, te_subst(c, e->u.sel.c, vars, repl, n), te_subst(c, e->u.sel.a, vars, repl, n),
                      te_subst(c, e->u.sel.b, vars, repl, n));
   case TE_CAST: return te_cast(c, e->dtype, te_subst(c, e->u.cast.a, vars, repl, n));
+  case TE_BITCAST: return te_bitcast(c, e->dtype, te_subst(c, e->u.cast.a, vars, repl, n));
   case TE_REDUCE:
     x = alloc(c, sizeof *x);
     *x = *e;
@@ -245,7 +254,7 @@ void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *
     te_visit_loads(e->u.sel.a, f, arg);
     te_visit_loads(e->u.sel.b, f, arg);
     break;
-  case TE_CAST: te_visit_loads(e->u.cast.a, f, arg); break;
+  case TE_CAST: case TE_BITCAST: te_visit_loads(e->u.cast.a, f, arg); break;
   case TE_REDUCE:
     te_visit_loads(e->u.red.src, f, arg);
     if (e->u.red.cond) te_visit_loads(e->u.red.cond, f, arg);
@@ -264,7 +273,7 @@ int te_may_trap(const te_expr *e) {
       return 1;
     return te_may_trap(e->u.bin.a) || te_may_trap(e->u.bin.b);
   case TE_SELECT: return te_may_trap(e->u.sel.c) || te_may_trap(e->u.sel.a) || te_may_trap(e->u.sel.b);
-  case TE_CAST: return te_may_trap(e->u.cast.a);
+  case TE_CAST: case TE_BITCAST: return te_may_trap(e->u.cast.a);
   case TE_REDUCE: return 1;
   default: return 0;
   }
@@ -284,6 +293,7 @@ te_expr *te_rewrite_loads(te_ctx *c, const te_expr *e, te_load_fn f, void *arg) 
     return te_select(c, te_rewrite_loads(c, e->u.sel.c, f, arg), te_rewrite_loads(c, e->u.sel.a, f, arg),
                      te_rewrite_loads(c, e->u.sel.b, f, arg));
   case TE_CAST: return te_cast(c, e->dtype, te_rewrite_loads(c, e->u.cast.a, f, arg));
+  case TE_BITCAST: return te_bitcast(c, e->dtype, te_rewrite_loads(c, e->u.cast.a, f, arg));
   case TE_REDUCE: {
     te_expr *r = alloc(c, sizeof *r);
     *r = *e;

@@ -26,6 +26,7 @@ typedef enum te_kind {
   TE_SELECT,  /* lazy: c ? a : b */
   TE_CAST,
   TE_REDUCE,
+  TE_BITCAST, /* the bits of a read as dtype (same size): u.cast */
   TE_KIND_COUNT
 } te_kind;
 
@@ -71,7 +72,7 @@ struct te_expr {
     struct { te_unop op; te_expr *a; } un;
     struct { te_binop op; te_expr *a, *b; } bin;
     struct { te_expr *c, *a, *b; } sel;
-    struct { te_expr *a; } cast;
+    struct { te_expr *a; } cast; /* TE_CAST and TE_BITCAST */
     struct {
       te_combiner comb;
       int32_t n_axes;
@@ -124,6 +125,8 @@ te_expr *te_un(te_ctx *c, te_unop op, te_expr *a);
 te_expr *te_bin(te_ctx *c, te_binop op, te_expr *a, te_expr *b);
 te_expr *te_select(te_ctx *c, te_expr *cond, te_expr *a, te_expr *b);
 te_expr *te_cast(te_ctx *c, gir_dtype t, te_expr *a);
+/* a's bits reinterpreted as t, which has a's element size. */
+te_expr *te_bitcast(te_ctx *c, gir_dtype t, te_expr *a);
 te_expr *te_reduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_axes, te_expr *src, te_expr *cond);
 te_expr *te_argreduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_axes, te_expr *src, int select_last);
 

@@ -159,6 +159,7 @@ static val eval(interp *in, const te_expr *e) {
   case TE_BINARY: return eval_binary(in, e);
   case TE_SELECT: return eval(in, e->u.sel.c).i ? eval(in, e->u.sel.a) : eval(in, e->u.sel.b);
   case TE_CAST: return eval_cast(in, e);
+  case TE_BITCAST: return tir_value_bitcast(e->dtype, e->u.cast.a->dtype, eval(in, e->u.cast.a));
   case TE_REDUCE: return eval_reduce(in, e);
   default: return ival(0);
   }

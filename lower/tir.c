@@ -120,6 +120,14 @@ tir_expr *tir_cast(tir_builder *b, gir_dtype t, tir_expr *a) {
   return e;
 }
 
+tir_expr *tir_bitcast(tir_builder *b, gir_dtype t, tir_expr *a) {
+  assert(gir_dtype_size(t) == gir_dtype_size(a->dtype));
+  if (a->dtype == t) return a;
+  tir_expr *e = expr(b, TIR_BITCAST, t, a->lanes);
+  e->u.cast.a = a;
+  return e;
+}
+
 tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes) {
   assert(base->lanes == 1 && stride->lanes == 1 && base->dtype == stride->dtype && lanes > 1);
   tir_expr *e = expr(b, TIR_RAMP, base->dtype, lanes);
@@ -240,8 +248,8 @@ void tir_print_expr(const tir_expr *e, FILE *f) {
     tir_print_expr(e->u.sel.b, f);
     fputc(')', f);
     break;
-  case TIR_CAST:
-    fprintf(f, "%s(", gir_dtype_name(e->dtype));
+  case TIR_CAST: case TIR_BITCAST:
+    fprintf(f, e->kind == TIR_CAST ? "%s(" : "bitcast<%s>(", gir_dtype_name(e->dtype));
     tir_print_expr(e->u.cast.a, f);
     fputc(')', f);
     break;

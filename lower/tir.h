@@ -29,6 +29,7 @@ typedef enum tir_expr_kind {
   TIR_INT, TIR_FLOAT, TIR_VAR, TIR_LOAD, TIR_UNARY, TIR_BINARY, TIR_SELECT, TIR_IF_THEN_ELSE, TIR_CAST,
   TIR_RAMP,      /* base, base+stride, ... (lanes) */
   TIR_BROADCAST, /* value repeated (lanes) */
+  TIR_BITCAST,   /* the bits of a read as dtype, which has a's element size (u.cast) */
   TIR_EXPR_KIND_COUNT
 } tir_expr_kind;
 
@@ -63,7 +64,7 @@ struct tir_expr {
     struct { te_unop op; tir_expr *a; } un;
     struct { te_binop op; tir_expr *a, *b; } bin;
     struct { tir_expr *c, *a, *b; } sel;                 /* SELECT and IF_THEN_ELSE */
-    struct { tir_expr *a; } cast;
+    struct { tir_expr *a; } cast;                         /* CAST and BITCAST */
     struct { tir_expr *base, *stride; } ramp;
     struct { tir_expr *value; } bcast;
   } u;
@@ -114,6 +115,7 @@ tir_expr *tir_bin(tir_builder *b, te_binop op, tir_expr *x, tir_expr *y);
 tir_expr *tir_select(tir_builder *b, tir_expr *c, tir_expr *x, tir_expr *y);
 tir_expr *tir_if_then_else(tir_builder *b, tir_expr *c, tir_expr *x, tir_expr *y);
 tir_expr *tir_cast(tir_builder *b, gir_dtype t, tir_expr *a);
+tir_expr *tir_bitcast(tir_builder *b, gir_dtype t, tir_expr *a);
 tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes);
 tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes);
 

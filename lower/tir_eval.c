@@ -105,6 +105,7 @@ tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane) {
     return tir_eval_expr(env, e->u.sel.c, lane).i ? tir_eval_expr(env, e->u.sel.a, lane)
                                                   : tir_eval_expr(env, e->u.sel.b, lane);
   case TIR_CAST: return tir_value_cast(e->dtype, e->u.cast.a->dtype, tir_eval_expr(env, e->u.cast.a, lane));
+  case TIR_BITCAST: return tir_value_bitcast(e->dtype, e->u.cast.a->dtype, tir_eval_expr(env, e->u.cast.a, lane));
   case TIR_RAMP: {
     gir_dtype t = e->dtype;
     tir_value base = tir_eval_expr(env, e->u.ramp.base, 0), stride = tir_eval_expr(env, e->u.ramp.stride, 0);

@@ -551,7 +551,7 @@ static int contains_type(gir_dtype to, gir_dtype from) {
   if (gir_dtype_is_float(to) != gir_dtype_is_float(from)) return 0;
   if (gir_dtype_is_float(to)) {
     if (to == from || to == GIR_F64) return 1;
-    return to == GIR_F32 && (from == GIR_F16 || from == GIR_BF16);
+    return to == GIR_F32 && (from == GIR_F16 || from == GIR_BF16 || gir_dtype_is_f8(from));
   }
   if (!gir_dtype_is_int(to) || !gir_dtype_is_int(from)) return 0;
   if (to == GIR_U64) return !gir_dtype_is_signed(from);
@@ -618,6 +618,10 @@ static tir_expr *sx(simp *s, tir_expr *e) {
     return mk_select(s, TIR_IF_THEN_ELSE, c, sx_assuming(s, e->u.sel.a, c, 1), sx_assuming(s, e->u.sel.b, c, 0));
   }
   case TIR_CAST: return mk_cast(s, e->dtype, sx(s, e->u.cast.a));
+  case TIR_BITCAST: {
+    tir_expr *a = sx(s, e->u.cast.a);
+    return a == e->u.cast.a ? e : tir_bitcast(s->b, e->dtype, a);
+  }
   case TIR_RAMP: {
     tir_expr *base = sx(s, e->u.ramp.base), *stride = sx(s, e->u.ramp.stride);
     if (iconst_is(stride, 0) || fconst_is(stride, 0.0)) return tir_broadcast(s->b, base, e->lanes);
@@ -822,9 +826,10 @@ static tir_expr *sub_e(tir_builder *b, const subst *m, tir_expr *e) {
     if (c == e->u.sel.c && x == e->u.sel.a && y == e->u.sel.b) return e;
     return e->kind == TIR_SELECT ? tir_select(b, c, x, y) : tir_if_then_else(b, c, x, y);
   }
-  case TIR_CAST: {
+  case TIR_CAST: case TIR_BITCAST: {
     tir_expr *a = sub_e(b, m, e->u.cast.a);
-    return a == e->u.cast.a ? e : tir_cast(b, e->dtype, a);
+    if (a == e->u.cast.a) return e;
+    return e->kind == TIR_CAST ? tir_cast(b, e->dtype, a) : tir_bitcast(b, e->dtype, a);
   }
   case TIR_RAMP: {
     tir_expr *x = sub_e(b, m, e->u.ramp.base), *y = sub_e(b, m, e->u.ramp.stride);

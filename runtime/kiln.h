@@ -46,6 +46,10 @@ typedef enum {
 /* A short constant name for a status ("OK", "FORMAT", …); never NULL. */
 const char *kiln_status_str(kiln_status status);
 
+/* Element types. Every one takes whole bytes per element in tensors: the 4-
+ * and 2-bit types one byte each (int4/int2 sign-extended, uint4/uint2
+ * zero-extended, float4e2m1 its 4-bit code), the float8 types their 8-bit code
+ * (packing two or four per byte exists only in ONNX files). */
 typedef enum {
   KILN_DTYPE_FLOAT32 = 0,
   KILN_DTYPE_FLOAT16,
@@ -60,6 +64,16 @@ typedef enum {
   KILN_DTYPE_UINT32,
   KILN_DTYPE_UINT64,
   KILN_DTYPE_BOOL,
+  KILN_DTYPE_FLOAT8E4M3FN,
+  KILN_DTYPE_FLOAT8E4M3FNUZ,
+  KILN_DTYPE_FLOAT8E5M2,
+  KILN_DTYPE_FLOAT8E5M2FNUZ,
+  KILN_DTYPE_UINT4,
+  KILN_DTYPE_INT4,
+  KILN_DTYPE_FLOAT4E2M1,
+  KILN_DTYPE_FLOAT8E8M0,
+  KILN_DTYPE_UINT2,
+  KILN_DTYPE_INT2,
   KILN_DTYPE_COUNT
 } kiln_dtype;
 

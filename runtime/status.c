@@ -43,6 +43,11 @@ static const struct {
     [KILN_DTYPE_UINT8] = {"uint8", 1},       [KILN_DTYPE_UINT16] = {"uint16", 2},
     [KILN_DTYPE_UINT32] = {"uint32", 4},     [KILN_DTYPE_UINT64] = {"uint64", 8},
     [KILN_DTYPE_BOOL] = {"bool", 1},
+    [KILN_DTYPE_FLOAT8E4M3FN] = {"float8e4m3fn", 1}, [KILN_DTYPE_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1},
+    [KILN_DTYPE_FLOAT8E5M2] = {"float8e5m2", 1},     [KILN_DTYPE_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1},
+    [KILN_DTYPE_UINT4] = {"uint4", 1},               [KILN_DTYPE_INT4] = {"int4", 1},
+    [KILN_DTYPE_FLOAT4E2M1] = {"float4e2m1", 1},     [KILN_DTYPE_FLOAT8E8M0] = {"float8e8m0", 1},
+    [KILN_DTYPE_UINT2] = {"uint2", 1},               [KILN_DTYPE_INT2] = {"int2", 1},
 };
 
 const char *kiln_dtype_name(kiln_dtype dtype) {

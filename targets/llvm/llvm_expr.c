@@ -8,6 +8,10 @@
  * - float16 / bfloat16 live in registers as float, rounded back to their format
  *   after every inexact operation (fptrunc+fpext for half, the interpreter's
  *   integer rounding for bfloat16, whose NaN pattern it also copies);
+ * - so do the float8 formats, float8e8m0 and float4e2m1 (one byte in memory),
+ *   converted with vector-friendly integer code that mirrors graphir/dtype.c
+ *   select for select; int4/int2 are i4/i2 registers (wrapping arithmetic for
+ *   free), one sign- or zero-extended byte in memory;
  * - integer division and modulo guard the divisor with selects (0 → result 0,
  *   -1 → negation / 0, so INT_MIN / -1 wraps instead of trapping), shifts by the
  *   bit width or more give 0, SHR is logical on signed types too;
@@ -38,6 +42,11 @@ LLVMTypeRef tgt_llvm_reg_type(tgt_lcg *g, gir_dtype t, int lanes) {
   LLVMTypeRef s;
   switch (t) {
   case GIR_F32: case GIR_F16: case GIR_BF16: s = g->t_float; break;
+  case GIR_F8E4M3FN: case GIR_F8E4M3FNUZ: case GIR_F8E5M2: case GIR_F8E5M2FNUZ: case GIR_F8E8M0: case GIR_F4E2M1:
+    s = g->t_float;
+    break;
+  case GIR_I4: case GIR_U4: s = LLVMIntTypeInContext(g->ctx, 4); break;
+  case GIR_I2: case GIR_U2: s = LLVMIntTypeInContext(g->ctx, 2); break;
   case GIR_F64: s = g->t_double; break;
   case GIR_I8: case GIR_U8: s = g->t_i8; break;
   case GIR_I16: case GIR_U16: s = g->t_i16; break;
@@ -54,7 +63,7 @@ LLVMTypeRef tgt_llvm_mem_type(tgt_lcg *g, gir_dtype t) {
   case GIR_F16: return g->t_half;
   case GIR_BF16: return g->t_i16;
   case GIR_BOOL: return g->t_i8;
-  default: return tgt_llvm_reg_type(g, t, 1);
+  default: return gir_dtype_size(t) == 1 ? g->t_i8 : tgt_llvm_reg_type(g, t, 1); /* float8 codes, int4 bytes... */
   }
 }
 
@@ -92,7 +101,7 @@ static double round_const(gir_dtype t, double v) {
   case GIR_F32: return (float)v;
   case GIR_F16: return gir_f16_to_f32(gir_f32_to_f16((float)v));
   case GIR_BF16: return gir_bf16_to_f32(gir_f32_to_bf16((float)v));
-  default: return v;
+  default: return gir_dtype_is_f8(t) ? gir_f8_to_f32(t, gir_f64_to_f8(t, v)) : v;
   }
 }
 
@@ -273,6 +282,94 @@ static LLVMValueRef half_to_f32(tgt_lcg *g, LLVMValueRef h, int lanes) {
   return soft_f16_to_f32(g, LLVMBuildBitCast(g->b, h, vec_of(g->t_i16, lanes), ""), lanes);
 }
 
+/* float (register) → f8 code (i8), as gir_f32_to_f8: the normal range rebiases
+ * the exponent and rounds to nearest even on the dropped bits; below it, |x| +
+ * C with C's ulp the format's subnormal step leaves the rounded step count in
+ * C's low bits (the FPU rounds to nearest even for us); then overflow, sign and
+ * NaN by selects. float8e8m0 keeps the exponent bits. */
+static LLVMValueRef f32_to_f8(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = vec_of(g->t_i32, lanes), bt = vec_of(g->t_i8, lanes);
+#define K(c) cint(g, g->t_i32, (int64_t)(c), lanes)
+  LLVMValueRef x = LLVMBuildBitCast(B, v, it, "");
+  if (t == GIR_F8E8M0) return LLVMBuildTrunc(B, LLVMBuildLShr(B, x, K(23), ""), bt, "");
+  gir_f8_format f;
+  if (!gir_f8_format_of(t, &f)) {
+    assert(!"not an f8 format");
+    return cint(g, g->t_i8, 0, lanes);
+  }
+  int emin = 1 - f.bias;
+  uint32_t sh = (uint32_t)(23 - f.mbits);
+  LLVMValueRef sign = LLVMBuildLShr(B, x, K(31), "");
+  LLVMValueRef mag = LLVMBuildAnd(B, x, K(0x7fffffff), "");
+  /* normal: rebias, round on the sh dropped bits */
+  LLVMValueRef r = LLVMBuildLShr(B, LLVMBuildSub(B, mag, K((uint32_t)(127 - f.bias) << 23), ""), K(sh), "");
+  LLVMValueRef rem = LLVMBuildAnd(B, mag, K((1u << sh) - 1), "");
+  LLVMValueRef half = K(1u << (sh - 1));
+  LLVMValueRef up = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntUGT, rem, half, ""),
+                                LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, rem, half, ""),
+                                             LLVMBuildTrunc(B, r, vec_of(g->t_i1, lanes), ""), ""), "");
+  LLVMValueRef normal = LLVMBuildAdd(B, r, LLVMBuildZExt(B, up, it, ""), "");
+  /* subnormal: |x| + 2^(emin - mbits + 23), whose ulp is the step 2^(emin - mbits) */
+  LLVMValueRef c = cfp(g, g->t_float, ldexp(1.0, emin - f.mbits + 23), lanes);
+  LLVMValueRef sum = LLVMBuildFAdd(B, LLVMBuildBitCast(B, mag, vec_of(g->t_float, lanes), ""), c, "");
+  LLVMValueRef sub = LLVMBuildSub(B, LLVMBuildBitCast(B, sum, it, ""), LLVMBuildBitCast(B, c, it, ""), "");
+  r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, mag, K((uint32_t)(127 + emin) << 23), ""), sub, normal, "");
+  r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, r, K(f.max_code), ""), K(f.overflow_code), r, ""); /* and inf */
+  LLVMValueRef res, nan;
+  if (f.fnuz) { /* no -0; overflow and NaN are the unsigned 0x80 */
+    LLVMValueRef bare = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, r, K(0), ""),
+                                    LLVMBuildICmp(B, LLVMIntEQ, r, K(0x80), ""), "");
+    res = LLVMBuildSelect(B, bare, r, LLVMBuildOr(B, r, LLVMBuildShl(B, sign, K(7), ""), ""), "");
+    nan = K(f.nan_code);
+  } else {
+    LLVMValueRef s = LLVMBuildShl(B, sign, K(f.sign_shift), "");
+    res = LLVMBuildOr(B, r, s, "");
+    nan = LLVMBuildXor(B, K(f.nan_code), s, "");
+  }
+  res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, mag, K(0x7f800000), ""), nan, res, "");
+#undef K
+  return LLVMBuildTrunc(B, res, bt, "");
+}
+
+/* f8 code (i8) → float, as gir_f8_to_f32: the magnitude code shifted into
+ * place and rebiased, or (exponent field 0) its integer value times the
+ * subnormal step; infinity, NaN and the sign by selects. */
+static LLVMValueRef f8_to_f32(tgt_lcg *g, gir_dtype t, LLVMValueRef code, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = vec_of(g->t_i32, lanes), ft = vec_of(g->t_float, lanes);
+#define K(c) cint(g, g->t_i32, (int64_t)(c), lanes)
+  LLVMValueRef c = LLVMBuildZExt(B, code, it, ""), res;
+  if (t == GIR_F8E8M0) {
+    LLVMValueRef e = LLVMBuildShl(B, c, K(23), "");
+    res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, c, K(0), ""), K(0x00400000), e, ""); /* 2^-127 */
+    res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, c, K(0xff), ""), K(0x7fc00000), res, "");
+    return LLVMBuildBitCast(B, res, ft, "");
+  }
+  gir_f8_format f;
+  if (!gir_f8_format_of(t, &f)) {
+    assert(!"not an f8 format");
+    return cfp(g, g->t_float, 0, lanes);
+  }
+  LLVMValueRef mag = LLVMBuildAnd(B, c, K((1u << f.sign_shift) - 1), "");
+  LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, LLVMBuildLShr(B, c, K(f.sign_shift), ""), K(1), ""), K(31), "");
+  LLVMValueRef normal =
+      LLVMBuildAdd(B, LLVMBuildShl(B, mag, K(23 - f.mbits), ""), K((uint32_t)(127 - f.bias) << 23), "");
+  LLVMValueRef sub = LLVMBuildBitCast(B, LLVMBuildFMul(B, LLVMBuildUIToFP(B, mag, ft, ""),
+                                                       cfp(g, g->t_float, ldexp(1.0, 1 - f.bias - f.mbits), lanes), ""),
+                                      it, ""); /* exact; 0 for code 0 */
+  res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, mag, K(1u << f.mbits), ""), sub, normal, "");
+  uint32_t nan_from = f.has_inf ? f.overflow_code + 1 : f.max_code + 1;
+  if (f.has_inf)
+    res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, mag, K(f.overflow_code), ""), K(0x7f800000), res, "");
+  if (nan_from < (1u << f.sign_shift))
+    res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, mag, K(nan_from), ""), K(0x7fc00000), res, "");
+  if (f.fnuz) res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, c, K(0x80), ""), K(0x7fc00000), res, "");
+  res = LLVMBuildOr(B, res, sign, "");
+#undef K
+  return LLVMBuildBitCast(B, res, ft, "");
+}
+
 /* Rounds a float register to dtype t's precision (no-op for float32/64). */
 static LLVMValueRef round_to(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
   if (t == GIR_F16) {
@@ -281,6 +378,7 @@ static LLVMValueRef round_to(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes)
     return LLVMBuildFPExt(g->b, h, vec_of(g->t_float, lanes), "");
   }
   if (t == GIR_BF16) return round_bf16(g, v, lanes);
+  if (gir_dtype_is_f8(t)) return f8_to_f32(g, t, f32_to_f8(g, t, v, lanes), lanes);
   return v;
 }
 
@@ -294,11 +392,13 @@ static LLVMValueRef from_mem(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes)
     return LLVMBuildBitCast(B, x, vec_of(g->t_float, lanes), "");
   }
   case GIR_BOOL: return LLVMBuildICmp(B, LLVMIntNE, v, cint(g, g->t_i8, 0, lanes), "");
-  default: return v;
+  case GIR_I4: case GIR_U4: case GIR_I2: case GIR_U2: return LLVMBuildTrunc(B, v, tgt_llvm_reg_type(g, t, lanes), "");
+  default: return gir_dtype_is_f8(t) ? f8_to_f32(g, t, v, lanes) : v;
   }
 }
 
-/* Registers of float16/bfloat16 are already rounded, so these narrowings are exact. */
+/* Registers of float16/bfloat16 are already rounded, so these narrowings are
+ * exact; f8 ones round (once more, harmlessly) in the same code as round_to. */
 static LLVMValueRef to_mem(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
   LLVMBuilderRef B = g->b;
   switch (t) {
@@ -309,7 +409,9 @@ static LLVMValueRef to_mem(tgt_lcg *g, gir_dtype t, LLVMValueRef v, int lanes) {
     return LLVMBuildTrunc(B, x, vec_of(g->t_i16, lanes), "");
   }
   case GIR_BOOL: return LLVMBuildZExt(B, v, vec_of(g->t_i8, lanes), "");
-  default: return v;
+  case GIR_I4: case GIR_I2: return LLVMBuildSExt(B, v, vec_of(g->t_i8, lanes), "");
+  case GIR_U4: case GIR_U2: return LLVMBuildZExt(B, v, vec_of(g->t_i8, lanes), "");
+  default: return gir_dtype_is_f8(t) ? f32_to_f8(g, t, v, lanes) : v;
   }
 }
 
@@ -351,6 +453,9 @@ static LLVMValueRef soft_roundeven(tgt_lcg *g, LLVMValueRef a, int lanes) {
 
 static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, int lanes) {
   LLVMBuilderRef B = g->b;
+  /* f8: even -x, floor(x)... may leave the format (FNUZ has no -0, e8m0 no sign or 0) */
+  if (gir_dtype_is_f8(t) && op != TE_ISNAN && op != TE_ISINF)
+    return round_to(g, t, unary(g, op, GIR_F32, a, lanes), lanes);
   if (gir_dtype_is_float(t)) {
     LLVMTypeRef ft = scalar_of(a);
     switch (op) {
@@ -578,6 +683,14 @@ LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to) {
 
 /* --- memory --- */
 
+/* Reinterpretation goes through the memory types (float16 as half, bfloat16 as
+ * i16, bool as i8), where both dtypes have the same width. */
+static LLVMValueRef bitcast(tgt_lcg *g, gir_dtype from, gir_dtype to, LLVMValueRef v, int lanes) {
+  LLVMValueRef m = to_mem(g, from, v, lanes);
+  m = LLVMBuildBitCast(g->b, m, vec_of(tgt_llvm_mem_type(g, to), lanes), "");
+  return from_mem(g, to, m, lanes);
+}
+
 static int is_unit_ramp(const tir_expr *ix) {
   return ix->kind == TIR_RAMP && ix->u.ramp.stride->kind == TIR_INT && ix->u.ramp.stride->u.i == 1;
 }
@@ -766,6 +879,7 @@ static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
   }
   case TIR_IF_THEN_ELSE: return if_then_else(g, e, lane);
   case TIR_CAST: return cast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
+  case TIR_BITCAST: return bitcast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
   case TIR_RAMP: return ramp(g, e, lane);
   case TIR_BROADCAST: {
     LLVMValueRef v = emit(g, e->u.bcast.value, -1);

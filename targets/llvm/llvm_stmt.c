@@ -101,7 +101,7 @@ static void check_expr(checker *c, const tir_expr *e) {
     check_expr(c, e->u.sel.a);
     check_expr(c, e->u.sel.b);
     break;
-  case TIR_CAST: check_expr(c, e->u.cast.a); break;
+  case TIR_CAST: case TIR_BITCAST: check_expr(c, e->u.cast.a); break;
   case TIR_RAMP: check_expr(c, e->u.ramp.base); check_expr(c, e->u.ramp.stride); break;
   case TIR_BROADCAST: check_expr(c, e->u.bcast.value); break;
   default: break;
@@ -211,7 +211,7 @@ static void free_expr(freeset *fs, const tir_expr *e) {
     free_expr(fs, e->u.sel.a);
     free_expr(fs, e->u.sel.b);
     break;
-  case TIR_CAST: free_expr(fs, e->u.cast.a); break;
+  case TIR_CAST: case TIR_BITCAST: free_expr(fs, e->u.cast.a); break;
   case TIR_RAMP: free_expr(fs, e->u.ramp.base); free_expr(fs, e->u.ramp.stride); break;
   case TIR_BROADCAST: free_expr(fs, e->u.bcast.value); break;
   default: break;

@@ -43,6 +43,9 @@ REFERENCE_ORACLE = {
         _ORT_RESIZE % "integer linear results: onnxruntime truncates, onnx rounds half to even",
     "resize/Resize/linear/asymmetric/scales1,1,2,2/i32/1x2x5x7":
         _ORT_RESIZE % "integer linear results: onnxruntime truncates, onnx rounds half to even",
+    "bitcast/BitCast/bool->u8/2x3x1x5": "onnxruntime has no BitCast kernel for bool",
+    "bitcast/BitCast/bool->i8/13": "onnxruntime has no BitCast kernel for bool",
+    "bitcast/BitCast/u8->bool/0or1/3x5": "onnxruntime has no BitCast kernel for bool",
 }
 # float64: the same model run in double on onnxruntime, rounded to float32
 FLOAT64_ORACLE = {
@@ -488,6 +491,41 @@ def cast_cases():
     cs.append(single("cast/CastLike/f32->i32/3x7", "cast", "CastLike",
                      [("x", rnd((3, 7), "f32", -50, 50)), ("t", rnd((1,), "i32"))]))
     cs.append(single("cast/CastLike/i64->f16/3x7", "cast", "CastLike", [("x", rnd((3, 7), "i64")), ("t", rnd((2,), "f16"))]))
+    return cs
+
+
+def bitcast_cases():
+    """BitCast (opset 26): the bits of every element read as a type of the same
+    width — random bit patterns (NaN, inf and subnormals included), through a
+    vectorized loop, a scalar and a fused chain."""
+    cs = []
+    tps = {"f32": 1, "f16": 10, "f64": 11, "i8": 3, "i16": 5, "i32": 6, "i64": 7, "u8": 2, "u16": 4, "u32": 12,
+           "u64": 13, "bool": 9}
+
+    def bits(shape, dt):
+        if dt == "bool":
+            return rnd(shape, "bool")
+        t = np.dtype(DT[dt])
+        ut = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[t.itemsize]
+        return lambda rng: rng.integers(0, np.iinfo(ut).max, shape, dtype=ut, endpoint=True).view(t)
+
+    pairs = [("f32", "i32"), ("i32", "f32"), ("f32", "u32"), ("u32", "i32"), ("f16", "i16"), ("i16", "f16"),
+             ("u16", "f16"), ("f64", "i64"), ("i64", "f64"), ("f64", "u64"), ("u64", "i64"), ("i8", "u8"),
+             ("u8", "i8"), ("bool", "u8"), ("bool", "i8")]
+    shapes = [(7, 13), (2, 3, 1, 5), (13,), ()]
+    for k, (a, b) in enumerate(pairs):
+        s = shapes[k % len(shapes)]
+        gen = special(s, a) if a in ("f32", "f64") and k % 2 else bits(s, a)
+        cs.append(single("bitcast/BitCast/%s->%s/%s" % (a, b, sh(s)), "bitcast", "BitCast", [("x", gen)],
+                         {"to": tps[b]}, opset=26))
+    cs.append(single("bitcast/BitCast/u8->bool/0or1/3x5", "bitcast", "BitCast",
+                     [("x", lambda rng: rng.integers(0, 2, (3, 5)).astype(np.uint8))], {"to": 9}, opset=26))
+    # fused: the sign bit of 2x, masked out of its bits, read back as float (|2x|)
+    cs.append(Case("bitcast/BitCast/chain/abs-by-mask/f32/7x13", "bitcast",
+                   [node("Mul", ["x", "two"], ["m"]), node("BitCast", ["m"], ["b"], to=6),
+                    node("BitwiseAnd", ["b", "mask"], ["a"]), node("BitCast", ["a"], ["y"], to=1)],
+                   [("x", rnd((7, 13)))], ["y"],
+                   [("two", np.array(2, np.float32)), ("mask", np.array(0x7fffffff, np.int32))], opset=26))
     return cs
 
 
@@ -1318,9 +1356,9 @@ def empty_cases():
 
 def _all():
     cs = []
-    for f in [unary_cases, binary_cases, where_cases, cast_cases, iota_cases, reshape_cases, transpose_cases,
-              concat_cases, slice_cases, pad_cases, broadcast_cases, tile_cases, gather_cases, gather_elements_cases,
-              gather_nd_cases, one_hot_cases, resize_cases, reduce_cases, arg_reduce_cases, softmax_cases,
+    for f in [unary_cases, binary_cases, where_cases, cast_cases, bitcast_cases, iota_cases, reshape_cases,
+              transpose_cases, concat_cases, slice_cases, pad_cases, broadcast_cases, tile_cases, gather_cases,
+              gather_elements_cases, gather_nd_cases, one_hot_cases, resize_cases, reduce_cases, arg_reduce_cases, softmax_cases,
               layer_norm_cases, cumulate_cases, conv_cases, conv_transpose_cases, matmul_cases, pool_cases, lrn_cases,
               topk_cases, scatter_elements_cases, scatter_nd_cases, misc_cases, empty_cases]:
         cs.extend(f())

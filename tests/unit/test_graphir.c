@@ -206,7 +206,8 @@ static void test_dtype_props(void) {
     gir_dtype d = (gir_dtype)t;
     CHECKF(gir_dtype_from_onnx(gir_dtype_onnx_code(d)) == d, "dtype %s: ONNX code round trip", gir_dtype_name(d));
     CHECKF(gir_dtype_from_name(gir_dtype_name(d)) == d, "dtype %s: name round trip", gir_dtype_name(d));
-    if (gir_dtype_first_class(d)) CHECKF(gir_dtype_size(d) * 8 == (size_t)gir_dtype_bits(d), "%s", gir_dtype_name(d));
+    if (gir_dtype_first_class(d)) /* sub-byte types take one byte each */
+      CHECKF(gir_dtype_size(d) * 8 == (size_t)(gir_dtype_bits(d) < 8 ? 8 : gir_dtype_bits(d)), "%s", gir_dtype_name(d));
     else CHECK_INT(gir_dtype_size(d), 0);
   }
   CHECK_INT(gir_dtype_size(GIR_F32), 4);
@@ -228,7 +229,23 @@ static void test_dtype_props(void) {
   CHECK(gir_dtype_is_float(GIR_BF16) && !gir_dtype_is_float(GIR_I32));
   CHECK(gir_dtype_is_int(GIR_U8) && gir_dtype_is_int(GIR_I64) && !gir_dtype_is_int(GIR_BOOL));
   CHECK(gir_dtype_is_signed(GIR_I8) && gir_dtype_is_signed(GIR_F32) && !gir_dtype_is_signed(GIR_U32));
-  CHECK(!gir_dtype_first_class(GIR_STRING) && !gir_dtype_first_class(GIR_C64) && !gir_dtype_first_class(GIR_I4));
+  CHECK(!gir_dtype_first_class(GIR_STRING) && !gir_dtype_first_class(GIR_C64) && gir_dtype_first_class(GIR_I4));
+  CHECK_INT(gir_dtype_size(GIR_I4), 1);
+  CHECK_INT(gir_dtype_size(GIR_U2), 1);
+  CHECK_INT(gir_dtype_size(GIR_F4E2M1), 1);
+  CHECK_INT(gir_dtype_size(GIR_F8E5M2), 1);
+  CHECK_INT(gir_dtype_bits(GIR_I4), 4);
+  CHECK_INT(gir_dtype_bits(GIR_U2), 2);
+  CHECK(gir_dtype_is_float(GIR_F8E4M3FN) && gir_dtype_is_f8(GIR_F4E2M1) && gir_dtype_is_f8(GIR_F8E8M0));
+  CHECK(!gir_dtype_is_f8(GIR_F16) && !gir_dtype_is_f8(GIR_U8) && !gir_dtype_is_f8(GIR_I4));
+  CHECK(gir_dtype_is_int(GIR_I4) && gir_dtype_is_signed(GIR_I2) && !gir_dtype_is_signed(GIR_U4));
+  CHECK_DBL(gir_dtype_float_max(GIR_F8E4M3FN), 448);
+  CHECK_DBL(gir_dtype_float_max(GIR_F8E4M3FNUZ), 240);
+  CHECK_DBL(gir_dtype_float_max(GIR_F8E5M2), 57344);
+  CHECK_DBL(gir_dtype_float_max(GIR_F8E5M2FNUZ), 57344);
+  CHECK_DBL(gir_dtype_float_max(GIR_F4E2M1), 6);
+  CHECK_DBL(gir_dtype_float_max(GIR_F8E8M0), 0x1p127);
+  CHECK_DBL(gir_dtype_float_max(GIR_F16), 65504);
   CHECK(!gir_dtype_first_class(GIR_DTYPE_NONE) && !gir_dtype_first_class((gir_dtype)12345));
 }
 
@@ -370,6 +387,145 @@ static uint16_t rd_u16(const void *p, int i) {
   uint16_t v;
   memcpy(&v, (const char *)p + 2 * i, 2);
   return v;
+}
+
+/* --- float8 / float4: expected codes from numpy with ml_dtypes (x.astype) --- */
+
+static const gir_dtype f8_types[6] = {GIR_F8E4M3FN, GIR_F8E4M3FNUZ, GIR_F8E5M2, GIR_F8E5M2FNUZ, GIR_F4E2M1, GIR_F8E8M0};
+
+static void test_f8(void) {
+  /* float32 → code, per type in the order of f8_types (e8m0: the exponent bits) */
+  static const struct {
+    float x;
+    uint8_t want[6];
+  } enc[] = {
+      {0.0f, {0x00, 0x00, 0x00, 0x00, 0x00, 0x00}},
+      {-0.0f, {0x80, 0x00, 0x80, 0x00, 0x08, 0x00}},          /* FNUZ: no -0 */
+      {1e-7f, {0x00, 0x00, 0x00, 0x00, 0x00, 0x67}},
+      {-1e-7f, {0x80, 0x00, 0x80, 0x00, 0x08, 0x67}},
+      {1.0f, {0x38, 0x40, 0x3c, 0x40, 0x02, 0x7f}},
+      {-2.0f, {0xc0, 0xc8, 0xc0, 0xc4, 0x0c, 0x80}},
+      {0.25f, {0x28, 0x30, 0x34, 0x38, 0x00, 0x7d}},            /* float4: tie 0 / 0.5 → 0 */
+      {0.2501f, {0x28, 0x30, 0x34, 0x38, 0x01, 0x7d}},
+      {0.75f, {0x34, 0x3c, 0x3a, 0x3e, 0x02, 0x7e}},            /* float4: tie 0.5 / 1 → 1 (even) */
+      {1.25f, {0x3a, 0x42, 0x3d, 0x41, 0x02, 0x7f}},            /* float4: tie 1 / 1.5 → 1 */
+      {1.75f, {0x3e, 0x46, 0x3f, 0x43, 0x04, 0x7f}},            /* float4: tie 1.5 / 2 → 2 */
+      {2.5f, {0x42, 0x4a, 0x41, 0x45, 0x04, 0x80}},
+      {3.5f, {0x46, 0x4e, 0x43, 0x47, 0x06, 0x80}},
+      {5.0f, {0x4a, 0x52, 0x45, 0x49, 0x06, 0x81}},             /* float4: tie 4 / 6 → 4 */
+      {7.0f, {0x4e, 0x56, 0x47, 0x4b, 0x07, 0x81}},
+      {240.0f, {0x77, 0x7f, 0x5c, 0x60, 0x07, 0x86}},           /* e4m3fnuz max */
+      {248.0f, {0x78, 0x80, 0x5c, 0x60, 0x07, 0x86}},           /* e4m3fnuz: rounds beyond max → NaN */
+      {448.0f, {0x7e, 0x80, 0x5f, 0x63, 0x07, 0x87}},           /* e4m3fn max */
+      {464.0f, {0x7e, 0x80, 0x5f, 0x63, 0x07, 0x87}},           /* e4m3fn: tie with 480 → 448 (even) */
+      {465.0f, {0x7f, 0x80, 0x5f, 0x63, 0x07, 0x87}},           /* e4m3fn: beyond → NaN */
+      {57344.0f, {0x7f, 0x80, 0x7b, 0x7f, 0x07, 0x8e}},         /* e5m2 max */
+      {61439.0f, {0x7f, 0x80, 0x7b, 0x7f, 0x07, 0x8e}},
+      {61440.0f, {0x7f, 0x80, 0x7c, 0x80, 0x07, 0x8e}},         /* e5m2: tie with 65536 → inf */
+      {1e6f, {0x7f, 0x80, 0x7c, 0x80, 0x07, 0x92}},
+      {-1e6f, {0xff, 0x80, 0xfc, 0x80, 0x0f, 0x92}},
+      {INFINITY, {0x7f, 0x80, 0x7c, 0x80, 0x07, 0xff}},
+      {-INFINITY, {0xff, 0x80, 0xfc, 0x80, 0x0f, 0xff}},
+      {NAN, {0x7f, 0x80, 0x7e, 0x80, 0x08, 0xff}},              /* float4 has no NaN: ml_dtypes gives -0 */
+      {-NAN, {0xff, 0x80, 0xfe, 0x80, 0x00, 0xff}},
+      {0x1p-9f, {0x01, 0x02, 0x18, 0x1c, 0x00, 0x76}},          /* e4m3fn's smallest subnormal */
+      {0x1p-10f, {0x00, 0x01, 0x14, 0x18, 0x00, 0x75}},         /* tie with 0 → 0; e4m3fnuz's smallest */
+      {0x3p-10f, {0x02, 0x03, 0x1a, 0x1e, 0x00, 0x76}},         /* tie 1 / 2 steps → 2 */
+      {0x1p-16f, {0x00, 0x00, 0x01, 0x02, 0x00, 0x6f}},         /* e5m2's smallest subnormal */
+      {0x1p-17f, {0x00, 0x00, 0x00, 0x01, 0x00, 0x6e}},         /* e5m2fnuz's smallest */
+      {0x1.2p-17f, {0x00, 0x00, 0x01, 0x01, 0x00, 0x6e}},
+  };
+  for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++)
+    for (int k = 0; k < 6; k++)
+      CHECKF(gir_f32_to_f8(f8_types[k], enc[i].x) == enc[i].want[k], "%s(%g) = 0x%02x, want 0x%02x",
+             gir_dtype_name(f8_types[k]), enc[i].x, gir_f32_to_f8(f8_types[k], enc[i].x), enc[i].want[k]);
+  /* decoding: known values, infinities and NaNs */
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E4M3FN, 0x7e), 448);
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E4M3FN, 0x01), 0x1p-9);
+  CHECK(isnan(gir_f8_to_f32(GIR_F8E4M3FN, 0x7f)) && isnan(gir_f8_to_f32(GIR_F8E4M3FN, 0xff)));
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E4M3FNUZ, 0x7f), 240);
+  CHECK(isnan(gir_f8_to_f32(GIR_F8E4M3FNUZ, 0x80)) && isnan(gir_f8_to_f32(GIR_F8E5M2FNUZ, 0x80)));
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E5M2, 0x7c), INFINITY);
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E5M2, 0xfc), -INFINITY);
+  CHECK(isnan(gir_f8_to_f32(GIR_F8E5M2, 0x7d)) && isnan(gir_f8_to_f32(GIR_F8E5M2, 0xfe)));
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E5M2FNUZ, 0x7f), 57344);
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E5M2FNUZ, 0x01), 0x1p-17);
+  CHECK_DBL(gir_f8_to_f32(GIR_F4E2M1, 0x07), 6);
+  CHECK_DBL(gir_f8_to_f32(GIR_F4E2M1, 0x09), -0.5);
+  CHECK(signbit(gir_f8_to_f32(GIR_F4E2M1, 0x08)) && signbit(gir_f8_to_f32(GIR_F8E4M3FN, 0x80)));
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E8M0, 0x7f), 1);
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E8M0, 0x00), 0x1p-127);
+  CHECK_DBL(gir_f8_to_f32(GIR_F8E8M0, 0xfe), 0x1p127);
+  CHECK(isnan(gir_f8_to_f32(GIR_F8E8M0, 0xff)));
+  /* every code round-trips (NaNs to the canonical NaN of their sign), and the
+   * finite codes of each format decode in increasing order */
+  for (int k = 0; k < 6; k++) {
+    gir_dtype t = f8_types[k];
+    int ncodes = t == GIR_F4E2M1 ? 16 : 256, bad = 0;
+    for (int c = 0; c < ncodes; c++) {
+      float f = gir_f8_to_f32(t, (uint8_t)c);
+      uint8_t back = gir_f32_to_f8(t, f);
+      if (isnan(f)) bad += !isnan(gir_f8_to_f32(t, back)) || back != gir_f32_to_f8(t, signbit(f) ? -NAN : NAN);
+      else bad += back != c && !(f == 0 && c != 0 && t == GIR_F8E8M0); /* e8m0 has no zero */
+    }
+    CHECKF(bad == 0, "%s: %d codes do not round-trip", gir_dtype_name(t), bad);
+    if (t == GIR_F8E8M0) continue;
+    gir_f8_format f;
+    CHECK(gir_f8_format_of(t, &f));
+    bad = 0;
+    for (uint32_t c = 1; c <= f.max_code; c++)
+      bad += !(gir_f8_to_f32(t, (uint8_t)c) > gir_f8_to_f32(t, (uint8_t)(c - 1)));
+    CHECKF(bad == 0, "%s: finite codes out of order", gir_dtype_name(t));
+    /* midpoints of neighbours round to the even code, just above them up */
+    bad = 0;
+    for (uint32_t c = 0; c < f.max_code; c++) {
+      float lo = gir_f8_to_f32(t, (uint8_t)c), hi = gir_f8_to_f32(t, (uint8_t)(c + 1)), mid = (lo + hi) / 2;
+      bad += gir_f32_to_f8(t, mid) != (c & 1 ? c + 1 : c);
+      bad += gir_f32_to_f8(t, nextafterf(mid, INFINITY)) != c + 1 || gir_f32_to_f8(t, nextafterf(mid, 0)) != c;
+    }
+    CHECKF(bad == 0, "%s: %d midpoints round wrongly", gir_dtype_name(t), bad);
+  }
+  /* through double: rounded to float32 first, as ml_dtypes does */
+  CHECK_INT(gir_f64_to_f8(GIR_F8E4M3FN, 0.004882812509094947), 0x02);
+  CHECK_INT(gir_f64_to_f8(GIR_F8E5M2, 1e300), 0x7c);
+  /* loads and stores */
+  unsigned char buf[8];
+  gir_store_f64(GIR_F8E4M3FN, buf, 3, 1.0);
+  CHECK_INT(buf[3], 0x38);
+  CHECK_DBL(gir_load_f64(GIR_F8E4M3FN, buf, 3), 1.0);
+  gir_store_f64(GIR_F8E5M2, buf, 0, 3.0);
+  CHECK_INT(buf[0], 0x42);
+  CHECK_INT(gir_load_i64(GIR_F8E5M2, buf, 0), 3);
+}
+
+/* int4 / uint4 / int2 / uint2: one byte each, stores wrap to the width. */
+static void test_subbyte_ints(void) {
+  static const struct {
+    gir_dtype t;
+    int64_t v, want;
+  } w[] = {
+      {GIR_I4, 7, 7},   {GIR_I4, 8, -8},  {GIR_I4, -9, 7},  {GIR_I4, 15, -1}, {GIR_I4, -8, -8}, {GIR_U4, 15, 15},
+      {GIR_U4, 16, 0},  {GIR_U4, -1, 15}, {GIR_I2, 1, 1},   {GIR_I2, 2, -2},  {GIR_I2, -3, 1},  {GIR_I2, 3, -1},
+      {GIR_U2, 3, 3},   {GIR_U2, 4, 0},   {GIR_U2, -1, 3},
+  };
+  unsigned char buf[4] = {0};
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    gir_store_i64(w[i].t, buf, 1, w[i].v);
+    CHECKF(gir_load_i64(w[i].t, buf, 1) == w[i].want, "%s(%lld)", gir_dtype_name(w[i].t), (long long)w[i].v);
+    CHECKF((int8_t)buf[1] == w[i].want, "%s(%lld): byte", gir_dtype_name(w[i].t), (long long)w[i].v); /* extended */
+    CHECK_INT(buf[0], 0);
+    CHECK_INT(buf[2], 0);
+  }
+  /* float → int4: truncate toward zero, then wrap (numpy with ml_dtypes) */
+  gir_store_f64(GIR_I4, buf, 0, -8.5);
+  CHECK_INT(gir_load_i64(GIR_I4, buf, 0), -8);
+  gir_store_f64(GIR_I4, buf, 0, 9.9);
+  CHECK_INT(gir_load_i64(GIR_I4, buf, 0), -7);
+  gir_store_f64(GIR_U2, buf, 0, 2.5);
+  CHECK_INT(gir_load_i64(GIR_U2, buf, 0), 2);
+  gir_store_f64(GIR_I2, buf, 0, NAN);
+  CHECK_INT(gir_load_i64(GIR_I2, buf, 0), 0);
+  CHECK_DBL(gir_load_f64(GIR_I4, (unsigned char[]){0xf9}, 0), -7);
 }
 
 static void test_load_store(void) {
@@ -2068,6 +2224,8 @@ int main(void) {
   test_dtype_props();
   test_f16();
   test_bf16();
+  test_f8();
+  test_subbyte_ints();
   test_load_store();
   test_shapes();
   gir_graph *g = gir_graph_new("infer");

@@ -953,6 +953,266 @@ static int write_file(const char *path, const void *d, size_t n) {
   return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
+/* --- sequences and optionals (ops_sequence.c; naming: importer.h) --- */
+
+enum { ATTR_G = 6, ATTR_TP = 14, AT_GRAPH = 5, AT_TYPE_PROTO = 13, TYPE_OPTIONAL = 9, SEQ_ELEM = 1, OPT_ELEM = 1 };
+
+/* value_info of a sequence of elem tensors, or (opt) of an optional of one. */
+static pb seq_info(const char *name, int elem, int opt) {
+  pb vi = {0}, ty = {0}, seq = {0}, et = {0}, tt = {0};
+  pb_str(&vi, VI_NAME, name);
+  pb_int(&tt, TT_ELEM, elem);
+  pb_sub(&et, TYPE_TENSOR, &tt);
+  pb_sub(&seq, SEQ_ELEM, &et);
+  if (opt) {
+    pb st = {0}, o = {0};
+    pb_sub(&st, TYPE_SEQUENCE, &seq);
+    pb_sub(&o, OPT_ELEM, &st);
+    pb_sub(&ty, TYPE_OPTIONAL, &o);
+  } else {
+    pb_sub(&ty, TYPE_SEQUENCE, &seq);
+  }
+  pb_sub(&vi, VI_TYPE, &ty);
+  return vi;
+}
+
+/* value_info of an optional tensor. */
+static pb opt_tensor_info(const char *name, int elem) {
+  pb vi = {0}, ty = {0}, o = {0}, et = {0}, tt = {0};
+  pb_str(&vi, VI_NAME, name);
+  pb_int(&tt, TT_ELEM, elem);
+  pb_sub(&et, TYPE_TENSOR, &tt);
+  pb_sub(&o, OPT_ELEM, &et);
+  pb_sub(&ty, TYPE_OPTIONAL, &o);
+  pb_sub(&vi, VI_TYPE, &ty);
+  return vi;
+}
+
+static void attr_graph(pb *n, const char *name, pb *g) {
+  pb a = {0};
+  pb_str(&a, ATTR_NAME, name);
+  pb_sub(&a, ATTR_G, g);
+  pb_int(&a, ATTR_TYPE, AT_GRAPH);
+  pb_sub(n, NODE_ATTR, &a);
+}
+
+static pb i64_init(const char *name, int64_t v) { return tensor_raw(name, ONNX_I64, NULL, 0, &v, sizeof v); }
+
+/* The constant an output copies (outputs are named copies of what they hold), or NULL. */
+static const gir_value *output_source(const gir_graph *g, const char *name) {
+  const gir_value *o = find_output(g, name);
+  if (!o) return NULL;
+  return o->producer && o->producer->n_in ? o->producer->in[0] : o;
+}
+
+static int64_t const_i64(const gir_value *v) { return v && v->data ? gir_load_i64(v->dtype, v->data, 0) : -999; }
+
+static void test_sequences(void) {
+  loaded l;
+  pb g, n[12], in[5], m, t;
+
+  /* list edits: construct, insert at 1, at -1, length, concat, stack, split, erase; a sequence output */
+  n[0] = node("SequenceConstruct", "sc", STRS("x", "y"), STRS("s"));
+  n[1] = node("SequenceInsert", "si", STRS("s", "z", "one"), STRS("s2")); /* x z y */
+  n[2] = node("SequenceAt", "sa", STRS("s2", "minus_one"), STRS("last"));
+  n[3] = node("SequenceLength", "sl", STRS("s2"), STRS("len"));
+  n[4] = node("ConcatFromSequence", "cat", STRS("s2"), STRS("cat"));
+  attr_int(&n[4], "axis", 0);
+  n[5] = node("ConcatFromSequence", "stk", STRS("s2"), STRS("stk"));
+  attr_int(&n[5], "axis", -1);
+  attr_int(&n[5], "new_axis", 1);
+  n[6] = node("SplitToSequence", "split", STRS("cat"), STRS("parts"));
+  attr_int(&n[6], "keepdims", 0);
+  n[7] = node("SequenceErase", "erase", STRS("parts"), STRS("parts2"));
+  for (int i = 0; i < 3; i++) in[i] = value_info((const char *[]){"x", "y", "z"}[i], ONNX_F32, DIMS(2, 3));
+  g = graph_with_io(n, 8, in, 3, STRS("last", "len", "cat", "stk", "s2", "parts2"));
+  t = i64_init("one", 1);
+  pb_sub(&g, GRAPH_INIT, &t);
+  t = i64_init("minus_one", -1);
+  pb_sub(&g, GRAPH_INIT, &t);
+  m = model(&g, 8, 13);
+  load_with(&l, &m, NULL);
+  if (IMPORTED(&l)) {
+    CHECK_INT(l.g->n_outputs, 4 + 3 + 5);
+    CHECK(output_source(l.g, "last") == l.g->inputs[1]);
+    CHECK_INT(const_i64(output_source(l.g, "len")), 3);
+    SHAPE_IS(find_output(l.g, "cat"), 0, 6, 3);
+    SHAPE_IS(find_output(l.g, "stk"), 0, 2, 3, 3);
+    CHECK(output_source(l.g, "s2.0") == l.g->inputs[0]);
+    CHECK(output_source(l.g, "s2.1") == l.g->inputs[2]);
+    CHECK(output_source(l.g, "s2.2") == l.g->inputs[1]);
+    CHECK(find_output(l.g, "s2") == NULL && find_output(l.g, "s2.3") == NULL);
+    SHAPE_IS(find_output(l.g, "parts2.4"), 0, 3);
+    CHECK(find_output(l.g, "parts2.5") == NULL);
+    gir_err e = {{0}};
+    CHECKF(gir_verify(l.g, &e) == 0, "%s", e.msg);
+  }
+  unload(&l);
+
+  /* sequence and optional inputs bound to known lists */
+  float f[8] = {0};
+  imp_known_input xs_items[2] = {{.name = "", .dtype = GIR_F32, .shape = {.rank = 1, .dims = {2}}, .data = f},
+                                 {.name = "", .dtype = GIR_F32, .shape = {.rank = 1, .dims = {3}}, .data = f}};
+  imp_known_input ot_item = {.name = "", .dtype = GIR_F32, .shape = {.rank = 1, .dims = {4}}, .data = f};
+  imp_known_input os_leaf[3] = {{.name = "", .dtype = GIR_I64, .shape = {.rank = 0}, .data = f},
+                                {.name = "", .dtype = GIR_I64, .shape = {.rank = 0}, .data = f},
+                                {.name = "", .dtype = GIR_I64, .shape = {.rank = 0}, .data = f}};
+  imp_known_input os_seq = {.name = "", .is_list = 1, .n_items = 3, .items = os_leaf};
+  imp_known_input known[4] = {{.name = "xs", .is_list = 1, .n_items = 2, .items = xs_items},
+                              {.name = "ot", .is_list = 1, .n_items = 1, .items = &ot_item},
+                              {.name = "os", .is_list = 1, .n_items = 1, .items = &os_seq},
+                              {.name = "oa", .is_list = 1, .n_items = 0}};
+  imp_options opt = {.known = known, .n_known = 4};
+  CHECK(imp_known_find(&opt, "xs.1") == &xs_items[1]);
+  CHECK(imp_known_find(&opt, "ot") == &ot_item);
+  CHECK(imp_known_find(&opt, "os.2") == &os_leaf[2]);
+  CHECK(imp_known_find(&opt, "xs") == NULL && imp_known_find(&opt, "xs.2") == NULL);
+  CHECK(imp_known_find(&opt, "xs.01") == NULL && imp_known_find(&opt, "oa") == NULL);
+  n[0] = node("SequenceAt", "at", STRS("xs", "one"), STRS("a"));
+  n[1] = node("OptionalGetElement", "get_t", STRS("ot"), STRS("b"));
+  n[2] = node("OptionalGetElement", "get_s", STRS("os"), STRS("sq"));
+  n[3] = node("SequenceLength", "len", STRS("sq"), STRS("n"));
+  n[4] = node("OptionalHasElement", "has_a", STRS("oa"), STRS("has_a"));
+  n[5] = node("OptionalHasElement", "has_t", STRS("ot"), STRS("has_t"));
+  n[6] = node("Identity", "ys", STRS("xs"), STRS("ys"));
+  n[7] = node("Identity", "za", STRS("oa"), STRS("za"));
+  in[0] = seq_info("xs", ONNX_F32, 0);
+  in[1] = opt_tensor_info("ot", ONNX_F32);
+  in[2] = seq_info("os", ONNX_I64, 1);
+  in[3] = seq_info("oa", ONNX_F32, 1);
+  g = graph_with_io(n, 8, in, 4, STRS("a", "b", "n", "has_a", "has_t", "ys", "za"));
+  t = i64_init("one", 1);
+  pb_sub(&g, GRAPH_INIT, &t);
+  m = model(&g, 8, 18);
+  load_with(&l, &m, &opt);
+  if (IMPORTED(&l)) {
+    const char *names[] = {"xs.0", "xs.1", "ot", "os.0", "os.1", "os.2"};
+    if (CHECK_INT(l.g->n_inputs, 6))
+      for (int i = 0; i < 6; i++) CHECK_STR(l.g->inputs[i]->name, names[i]);
+    SHAPE_IS(find_output(l.g, "a"), 0, 3);
+    SHAPE_IS(find_output(l.g, "b"), 0, 4);
+    CHECK_INT(const_i64(output_source(l.g, "n")), 3);
+    CHECK_INT(const_i64(output_source(l.g, "has_a")), 0);
+    CHECK_INT(const_i64(output_source(l.g, "has_t")), 1);
+    CHECK(find_output(l.g, "ys.1") != NULL && find_output(l.g, "ys.2") == NULL);
+    CHECK(find_output(l.g, "za") == NULL); /* an absent optional output is no tensor */
+    CHECK_INT(l.g->n_outputs, 7);
+  }
+  unload(&l);
+
+  /* a sequence input bound to a tensor, and one bound to nothing */
+  n[0] = node("SequenceLength", "len", STRS("xs"), STRS("n"));
+  in[0] = seq_info("xs", ONNX_F32, 0);
+  g = graph_with_io(n, 1, in, 1, STRS("n"));
+  m = model(&g, 8, 13);
+  imp_known_input tensor_xs = {.name = "xs", .dtype = GIR_F32, .shape = {.rank = 1, .dims = {2}}, .data = f};
+  imp_options topt = {.known = &tensor_xs, .n_known = 1};
+  load_with(&l, &m, &topt);
+  FAILED_WITH(&l, "bound to it is a tensor");
+  unload(&l);
+
+  /* positions must be known at compile time */
+  n[0] = node("SequenceConstruct", "sc", STRS("x", "x"), STRS("s"));
+  n[1] = node("SequenceAt", "sa", STRS("s", "p"), STRS("y"));
+  in[0] = value_info("x", ONNX_F32, DIMS(2));
+  in[1] = value_info("p", ONNX_I64, DIMS(1));
+  g = graph_with_io(n, 2, in, 2, STRS("y"));
+  m = model(&g, 8, 13);
+  load_with(&l, &m, NULL);
+  FAILED_WITH(&l, "sequence position not known at compile time");
+  if (CHECK_INT(l.rep.n_unsupported, 1)) CHECK_STR(l.rep.unsupported[0].op_type, "SequenceAt");
+  unload(&l);
+
+  /* a sequence where a tensor op wants a tensor; the absent optional's element */
+  n[0] = node("SequenceConstruct", "sc", STRS("x"), STRS("s"));
+  n[1] = node("Relu", "relu", STRS("s"), STRS("y"));
+  in[0] = value_info("x", ONNX_F32, DIMS(2));
+  g = graph_with_io(n, 2, in, 1, STRS("y"));
+  m = model(&g, 8, 13);
+  load_with(&l, &m, NULL);
+  FAILED_WITH(&l, "is a sequence");
+  if (CHECK_INT(l.rep.n_unsupported, 1)) CHECK_STR(l.rep.unsupported[0].op_type, "Relu");
+  unload(&l);
+  n[0] = node("Optional", "none", NULL, 0, STRS("o"));
+  {
+    pb a = {0}, ty = {0}, tt = {0};
+    pb_int(&tt, TT_ELEM, ONNX_F32);
+    pb_sub(&ty, TYPE_TENSOR, &tt);
+    pb_str(&a, ATTR_NAME, "type");
+    pb_sub(&a, ATTR_TP, &ty);
+    pb_int(&a, ATTR_TYPE, AT_TYPE_PROTO);
+    pb_sub(&n[0], NODE_ATTR, &a);
+  }
+  n[1] = node("OptionalGetElement", "get", STRS("o"), STRS("y"));
+  in[0] = value_info("x", ONNX_F32, DIMS(2));
+  g = graph_with_io(n, 2, in, 1, STRS("y"));
+  m = model(&g, 8, 18);
+  load_with(&l, &m, NULL);
+  FAILED_WITH(&l, "absent");
+  unload(&l);
+
+  /* a Loop whose carried sequence grows by one element per iteration */
+  {
+    pb body = {0}, bn[2], bi[3];
+    bn[0] = node("Identity", "c", STRS("cond_in"), STRS("cond_out"));
+    bn[1] = node("SequenceInsert", "ins", STRS("s_in", "x"), STRS("s_out"));
+    for (int i = 0; i < 2; i++) pb_sub(&body, GRAPH_NODE, &bn[i]);
+    pb_str(&body, GRAPH_NAME, "body");
+    bi[0] = value_info("i", ONNX_I64, NULL, 0);
+    bi[1] = value_info("cond_in", ONNX_BOOL, NULL, 0);
+    bi[2] = seq_info("s_in", ONNX_F32, 0);
+    for (int i = 0; i < 3; i++) pb_sub(&body, GRAPH_INPUT, &bi[i]);
+    pb o1 = value_info("cond_out", ONNX_BOOL, NULL, 0), o2 = seq_info("s_out", ONNX_F32, 0);
+    pb_sub(&body, GRAPH_OUTPUT, &o1);
+    pb_sub(&body, GRAPH_OUTPUT, &o2);
+    n[0] = node("SequenceEmpty", "empty", NULL, 0, STRS("e"));
+    n[1] = node("Loop", "loop", STRS("three", "", "e"), STRS("r"));
+    attr_graph(&n[1], "body", &body);
+    in[0] = value_info("x", ONNX_F32, DIMS(2));
+    g = graph_with_io(n, 2, in, 1, STRS("r"));
+    t = i64_init("three", 3);
+    pb_sub(&g, GRAPH_INIT, &t);
+    m = model(&g, 8, 13);
+    load_with(&l, &m, NULL);
+    if (IMPORTED(&l)) {
+      CHECK_INT(l.g->n_outputs, 3);
+      CHECK(output_source(l.g, "r.2") == l.g->inputs[0]);
+    }
+    unload(&l);
+  }
+
+  /* an If yielding sequences of different lengths: cond must be known */
+  for (int bound = 0; bound < 2; bound++) {
+    pb tb = {0}, eb = {0}, tn = node("SequenceConstruct", "t", STRS("x"), STRS("ts"));
+    pb en = node("SequenceConstruct", "e", STRS("x", "x"), STRS("es"));
+    pb_sub(&tb, GRAPH_NODE, &tn);
+    pb_str(&tb, GRAPH_NAME, "then");
+    pb to = seq_info("ts", ONNX_F32, 0), eo = seq_info("es", ONNX_F32, 0);
+    pb_sub(&tb, GRAPH_OUTPUT, &to);
+    pb_sub(&eb, GRAPH_NODE, &en);
+    pb_str(&eb, GRAPH_NAME, "else");
+    pb_sub(&eb, GRAPH_OUTPUT, &eo);
+    n[0] = node("If", "if", STRS("cond"), STRS("r"));
+    attr_graph(&n[0], "then_branch", &tb);
+    attr_graph(&n[0], "else_branch", &eb);
+    in[0] = value_info("x", ONNX_F32, DIMS(2));
+    in[1] = value_info("cond", ONNX_BOOL, NULL, 0);
+    g = graph_with_io(n, 1, in, 2, STRS("r"));
+    m = model(&g, 8, 13);
+    uint8_t yes = 1;
+    imp_known_input kc = {.name = "cond", .dtype = GIR_BOOL, .shape = {.rank = 0}, .data = &yes};
+    imp_options copt = {.known = &kc, .n_known = 1};
+    load_with(&l, &m, bound ? &copt : NULL);
+    if (!bound) {
+      FAILED_WITH(&l, "must be known at compile time");
+    } else if (IMPORTED(&l)) {
+      CHECK_INT(l.g->n_outputs, 1);
+      CHECK(find_output(l.g, "r.0") != NULL);
+    }
+    unload(&l);
+  }
+}
+
 static void test_files(void) {
   char dir[] = "/tmp/kiln_test_importer_XXXXXX";
   if (!CHECK(mkdtemp(dir) != NULL)) return;
@@ -1056,6 +1316,7 @@ int main(void) {
   test_bad_tensors();
   test_bad_models();
   test_unsupported();
+  test_sequences();
   test_files();
   return check_finish("test_importer");
 }

@@ -8,12 +8,17 @@
  * each compiled three ways — scalar loop, contiguous vectors (one vector
  * load/store) and reversed vectors (gather/scatter) — and compared bit for bit.
  * Math functions are also checked against libm in double (rtol 1e-3, atol 1e-5).
- * Then hand-written kernels: a vectorized add with a tail, reductions through a
+ * The float8 / float4 conversions are also checked code by code against
+ * graphir/dtype.c (all 256 codes, and every midpoint between neighbours, in
+ * scalar and vector form), and the cast op's compute definition (saturate,
+ * float8e8m0 rounding modes) against hand-written expectations, interpreted
+ * and compiled. Then hand-written kernels: a vectorized add with a tail, reductions through a
  * LOCAL accumulator, if_then_else guarding loads next to a PROT_NONE page (a
  * speculated load would crash), parallel loops run by a parallel_for that splits
  * into 3 chunks on threads (free variables, shared and per-task local buffers,
  * nesting, status propagation), the error paths, every named target's object,
  * and the generic backend interface of targets/target.h. */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +27,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "check.h"
+#include "interp.h"
 #include "llvm_backend.h"
+#include "lower.h"
 #include "target.h"
 #include "te_eval.h"
 #include "tir.h"
@@ -136,8 +143,10 @@ static int32_t test_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *clo
 
 typedef enum dkind { D_UN, D_BIN, D_CAST } dkind;
 
-static const gir_dtype all_dtypes[] = {GIR_F32, GIR_F16, GIR_BF16, GIR_F64, GIR_I8,  GIR_I16, GIR_I32,
-                                       GIR_I64, GIR_U8,  GIR_U16,  GIR_U32, GIR_U64, GIR_BOOL};
+static const gir_dtype all_dtypes[] = {GIR_F32,        GIR_F16,        GIR_BF16,   GIR_F64,    GIR_I8,     GIR_I16,
+                                       GIR_I32,        GIR_I64,        GIR_U8,     GIR_U16,    GIR_U32,    GIR_U64,
+                                       GIR_BOOL,       GIR_F8E4M3FN,   GIR_F8E4M3FNUZ, GIR_F8E5M2, GIR_F8E5M2FNUZ,
+                                       GIR_F8E8M0,     GIR_F4E2M1,     GIR_I4,     GIR_U4,     GIR_I2,     GIR_U2};
 enum { N_DTYPES = sizeof all_dtypes / sizeof all_dtypes[0] };
 
 static gir_dtype out_dtype(dkind k, int op, gir_dtype in, gir_dtype cast_to) {
@@ -247,6 +256,10 @@ static double libm_rtol(gir_dtype t) {
   case GIR_F16: return 1.0 / 1024;
   case GIR_BF16: return 1.0 / 128;
   case GIR_F32: return 1e-6;
+  case GIR_F8E4M3FN: case GIR_F8E4M3FNUZ: return 1.0 / 8;
+  case GIR_F8E5M2: case GIR_F8E5M2FNUZ: return 1.0 / 4;
+  case GIR_F4E2M1: return 1.0 / 2;
+  case GIR_F8E8M0: return 1.0; /* one step is a factor of 2 */
   default: return 1e-14;
   }
 }
@@ -728,6 +741,196 @@ static void test_half_formats(void) {
   }
 }
 
+/* --- float8 / float4 --- */
+
+static const gir_dtype f8_types[6] = {GIR_F8E4M3FN, GIR_F8E4M3FNUZ, GIR_F8E5M2, GIR_F8E5M2FNUZ, GIR_F4E2M1, GIR_F8E8M0};
+
+static uint32_t f32_bits(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  return x;
+}
+
+/* The generated conversions against graphir/dtype.c, bit for bit: decoding all
+ * 256 codes, and encoding every code's value, the midpoints between neighbours
+ * and the floats just beside them, subnormals, overflow and the specials —
+ * scalar, 8- and 16-lane vectors, on the host and with the portable lowerings. */
+static void test_f8_formats(void) {
+  enum { N = 256 * 4 + 32 };
+  float *src = amalloc(N * 4), *dec = amalloc(N * 4);
+  uint8_t *codes = amalloc(N), *enc = amalloc(N);
+  for (int t8 = 0; t8 < 6; t8++) {
+    gir_dtype t = f8_types[t8];
+    int n = 0;
+    for (int c = 0; c < 256; c++) {
+      float lo = gir_f8_to_f32(t, (uint8_t)c), hi = gir_f8_to_f32(t, (uint8_t)(c + 1)), mid = (lo + hi) / 2;
+      src[n++] = lo;
+      src[n++] = mid;
+      src[n++] = nextafterf(mid, INFINITY);
+      src[n++] = nextafterf(mid, -INFINITY);
+    }
+    static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 0x1p-127f, 0x1p-126f,
+                               FLT_MAX, -FLT_MAX, 1e30f, 0x1.8p127f, 0x1.7p-127f, 0x1.9p-126f, 3e-5f, 5e-3f, 1e6f};
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) src[n++] = sp[i];
+    while (n < N) src[n] = (float)(n * 7919 % 2000) / 37.0f - 27.0f, n++;
+    for (int i = 0; i < N; i++) codes[i] = (uint8_t)i;
+    for (int portable = 0; portable < 2; portable++) {
+      kit *k = kit_new();
+      tir_builder *b = &k->b;
+      tir_buffer *F = tir_buffer_new(b, "F", GIR_F32, N, TIR_GLOBAL, 0);
+      tir_buffer *C = tir_buffer_new(b, "C", t, N, TIR_GLOBAL, 1);
+      tir_buffer *E = tir_buffer_new(b, "E", t, N, TIR_GLOBAL, 2);
+      tir_buffer *D = tir_buffer_new(b, "D", GIR_F32, N, TIR_GLOBAL, 3);
+      tir_buffer *ps[4] = {F, C, E, D};
+      static const int lane_set[3] = {1, 8, 16};
+      for (int l = 0; l < 3; l++) {
+        int lanes = lane_set[l];
+        tir_var *i = tir_var_new(b, "i", GIR_I64);
+        tir_expr *ix = lanes == 1 ? V(k, i) : tir_ramp(b, mul(k, V(k, i), I(k, lanes)), I(k, 1), lanes);
+        tir_stmt *body = tir_seq2(b, tir_store(b, E, ix, tir_cast(b, t, tir_load(b, F, ix))),
+                                  tir_store(b, D, ix, tir_cast(b, GIR_F32, tir_load(b, C, ix))));
+        char nm[32];
+        snprintf(nm, sizeof nm, "f8_%d", lanes);
+        add_func(k, nm, ps, 4, tir_for(b, i, I(k, 0), I(k, N / lanes), TIR_SERIAL, body));
+      }
+      gir_err err = {0};
+      tgt_llvm_jit *j = kit_jit_with(k, portable ? &portable_host : NULL, &err);
+      if (CHECKF(j != NULL, "%s: %s", gir_dtype_name(t), err.msg))
+        for (int l = 0; l < 3; l++) {
+          char nm[32];
+          snprintf(nm, sizeof nm, "f8_%d", lane_set[l]);
+          kiln_kernel_fn fn = must_lookup(j, nm);
+          if (!fn) continue;
+          memset(enc, 0xa5, N);
+          memset(dec, 0xa5, N * 4);
+          void *bufs[4] = {src, codes, enc, dec};
+          CHECK_INT(fn(bufs, NULL), 0);
+          int bad_e = 0, bad_d = 0;
+          for (int i = 0; i < N; i++) {
+            uint8_t want = gir_f32_to_f8(t, src[i]);
+            if (enc[i] != want && bad_e++ < 3)
+              CHECKF(0, "%s lanes %d: encode %a: got 0x%02x want 0x%02x", gir_dtype_name(t), lane_set[l], src[i],
+                     enc[i], want);
+            uint32_t wd = f32_bits(gir_f8_to_f32(t, codes[i])), gd = f32_bits(dec[i]);
+            if (gd != wd && bad_d++ < 3)
+              CHECKF(0, "%s lanes %d: decode 0x%02x: got %08x want %08x", gir_dtype_name(t), lane_set[l], codes[i], gd,
+                     wd);
+          }
+          CHECKF(bad_e == 0 && bad_d == 0, "%s lanes %d%s: %d encodings, %d decodings wrong", gir_dtype_name(t),
+                 lane_set[l], portable ? " (portable)" : "", bad_e, bad_d);
+        }
+      tgt_llvm_jit_free(j);
+      kit_free(k);
+    }
+  }
+  free(src), free(dec), free(codes), free(enc);
+}
+
+static int32_t serial_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n) {
+  (void)ctx;
+  if (n > 0) fn(closure, 0, n);
+  return 0;
+}
+
+/* y = cast(x: float32, to) with the cast op's attributes, run by the interpreter
+ * (lower_eval_node) and compiled (lower_node + JIT); both must give want. */
+static void check_cast_node(gir_dtype to, int64_t sat, int64_t round, const float *x, const uint8_t *want, int n,
+                            const char *what) {
+  gir_graph *g = gir_graph_new("cast");
+  gir_shape s = {.rank = 1, .dims = {n}};
+  gir_value *in = gir_value_new(g, "x", GIR_F32, &s);
+  gir_graph_add_input(g, in);
+  gir_node *node = gir_node_new(g, GIR_OP_cast, "c", &in, 1, 1);
+  gir_attr_set_int(g, node, "to", to);
+  if (sat >= 0) gir_attr_set_int(g, node, "saturate", sat);
+  if (round >= 0) gir_attr_set_int(g, node, "round", round);
+  gir_err err = {0};
+  if (!CHECKF(gir_node_infer(g, node, &err) == 0, "%s: %s", what, err.msg)) {
+    gir_graph_free(g);
+    return;
+  }
+  uint8_t *got = amalloc((size_t)n);
+  float *xa = amalloc((size_t)n * 4);
+  memcpy(xa, x, (size_t)n * 4);
+  const void *ins[1] = {xa};
+  void *outs[1] = {got};
+  if (CHECKF(lower_eval_node(node, ins, outs, 0, &err) == 0, "%s: %s", what, err.msg))
+    for (int i = 0; i < n; i++)
+      CHECKF(got[i] == want[i], "%s (interpreted) [%d] %g: 0x%02x, want 0x%02x", what, i, x[i], got[i], want[i]);
+  kit *k = kit_new();
+  te_ctx c;
+  te_ctx_init(&c, k->arena, &err);
+  lower_kernel lk;
+  if (CHECKF(lower_node(&k->b, &c, node, "castnode", NULL, &lk, &err) == 0, "%s: %s", what, err.msg)) {
+    k->fns[k->n++] = lk.fn;
+    tgt_llvm_jit *j = kit_jit(k, &err);
+    kiln_kernel_fn fn = j ? must_lookup(j, "castnode") : NULL;
+    if (CHECKF(fn != NULL, "%s: %s", what, err.msg)) {
+      memset(got, 0xa5, (size_t)n);
+      void *bufs[2] = {xa, got};
+      kiln_ctx ctx = {.parallel_for = serial_for};
+      CHECK_INT(fn(bufs, &ctx), 0);
+      for (int i = 0; i < n; i++)
+        CHECKF(got[i] == want[i], "%s (compiled) [%d] %g: 0x%02x, want 0x%02x", what, i, x[i], got[i], want[i]);
+    }
+    tgt_llvm_jit_free(j);
+  }
+  kit_free(k);
+  free(got), free(xa);
+  gir_graph_free(g);
+}
+
+/* Cast's saturate (float8 targets) and round_mode (float8e8m0): the values of
+ * the ONNX reference's cast_to (saturate_cast, to_float8e8m0, ml_dtypes). int4
+ * bytes are sign-extended, where ml_dtypes keeps the low 4 bits only. */
+static void test_cast_attrs(void) {
+  enum { NS = 10 };
+  static const float xs[NS] = {1e6f, -1e6f, INFINITY, -INFINITY, NAN, 448.0f, 465.0f, 300.0f, -0.0f, 1e-7f};
+  static const struct {
+    gir_dtype t;
+    uint8_t sat[NS], nosat[NS];
+  } f8[] = {
+      {GIR_F8E4M3FN, {0x7e, 0xfe, 0x7e, 0xfe, 0x7f, 0x7e, 0x7e, 0x79, 0x80, 0x00},
+       {0x7f, 0xff, 0x7f, 0xff, 0x7f, 0x7e, 0x7f, 0x79, 0x80, 0x00}},
+      {GIR_F8E4M3FNUZ, {0x7f, 0xff, 0x7f, 0xff, 0x80, 0x7f, 0x7f, 0x7f, 0x00, 0x00},
+       {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x00}},
+      {GIR_F8E5M2, {0x7b, 0xfb, 0x7b, 0xfb, 0x7e, 0x5f, 0x5f, 0x5d, 0x80, 0x00},
+       {0x7c, 0xfc, 0x7c, 0xfc, 0x7e, 0x5f, 0x5f, 0x5d, 0x80, 0x00}},
+      {GIR_F8E5M2FNUZ, {0x7f, 0xff, 0x7f, 0xff, 0x80, 0x63, 0x63, 0x61, 0x00, 0x00},
+       {0x80, 0x80, 0x80, 0x80, 0x80, 0x63, 0x63, 0x61, 0x00, 0x00}},
+  };
+  for (size_t i = 0; i < sizeof f8 / sizeof f8[0]; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "cast to %s, saturate", gir_dtype_name(f8[i].t));
+    check_cast_node(f8[i].t, -1, -1, xs, f8[i].sat, NS, what);
+    snprintf(what, sizeof what, "cast to %s, saturate=0", gir_dtype_name(f8[i].t));
+    check_cast_node(f8[i].t, 0, -1, xs, f8[i].nosat, NS, what);
+  }
+  /* float4e2m1 saturates by itself; int4 truncates and wraps (ml_dtypes' astype) */
+  static const uint8_t f4[NS] = {0x07, 0x0f, 0x07, 0x0f, 0x08, 0x07, 0x07, 0x07, 0x08, 0x00};
+  check_cast_node(GIR_F4E2M1, 0, -1, xs, f4, NS, "cast to float4e2m1");
+  static const float xi[6] = {-9.0f, -8.5f, 7.9f, 15.0f, -2.5f, NAN};
+  static const uint8_t i4[6] = {0x07, 0xf8, 0x07, 0xff, 0xfe, 0x00}, u2[6] = {0x03, 0x00, 0x03, 0x03, 0x02, 0x00};
+  check_cast_node(GIR_I4, -1, -1, xi, i4, 6, "cast to int4");
+  check_cast_node(GIR_U2, -1, -1, xi, u2, 6, "cast to uint2");
+  /* float8e8m0: up / down / nearest, saturating or not */
+  enum { NE = 14 };
+  static const float xe[NE] = {0.0f,  0.124f, 0.25f, 1.1f,   1.5f,      1.4999f,   -3.0f, 0x1.8p127f, 0x1.0p127f,
+                               1e-40f, 0x1p-127f, INFINITY, NAN, 0x1.fffffep127f};
+  static const uint8_t up[NE] = {0x00, 0x7c, 0x7d, 0x80, 0x80, 0x80, 0x81, 0xfe, 0xfe, 0x01, 0x01, 0xff, 0xff, 0xfe};
+  static const uint8_t up_ns[NE] = {0x00, 0x7c, 0x7d, 0x80, 0x80, 0x80, 0x81, 0xff, 0xfe, 0x01, 0x01, 0xff, 0xff, 0xff};
+  static const uint8_t down[NE] = {0x00, 0x7b, 0x7d, 0x7f, 0x7f, 0x7f, 0x80, 0xfe, 0xfe, 0x00, 0x00, 0xff, 0xff, 0xfe};
+  static const uint8_t near[NE] = {0x00, 0x7c, 0x7d, 0x7f, 0x80, 0x7f, 0x81, 0xfe, 0xfe, 0x00, 0x00, 0xff, 0xff, 0xfe};
+  static const uint8_t near_ns[NE] = {0x00, 0x7c, 0x7d, 0x7f, 0x80, 0x7f, 0x81,
+                                      0xff, 0xfe, 0x00, 0x00, 0xff, 0xff, 0xff};
+  check_cast_node(GIR_F8E8M0, -1, -1, xe, up, NE, "cast to float8e8m0 (up)");
+  check_cast_node(GIR_F8E8M0, 0, GIR_E8M0_UP, xe, up_ns, NE, "cast to float8e8m0 (up, saturate=0)");
+  check_cast_node(GIR_F8E8M0, -1, GIR_E8M0_DOWN, xe, down, NE, "cast to float8e8m0 (down)");
+  check_cast_node(GIR_F8E8M0, 0, GIR_E8M0_DOWN, xe, down, NE, "cast to float8e8m0 (down, saturate=0)");
+  check_cast_node(GIR_F8E8M0, 1, GIR_E8M0_NEAREST, xe, near, NE, "cast to float8e8m0 (nearest)");
+  check_cast_node(GIR_F8E8M0, 0, GIR_E8M0_NEAREST, xe, near_ns, NE, "cast to float8e8m0 (nearest, saturate=0)");
+}
+
 /* Parallel loops: free variables, a LOCAL table shared by all tasks, a LOCAL
  * scratch per task, a min other than 0, nesting, status propagation. */
 static void test_parallel(void) {
@@ -1061,6 +1264,8 @@ int main(void) {
   test_reductions();
   test_guarded_loads();
   test_half_formats();
+  test_f8_formats();
+  test_cast_attrs();
   test_parallel();
   test_unops_libm();
   test_differential(0);

@@ -71,7 +71,7 @@ static void count_e(const tir_expr *e, counts *c) {
     count_e(e->u.sel.a, c);
     count_e(e->u.sel.b, c);
     break;
-  case TIR_CAST: count_e(e->u.cast.a, c); break;
+  case TIR_CAST: case TIR_BITCAST: count_e(e->u.cast.a, c); break;
   case TIR_RAMP:
     count_e(e->u.ramp.base, c);
     count_e(e->u.ramp.stride, c);
