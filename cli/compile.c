@@ -102,6 +102,8 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   if (o->opt_level >= 2) {
     lay_stats ls;
     if (lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1;
+    int32_t packed = 0; /* constant matmul weights in the template's column panels */
+    if (lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
     int32_t merged = 0; /* two convs reading one input got one relayout each */
     if (gir_cse(g, &merged) < 0) return gir_errf(err, "layout: CSE failed");
     int32_t folded = 0;
