@@ -48,6 +48,8 @@ typedef struct lower_conv_cfg {
   int32_t vec;
   int32_t unroll_kw; /* unroll the kernel-width loop */
   int32_t parallel;
+  int32_t pad_tile;  /* the zero-padded input per tile (in cache, a few rows recomputed) instead of once for
+                        all: pays when no output block reuses an input block, as in depthwise convs */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
