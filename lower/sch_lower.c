@@ -170,7 +170,9 @@ static tir_expr *lower_expr(lower_ctx *L, const te_expr *e, tir_expr *const *vv,
   case TE_SELECT: {
     tir_expr *c = lower_expr(L, e->u.sel.c, vv, vars, nv), *x = lower_expr(L, e->u.sel.a, vv, vars, nv),
              *y = lower_expr(L, e->u.sel.b, vv, vars, nv);
-    return te_may_trap(e->u.sel.a) || te_may_trap(e->u.sel.b) ? tir_if_then_else(b, c, x, y) : tir_select(b, c, x, y);
+    return te_may_trap_beyond(e->u.sel.a, e->u.sel.c) || te_may_trap_beyond(e->u.sel.b, e->u.sel.c)
+               ? tir_if_then_else(b, c, x, y)
+               : tir_select(b, c, x, y);
   }
   case TE_CAST: return tir_cast(b, e->dtype, lower_expr(L, e->u.cast.a, vv, vars, nv));
   default: assert(!"reduction below the top of a stage"); return NULL;

@@ -887,6 +887,30 @@ static void test_pack_matmul(void) {
     ref_free(&r);
     gir_graph_free(g);
   }
+  /* 200 columns, which only 8-float panels divide: padded to 256 in 64-wide panels
+   * (a single row gets four vectors), the output sliced back to 200 */
+  {
+    rng rr = {41};
+    gir_graph *g = gir_graph_new("pack_pad");
+    gir_value *a = tu_input(g, GIR_F32, SH(1, 16));
+    gir_graph_add_output(g, relu(g, matmul(g, a, crand(g, GIR_F32, SH(16, 200), &rr))));
+    ref r = REFERENCE(g, 41);
+    int32_t packed = -1;
+    gir_err e = {{0}};
+    CHECKF(lay_pack_matmul(g, 16, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
+    verify_(g, __LINE__);
+    CHECK_INT(packed, 1);
+    gir_node *mm = nth(g, GIR_OP_matmul, 0), *sl = nth(g, GIR_OP_slice, 0);
+    if (CHECK(mm && sl)) {
+      CHECK_INT(gir_attr_int(mm, "packed", 0), 64);
+      CHECK_INT(gir_attr_int(mm, "n", 0), 256);
+      CHECK(shape_is(mm->in[1], SH(4, 16, 64)) && shape_is(mm->out[0], SH(1, 256)));
+      CHECK(sl->in[0] == mm->out[0] && shape_is(sl->out[0], SH(1, 200)));
+    }
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
 }
 
 int main(void) {
