@@ -103,9 +103,11 @@ static int rewrite_conv(lay *L, gir_node *n) {
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
     ob = pick_block(M, 2 * (int64_t)L->block);
-    /* output channels that no full vector divides (SqueezeNet's 1000): pad them
-     * up to whole vectors, with zero weights and bias, rather than run narrow */
-    if (ob < L->block && M > L->block) ob = L->block;
+    /* many output channels that no full vector divides (SqueezeNet's 1000): pad
+     * them up to whole vectors, with zero weights and bias, rather than run
+     * narrow. Few (MobileNet's 24) stay narrow: the next conv would have to
+     * re-block the padded tensor, which costs more than the narrow vectors. */
+    if (ob < L->block && M >= 4 * (int64_t)L->block) ob = L->block;
   }
   if (!ob || !ib) return 0;
   int64_t cg = dw ? 1 : C, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob;
