@@ -22,6 +22,9 @@ static void reduce_index(te_ctx *c, int r, const int *red, int keep, te_var *con
   }
 }
 
+static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
+                           te_expr *elem, te_var *const *v);
+
 static gir_dtype acc_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
 
 int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
@@ -46,6 +49,26 @@ int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   gir_dtype t = x->dtype, at = acc_type(t);
   te_expr *v = te_cast(c, at, te_load(c, x, idx)), *body;
   gir_reduce_fn fn = (gir_reduce_fn)gir_attr_int(n, "fn", 0);
+  /* a float sum/mean/max/min over the innermost axis alone: a row statistic, which
+   * the row template computes with vector lanes at a parallel row loop */
+  int last = x->rank - 1;
+  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) &&
+      (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN || fn == GIR_REDUCE_MAX || fn == GIR_REDUCE_MIN)) {
+    te_var *xv[GIR_MAX_RANK];
+    te_axes(c, x->rank, x->shape, xv);
+    te_expr *xi[GIR_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) xi[i] = te_v(c, xv[i]);
+    te_combiner comb = fn == GIR_REDUCE_MAX ? TE_RMAX : fn == GIR_REDUCE_MIN ? TE_RMIN : TE_SUM;
+    te_tensor *st = row_stat(c, "reduce_row", x, last, at, comb, te_cast(c, at, te_load(c, x, xi)), xv);
+    if (!st) return gir_errf(c->err, "%s: out of memory", n->name);
+    te_expr *si[GIR_MAX_RANK];
+    for (int i = 0; i < last; i++) si[i] = te_v(c, oax[i]);
+    si[last] = te_int(c, 0);
+    body = te_load(c, st, si);
+    if (fn == GIR_REDUCE_MEAN) body = te_div(c, body, te_const(c, at, (double)count));
+    out[0] = lower_stage(c, n, 0, oax, te_cast(c, t, body));
+    return 0;
+  }
   switch (fn) {
   case GIR_REDUCE_SUM: body = te_reduce(c, TE_SUM, rax, na, v, NULL); break;
   case GIR_REDUCE_MEAN:

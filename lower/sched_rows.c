@@ -43,20 +43,29 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     if (E) return 0; /* two consumers: leave it to the default schedule */
     E = st;
   }
-  if (!E || E->n_root < 2) return 0;
-  int r = E->n_root;
+  if (!E || E->n_root < 1) return 0;
+  /* E runs over the rows and along them (softmax, layer-norm), or over the rows
+   * only (a reduction without keepdims: one element each) */
+  int r = E->n_root, per_row = 0;
   for (int i = 0; i < s->n_stages; i++) {
     const te_tensor *p = s->stages[i]->t;
     if (!row_kind(s->stages[i])) continue;
-    if (p->rank != r) return 0;
-    for (int d = 0; d < r - 1; d++)
+    if (p->rank != r && p->rank != r + 1) return 0;
+    per_row = p->rank == r + 1;
+    for (int d = 0; d < p->rank - 1; d++)
       if (p->shape[d] != E->t->shape[d]) return 0;
   }
-  sch_iter *io, *ii;
-  if (vector_inner(s, E, t->vec_f32, &io, &ii) < 0) return -1;
-  sch_iter *row = lower_fuse_through(s, E, E->leaf[r - 2]);
-  if (!row) return -1;
-  int64_t numel = row->extent * E->t->shape[r - 1];
+  if (!per_row && r < 2) return 0;
+  sch_iter *io, *ii, *row;
+  int64_t numel;
+  if (per_row) {
+    if (!(row = lower_fuse_through(s, E, E->leaf[r - 1]))) return -1;
+    numel = row->extent;
+  } else {
+    if (vector_inner(s, E, t->vec_f32, &io, &ii) < 0) return -1;
+    if (!(row = lower_fuse_through(s, E, E->leaf[r - 2]))) return -1;
+    numel = row->extent * E->t->shape[r - 1];
+  }
   if (row->extent > 1 && numel >= 4096 && sch_annotate(s, E, row, TIR_PARALLEL) < 0) return -1;
   for (int i = s->n_stages - 1; i >= 0; i--) { /* consumers first: compute_at wants them inside */
     sch_stage *p = s->stages[i];
