@@ -201,7 +201,6 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
   /* plan: buffers for every value, memory planned by liveness */
   pack_plan plan;
   if (pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
-  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = p.kernels[k].flops;
   res->arena_bytes = plan.mem.arena_bytes;
   res->arena_lower_bound = plan.mem.lower_bound;
   res->weights_bytes = plan.params_bytes;
