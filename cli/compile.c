@@ -102,6 +102,8 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   if (o->opt_level >= 2) {
     lay_stats ls;
     if (lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1;
+    int32_t packed = 0; /* constant matmul weights in the template's column panels */
+    if (lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
     int32_t merged = 0; /* two convs reading one input got one relayout each */
     if (gir_cse(g, &merged) < 0) return gir_errf(err, "layout: CSE failed");
     int32_t folded = 0;
@@ -199,7 +201,6 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
   /* plan: buffers for every value, memory planned by liveness */
   pack_plan plan;
   if (pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
-  for (int k = 0; k < plan.n_calls; k++) plan.calls[k].flops = p.kernels[k].flops;
   res->arena_bytes = plan.mem.arena_bytes;
   res->arena_lower_bound = plan.mem.lower_bound;
   res->weights_bytes = plan.params_bytes;

@@ -221,8 +221,11 @@ int gir_infer_relayout(gir_graph *g, gir_node *n, gir_err *err) {
   if (src < 0 || dst < 0) return gir_errf(err, "relayout: negative block size");
   if (x->rank != (src ? 5 : 4) || (src && x->dims[4] != src))
     return gir_errf(err, "relayout: input is not in the NCHW%s layout it claims", src ? "[b]c" : "");
-  int64_t channels = src ? x->dims[1] * src : x->dims[1];
-  if (dst && channels % dst) return gir_errf(err, "relayout: %lld channels are not a multiple of %lld", (long long)channels, (long long)dst);
-  gir_shape s = {.rank = dst ? 5 : 4, .dims = {x->dims[0], dst ? channels / dst : channels, x->dims[2], x->dims[3], dst}};
+  /* a blocked side may pad the channels up to whole blocks: `channels` says how many are real */
+  int64_t held = src ? x->dims[1] * src : x->dims[1], channels = gir_attr_int(n, "channels", held);
+  if (channels < 1 || channels > held || (src && channels <= held - src))
+    return gir_errf(err, "relayout: %lld channels do not fit an input holding %lld", (long long)channels, (long long)held);
+  gir_shape s = {.rank = dst ? 5 : 4,
+                 .dims = {x->dims[0], dst ? (channels + dst - 1) / dst : channels, x->dims[2], x->dims[3], dst}};
   return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
 }

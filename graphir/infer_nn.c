@@ -129,10 +129,18 @@ int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
   if (a->rank < 2 || b->rank < 2) return gir_errf(err, "matmul operands need rank >= 2");
   if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "operand element types differ");
   int64_t m = a->dims[a->rank - 2], ka = a->dims[a->rank - 1], kb = b->dims[b->rank - 2], nn = b->dims[b->rank - 1];
+  int64_t nr = gir_attr_int(n, "packed", 0);
+  if (nr) { /* b in panels [ceil(N/nr), K, nr] */
+    nn = gir_attr_int(n, "n", 0);
+    if (nr < 0 || b->rank != 3 || b->dims[2] != nr || nn < 1 || b->dims[0] != (nn + nr - 1) / nr)
+      return gir_errf(err, "packed matmul: weight panels do not hold %lld columns of %lld", (long long)nn, (long long)nr);
+    kb = b->dims[1];
+  }
   if (ka != kb) return gir_errf(err, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
   gir_shape ba = {.rank = a->rank - 2}, bb = {.rank = b->rank - 2}, s;
   for (int i = 0; i < ba.rank; i++) ba.dims[i] = a->dims[i];
   for (int i = 0; i < bb.rank; i++) bb.dims[i] = b->dims[i];
+  if (nr) bb.rank = 0;
   if (gir_broadcast(&ba, &bb, &s, err) < 0) return -1;
   s.dims[s.rank++] = m;
   s.dims[s.rank++] = nn;

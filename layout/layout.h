@@ -23,4 +23,10 @@ typedef struct lay_stats {
  * Preserves: semantics, output names and shapes; compacts the graph. */
 int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
 
+/* Packs the constant float32 [K, N] weights of matmuls into column panels
+ * [ceil(N/nr), K, nr] (matmul attributes packed = nr, n = N), nr the matmul
+ * template's tile width for `vec` lanes (pack_matmul.c). *packed counts them.
+ * Preserves: semantics, output shapes; compacts the graph. */
+int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err);
+
 #endif

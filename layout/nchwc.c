@@ -50,8 +50,9 @@ static gir_node *new_node(lay *L, gir_op op, gir_value *const *ins, int32_t n_in
 static gir_value *finish(lay *L, gir_node *n) { return gir_node_infer(L->g, n, L->err) < 0 ? NULL : n->out[0]; }
 
 /* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
- * a relayout that produced x. */
-static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, const gir_node *origin) {
+ * a relayout that produced x. C is the number of real channels: a blocked side
+ * holds whole blocks, the channels past C are padding. */
+static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64_t C, const gir_node *origin) {
   gir_node *p = x->producer;
   if (p && p->op == GIR_OP_relayout && gir_attr_int(p, "dst", 0) == src) {
     x = p->in[0];
@@ -62,6 +63,7 @@ static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, const
   n->origin = origin ? origin->origin : NULL;
   gir_attr_set_int(L->g, n, "src", src);
   gir_attr_set_int(L->g, n, "dst", dst);
+  if ((src && C % src) || (dst && C % dst)) gir_attr_set_int(L->g, n, "channels", C);
   return finish(L, n);
 }
 
@@ -101,11 +103,17 @@ static int rewrite_conv(lay *L, gir_node *n) {
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
     ob = pick_block(M, 2 * (int64_t)L->block);
+    /* many output channels that no full vector divides (SqueezeNet's 1000): pad
+     * them up to whole vectors, with zero weights and bias, rather than run
+     * narrow. Few (MobileNet's 24) stay narrow: the next conv would have to
+     * re-block the padded tensor, which costs more than the narrow vectors. */
+    if (ob < L->block && M >= 4 * (int64_t)L->block) ob = L->block;
   }
   if (!ob || !ib) return 0;
-  int64_t cg = dw ? 1 : C, wb = dw ? 1 : ib;
-  gir_shape ws = {.rank = 6, .dims = {M / ob, cg / wb, KH, KW, wb, ob}};
-  float *wp = gir_arena_alloc(g->arena, (size_t)(M * cg * KH * KW) * sizeof *wp);
+  int64_t cg = dw ? 1 : C, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob;
+  gir_shape ws = {.rank = 6, .dims = {Mp / ob, cg / wb, KH, KW, wb, ob}};
+  float *wp = gir_arena_calloc(g->arena, (size_t)(Mp * cg * KH * KW), sizeof *wp);
+  if (!wp) return gir_errf(L->err, "out of memory packing the weights of %s", n->name);
   const float *wd = w->data;
   for (int64_t m = 0; m < M; m++)
     for (int64_t c = 0; c < cg; c++)
@@ -114,17 +122,20 @@ static int rewrite_conv(lay *L, gir_node *n) {
         wp[dst] = wd[(m * cg + c) * KH * KW + t];
       }
   gir_value *ins[3];
-  ins[0] = relayout(L, x, 0, ib, n);
+  ins[0] = relayout(L, x, 0, ib, C, n);
   if (!ins[0]) return -1;
   ins[1] = gir_const_new(g, NULL, GIR_F32, &ws, wp);
   ins[2] = NULL;
   if (bias) {
-    gir_shape bs = {.rank = 2, .dims = {M / ob, ob}};
-    ins[2] = gir_const_new(g, NULL, GIR_F32, &bs, bias->data); /* [M] and [M/ob, ob] share the row-major order */
+    gir_shape bs = {.rank = 2, .dims = {Mp / ob, ob}};
+    float *bp = gir_arena_calloc(g->arena, (size_t)Mp, sizeof *bp); /* [M] and [M/ob, ob] share the row-major order */
+    if (!bp) return gir_errf(L->err, "out of memory packing the bias of %s", n->name);
+    memcpy(bp, bias->data, (size_t)M * sizeof *bp);
+    ins[2] = gir_const_new(g, NULL, GIR_F32, &bs, bp);
   }
   gir_node *cn = new_node(L, GIR_OP_conv_nchwc, ins, bias ? 3 : 2, n);
   gir_value *y = finish(L, cn);
-  if (!y || !(y = relayout(L, y, ob, 0, n))) return -1;
+  if (!y || !(y = relayout(L, y, ob, 0, M, n))) return -1;
   if (gir_replace_uses(g, n->out[0], y) < 0) return 0;
   L->st->convs++;
   return 1;
@@ -135,7 +146,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
 /* Operand v of an element-wise op whose output is [N, C, H, W], in layout b. */
 static gir_value *blocked_operand(lay *L, gir_value *v, int64_t C, int64_t b, const gir_node *origin) {
   int64_t vb;
-  if (blocked_source(v, &vb)) return relayout(L, v, 0, b, origin);
+  if (blocked_source(v, &vb)) return relayout(L, v, 0, b, C, origin);
   if (v->shape.rank > 4) return NULL;
   int64_t d[4] = {1, 1, 1, 1};
   for (int i = 0; i < v->shape.rank; i++) d[4 - v->shape.rank + i] = v->shape.dims[i];
@@ -146,7 +157,7 @@ static gir_value *blocked_operand(lay *L, gir_value *v, int64_t C, int64_t b, co
     gir_attr_set_ints(L->g, r, "shape", d, 4);
     if (!(v4 = finish(L, r))) return NULL;
   }
-  if (d[1] == C) return relayout(L, v4, 0, b, origin);
+  if (d[1] == C) return relayout(L, v4, 0, b, C, origin);
   if (d[1] != 1) return NULL;
   int64_t d5[5] = {d[0], 1, d[2], d[3], 1};
   gir_node *r = new_node(L, GIR_OP_reshape, &v, 1, NULL);
@@ -173,7 +184,7 @@ static int propagate(lay *L, gir_node *n) {
   if (n->n_in > 64) return 0;
   switch (n->op) {
   case GIR_OP_unary: case GIR_OP_cast: case GIR_OP_binary: case GIR_OP_where:
-    if (C % b) return 0;
+    /* channels past C (padding to whole blocks) compute garbage nobody reads */
     for (int i = 0; i < n->n_in; i++) {
       ins[i] = blocked_operand(L, n->in[i], C, b, n);
       if (!ins[i]) return 0; /* an operand that cannot follow: the op stays plain */
@@ -191,7 +202,7 @@ static int propagate(lay *L, gir_node *n) {
     if (gir_attr_int(n, "axis", 0) != 1) return 0;
     for (int i = 0; i < n->n_in; i++) {
       if (n->in[i]->shape.rank != 4 || n->in[i]->shape.dims[1] % b) return 0;
-      if (!(ins[i] = relayout(L, n->in[i], 0, b, n))) return -1;
+      if (!(ins[i] = relayout(L, n->in[i], 0, b, n->in[i]->shape.dims[1], n))) return -1;
     }
     break;
   default: return 0;
@@ -199,7 +210,7 @@ static int propagate(lay *L, gir_node *n) {
   gir_node *nn = new_node(L, n->op, ins, n->n_in, n);
   if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);
   gir_value *y = finish(L, nn);
-  if (!y || !(y = relayout(L, y, b, 0, n))) return -1;
+  if (!y || !(y = relayout(L, y, b, 0, C, n))) return -1;
   if (gir_replace_uses(L->g, n->out[0], y) < 0) return 0;
   L->st->propagated++;
   return 1;

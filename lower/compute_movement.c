@@ -196,17 +196,22 @@ int lower_compute_one_hot(te_ctx *c, const gir_node *n, te_tensor *const *in, te
   return 0;
 }
 
-/* NCHW <-> NCHW[b]c: channel c lives at (c / b, c % b) in a blocked tensor. */
+/* NCHW <-> NCHW[b]c: channel c lives at (c / b, c % b) in a blocked tensor; the
+ * channels a blocked output pads with read 0. */
 int lower_compute_relayout(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_var *ax[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
   int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
+  int64_t held = src ? in[0]->shape[1] * src : in[0]->shape[1], channels = gir_attr_int(n, "channels", held);
   te_expr *ch = dst ? te_add(c, te_mul(c, te_v(c, ax[1]), te_int(c, dst)), te_v(c, ax[4])) : te_v(c, ax[1]);
   te_expr *idx[5] = {te_v(c, ax[0]), ch, te_v(c, ax[2]), te_v(c, ax[3]), NULL};
   if (src) {
     idx[1] = te_div(c, ch, te_int(c, src));
     idx[4] = te_bin(c, TE_MOD, ch, te_int(c, src));
   }
-  out[0] = lower_stage(c, n, 0, ax, te_load(c, in[0], idx));
+  te_expr *v = te_load(c, in[0], idx);
+  if (dst && n->out[0]->shape.dims[1] * dst > channels)
+    v = te_select(c, te_lt(c, ch, te_int(c, channels)), v, te_const(c, in[0]->dtype, 0));
+  out[0] = lower_stage(c, n, 0, ax, v);
   return 0;
 }

@@ -173,9 +173,16 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   lower_out_axes(c, n, 0, ax);
   te_expr *oi[GIR_MAX_RANK];
   for (int i = 0; i < r; i++) oi[i] = te_v(c, ax[i]);
+  int64_t nr = gir_attr_int(n, "packed", 0);
+  te_expr *bp[3];
+  if (nr) { /* b in panels: column j at [j / nr, k, j % nr] */
+    bp[0] = te_div(c, oi[r - 1], te_int(c, nr));
+    bp[1] = te_v(c, kv);
+    bp[2] = te_bin(c, TE_MOD, oi[r - 1], te_int(c, nr));
+  }
   /* batch dims broadcast: load with the output's batch index, then fix the last two */
   te_expr *ai[GIR_MAX_RANK], *bi[GIR_MAX_RANK];
-  int ba = a->rank - 2, bb = b->rank - 2, bo = r - 2;
+  int ba = a->rank - 2, bb = nr ? 0 : b->rank - 2, bo = r - 2;
   for (int i = 0; i < ba; i++) ai[i] = a->shape[i] == 1 ? te_int(c, 0) : oi[bo - ba + i];
   for (int i = 0; i < bb; i++) bi[i] = b->shape[i] == 1 ? te_int(c, 0) : oi[bo - bb + i];
   ai[ba] = oi[r - 2];
@@ -183,7 +190,8 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   bi[bb] = te_v(c, kv);
   bi[bb + 1] = oi[r - 1];
   gir_dtype t = acc_type(a->dtype);
-  te_expr *body = te_reduce(c, TE_SUM, &kv, 1, te_mul(c, te_cast(c, t, te_load(c, a, ai)), te_cast(c, t, te_load(c, b, bi))), NULL);
+  te_expr *bv = te_load(c, b, nr ? bp : bi);
+  te_expr *body = te_reduce(c, TE_SUM, &kv, 1, te_mul(c, te_cast(c, t, te_load(c, a, ai)), te_cast(c, t, bv)), NULL);
   out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
   return 0;
 }

@@ -4,6 +4,8 @@
  * layer_norm is mean → variance → normalize. Statistics of float16/bfloat16
  * inputs are accumulated in float32. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include "compute.h"
 
 /* Input index of a reduction: reduced axes take the reduce variables, kept axes
@@ -19,6 +21,9 @@ static void reduce_index(te_ctx *c, int r, const int *red, int keep, te_var *con
       idx[i] = te_v(c, oax[o++]);
   }
 }
+
+static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
+                           te_expr *elem, te_var *const *v);
 
 static gir_dtype acc_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
 
@@ -44,6 +49,26 @@ int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   gir_dtype t = x->dtype, at = acc_type(t);
   te_expr *v = te_cast(c, at, te_load(c, x, idx)), *body;
   gir_reduce_fn fn = (gir_reduce_fn)gir_attr_int(n, "fn", 0);
+  /* a float sum/mean/max/min over the innermost axis alone: a row statistic, which
+   * the row template computes with vector lanes at a parallel row loop */
+  int last = x->rank - 1;
+  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) &&
+      (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN || fn == GIR_REDUCE_MAX || fn == GIR_REDUCE_MIN)) {
+    te_var *xv[GIR_MAX_RANK];
+    te_axes(c, x->rank, x->shape, xv);
+    te_expr *xi[GIR_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) xi[i] = te_v(c, xv[i]);
+    te_combiner comb = fn == GIR_REDUCE_MAX ? TE_RMAX : fn == GIR_REDUCE_MIN ? TE_RMIN : TE_SUM;
+    te_tensor *st = row_stat(c, "reduce_row", x, last, at, comb, te_cast(c, at, te_load(c, x, xi)), xv);
+    if (!st) return gir_errf(c->err, "%s: out of memory", n->name);
+    te_expr *si[GIR_MAX_RANK];
+    for (int i = 0; i < last; i++) si[i] = te_v(c, oax[i]);
+    si[last] = te_int(c, 0);
+    body = te_load(c, st, si);
+    if (fn == GIR_REDUCE_MEAN) body = te_div(c, body, te_const(c, at, (double)count));
+    out[0] = lower_stage(c, n, 0, oax, te_cast(c, t, body));
+    return 0;
+  }
   switch (fn) {
   case GIR_REDUCE_SUM: body = te_reduce(c, TE_SUM, rax, na, v, NULL); break;
   case GIR_REDUCE_MEAN:
@@ -105,16 +130,51 @@ int lower_compute_arg_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in,
   return 0;
 }
 
-/* A stage reducing x (cast to t) over `axis` with comb, keeping the axis as 1. */
-static te_tensor *axis_reduce(te_ctx *c, const char *name, te_tensor *x, int axis, gir_dtype t, te_combiner comb) {
-  int64_t shape[GIR_MAX_RANK];
-  for (int i = 0; i < x->rank; i++) shape[i] = i == axis ? 1 : x->shape[i];
-  te_var *ax[GIR_MAX_RANK], *r = te_var_new(c, "r", x->shape[axis]);
-  te_axes(c, x->rank, shape, ax);
+/* A statistic of each row along `axis` (kept as a size-1 axis): comb over the
+ * axis of elem, an expression over the variables v (one per axis of a tensor of
+ * x's shape). When the axis is the innermost one and a lane count L of 16, 8 or 4
+ * divides it, the reduction goes through a partial stage p[.., L] = comb over
+ * ro of elem at ro·L + l, whose lane axis the row template (templates.c)
+ * vectorizes, and the statistic combines the L lanes: the rfactor of TVM, which
+ * also sums in a better order than one serial chain. */
+static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
+                           te_expr *elem, te_var *const *v) {
+  int rank = x->rank;
+  int64_t R = x->shape[axis], L = 0, shape[GIR_MAX_RANK] = {0};
+  for (int64_t l = 16; l >= 4 && axis == rank - 1; l /= 2)
+    if (R % l == 0 && R >= 2 * l) {
+      L = l;
+      break;
+    }
+  for (int i = 0; i < rank; i++) shape[i] = i == axis ? 1 : x->shape[i];
+  te_var *sax[GIR_MAX_RANK];
+  te_axes(c, rank, shape, sax);
   te_expr *idx[GIR_MAX_RANK];
-  for (int i = 0; i < x->rank; i++) idx[i] = i == axis ? te_v(c, r) : te_v(c, ax[i]);
-  te_expr *v = te_cast(c, t, te_load(c, x, idx));
-  return te_compute(c, name, t, x->rank, shape, ax, te_reduce(c, comb, &r, 1, v, NULL));
+  if (!L) {
+    te_var *r = te_var_new(c, "r", R);
+    for (int i = 0; i < rank; i++) idx[i] = i == axis ? te_v(c, r) : te_v(c, sax[i]);
+    te_tensor *s = te_compute(c, name, t, rank, shape, sax, te_reduce(c, comb, &r, 1, te_subst(c, elem, v, idx, rank), NULL));
+    s->tag = axis == rank - 1 ? "row_stat" : NULL;
+    return s;
+  }
+  int64_t pshape[GIR_MAX_RANK] = {0};
+  for (int i = 0; i < rank; i++) pshape[i] = i == axis ? L : x->shape[i];
+  te_var *pax[GIR_MAX_RANK], *ro = te_var_new(c, "ro", R / L);
+  te_axes(c, rank, pshape, pax);
+  for (int i = 0; i < rank; i++)
+    idx[i] = i == axis ? te_add(c, te_mul(c, te_v(c, ro), te_int(c, L)), te_v(c, pax[i])) : te_v(c, pax[i]);
+  size_t nl = strlen(name) + 6;
+  char *pname = gir_arena_alloc(c->arena, nl);
+  if (!pname) return NULL;
+  snprintf(pname, nl, "%s_part", name);
+  te_tensor *p = te_compute(c, pname, t, rank, pshape, pax,
+                            te_reduce(c, comb, &ro, 1, te_subst(c, elem, v, idx, rank), NULL));
+  p->tag = "row_partial";
+  te_var *l = te_var_new(c, "l", L);
+  for (int i = 0; i < rank; i++) idx[i] = i == axis ? te_v(c, l) : te_v(c, sax[i]);
+  te_tensor *s = te_compute(c, name, t, rank, shape, sax, te_reduce(c, comb, &l, 1, te_load(c, p, idx), NULL));
+  s->tag = "row_stat";
+  return s;
 }
 
 /* Loads a keepdims statistic s at index idx (its axis forced to 0). */
@@ -124,29 +184,65 @@ static te_expr *load_stat(te_ctx *c, te_tensor *s, te_expr *const *idx, int axis
   return te_load(c, s, si);
 }
 
+/* Softmax along `axis`: max, then the sum of e = exp(x - max), then e / sum (log:
+ * x - max - log(sum)). Along the innermost axis e is a stage of its own (tag
+ * row_keep: the default schedule keeps it), computed once per row by the row
+ * template instead of once for the sum and again for the output. */
 int lower_compute_softmax(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int64_t axis = gir_attr_int(n, "axis", -1);
   if (axis < 0) axis += x->rank;
+  int lg = (int)gir_attr_int(n, "log", 0), inner = axis == x->rank - 1;
   gir_dtype t = acc_type(x->dtype);
-  te_tensor *m = axis_reduce(c, "softmax_max", x, (int)axis, t, TE_RMAX);
-  int64_t shape[GIR_MAX_RANK];
-  for (int i = 0; i < x->rank; i++) shape[i] = i == axis ? 1 : x->shape[i];
-  te_var *sax[GIR_MAX_RANK], *r = te_var_new(c, "r", x->shape[axis]);
-  te_axes(c, x->rank, shape, sax);
-  te_expr *idx[GIR_MAX_RANK];
-  for (int i = 0; i < x->rank; i++) idx[i] = i == axis ? te_v(c, r) : te_v(c, sax[i]);
-  te_expr *e = te_un(c, TE_EXP, te_sub(c, te_cast(c, t, te_load(c, x, idx)), load_stat(c, m, idx, (int)axis)));
-  te_tensor *s = te_compute(c, "softmax_sum", t, x->rank, shape, sax, te_reduce(c, TE_SUM, &r, 1, e, NULL));
+  te_var *v[GIR_MAX_RANK];
+  te_axes(c, x->rank, x->shape, v);
+  te_expr *vi[GIR_MAX_RANK];
+  for (int i = 0; i < x->rank; i++) vi[i] = te_v(c, v[i]);
+  te_expr *xv = te_cast(c, t, te_load(c, x, vi));
+  te_tensor *m = row_stat(c, "softmax_max", x, (int)axis, t, TE_RMAX, xv, v);
+  te_expr *ev = te_un(c, TE_EXP, te_sub(c, xv, load_stat(c, m, vi, (int)axis)));
+  te_tensor *e = NULL;
+  if (inner && !lg) {
+    e = te_compute(c, "softmax_exp", t, x->rank, x->shape, v, ev);
+    e->tag = "row_keep";
+    te_var *v2[GIR_MAX_RANK];
+    te_axes(c, x->rank, x->shape, v2);
+    for (int i = 0; i < x->rank; i++) vi[i] = te_v(c, v2[i]);
+    ev = te_load(c, e, vi);
+    memcpy(v, v2, sizeof v);
+  }
+  te_tensor *s = row_stat(c, "softmax_sum", x, (int)axis, t, TE_SUM, ev, v);
   te_var *ax[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
   te_expr *oi[GIR_MAX_RANK];
   for (int i = 0; i < x->rank; i++) oi[i] = te_v(c, ax[i]);
-  te_expr *xs = te_sub(c, te_cast(c, t, te_load(c, x, oi)), load_stat(c, m, oi, (int)axis));
-  te_expr *body = gir_attr_int(n, "log", 0) ? te_sub(c, xs, te_un(c, TE_LOG, load_stat(c, s, oi, (int)axis)))
-                                            : te_div(c, te_un(c, TE_EXP, xs), load_stat(c, s, oi, (int)axis));
+  te_expr *body;
+  if (lg) {
+    te_expr *xs = te_sub(c, te_cast(c, t, te_load(c, x, oi)), load_stat(c, m, oi, (int)axis));
+    body = te_sub(c, xs, te_un(c, TE_LOG, load_stat(c, s, oi, (int)axis)));
+  } else {
+    te_expr *ex = e ? te_load(c, e, oi)
+                    : te_un(c, TE_EXP, te_sub(c, te_cast(c, t, te_load(c, x, oi)), load_stat(c, m, oi, (int)axis)));
+    body = te_div(c, ex, load_stat(c, s, oi, (int)axis));
+  }
   out[0] = lower_stage(c, n, 0, ax, te_cast(c, x->dtype, body));
   return 0;
+}
+
+/* Sum over the axes >= axis of elem (an expression over v, one variable per axis
+ * of x), as a keepdims statistic: row_stat for a single innermost axis, one
+ * reduction over all of them otherwise. */
+static te_tensor *tail_sum(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_expr *elem,
+                           te_var *const *v) {
+  int r = x->rank;
+  if (axis == r - 1) return row_stat(c, name, x, axis, t, TE_SUM, elem, v);
+  int64_t sshape[GIR_MAX_RANK] = {0};
+  for (int i = 0; i < r; i++) sshape[i] = i < axis ? x->shape[i] : 1;
+  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
+  te_axes(c, r, sshape, ax);
+  te_expr *idx[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) idx[i] = i < axis ? te_v(c, ax[i]) : te_v(c, rv[i - axis] = te_var_new(c, "r", x->shape[i]));
+  return te_compute(c, name, t, r, sshape, ax, te_reduce(c, TE_SUM, rv, r - axis, te_subst(c, elem, v, idx, r), NULL));
 }
 
 int lower_compute_layer_norm(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
@@ -158,34 +254,20 @@ int lower_compute_layer_norm(te_ctx *c, const gir_node *n, te_tensor *const *in,
   /* statistics in double: a float32 sum over a row with a large mean loses what
    * (x - mean) / std then magnifies */
   gir_dtype t = GIR_F64;
-  int64_t sshape[GIR_MAX_RANK], count = 1;
+  int64_t count = 1;
+  for (int i = (int)axis; i < r; i++) count *= x->shape[i];
+  te_var *v[GIR_MAX_RANK];
+  te_axes(c, r, x->shape, v);
+  te_expr *vi[GIR_MAX_RANK], *zi[GIR_MAX_RANK];
   for (int i = 0; i < r; i++) {
-    sshape[i] = i < axis ? x->shape[i] : 1;
-    if (i >= axis) count *= x->shape[i];
+    vi[i] = te_v(c, v[i]);
+    zi[i] = i < axis ? vi[i] : te_int(c, 0);
   }
-  /* mean (skipped for rms) */
-  te_tensor *mean = NULL;
-  if (!rms) {
-    te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
-    te_axes(c, r, sshape, ax);
-    te_expr *idx[GIR_MAX_RANK];
-    for (int i = 0; i < r; i++) idx[i] = i < axis ? te_v(c, ax[i]) : te_v(c, rv[i - axis] = te_var_new(c, "r", x->shape[i]));
-    mean = te_compute(c, "ln_mean", t, r, sshape, ax,
-                      te_div(c, te_reduce(c, TE_SUM, rv, nr, te_cast(c, t, te_load(c, x, idx)), NULL),
-                             te_const(c, t, (double)count)));
-  }
-  /* variance (or mean square) */
-  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
-  te_axes(c, r, sshape, ax);
-  te_expr *idx[GIR_MAX_RANK], *zi[GIR_MAX_RANK];
-  for (int i = 0; i < r; i++) {
-    idx[i] = i < axis ? te_v(c, ax[i]) : te_v(c, rv[i - axis] = te_var_new(c, "r", x->shape[i]));
-    zi[i] = i < axis ? te_v(c, ax[i]) : te_int(c, 0);
-  }
-  te_expr *d = te_cast(c, t, te_load(c, x, idx));
-  if (mean) d = te_sub(c, d, te_load(c, mean, zi));
-  te_tensor *var = te_compute(c, "ln_var", t, r, sshape, ax,
-                              te_div(c, te_reduce(c, TE_SUM, rv, nr, te_mul(c, d, d), NULL), te_const(c, t, (double)count)));
+  te_expr *d = te_cast(c, t, te_load(c, x, vi)), *cnt = te_const(c, t, (double)count);
+  /* mean (skipped for rms), then the variance (or mean square) */
+  te_tensor *mean = rms ? NULL : tail_sum(c, "ln_mean", x, (int)axis, t, d, v);
+  if (mean) d = te_sub(c, d, te_div(c, te_load(c, mean, zi), cnt));
+  te_tensor *var = tail_sum(c, "ln_var", x, (int)axis, t, te_mul(c, d, d), v);
   /* normalize */
   te_var *oax[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, oax);
@@ -195,8 +277,10 @@ int lower_compute_layer_norm(te_ctx *c, const gir_node *n, te_tensor *const *in,
     si[i] = i < axis ? te_v(c, oax[i]) : te_int(c, 0);
   }
   te_expr *y = te_cast(c, t, te_load(c, x, oi));
-  if (mean) y = te_sub(c, y, te_load(c, mean, si));
-  y = te_div(c, y, te_un(c, TE_SQRT, te_add(c, te_load(c, var, si), te_const(c, t, eps))));
+  if (mean) y = te_sub(c, y, te_div(c, te_load(c, mean, si), te_const(c, t, (double)count)));
+  te_expr *vr = te_div(c, te_load(c, var, si), te_const(c, t, (double)count));
+  /* times 1/std, one division per row once LLVM hoists it */
+  y = te_mul(c, y, te_div(c, te_const(c, t, 1.0), te_un(c, TE_SQRT, te_add(c, vr, te_const(c, t, eps)))));
   if (scale) y = te_mul(c, y, te_cast(c, t, te_load_bcast(c, scale, oi + axis, nr)));
   if (bias) y = te_add(c, y, te_cast(c, t, te_load_bcast(c, bias, oi + axis, nr)));
   out[0] = lower_stage(c, n, 0, oax, te_cast(c, x->dtype, y));

@@ -17,8 +17,9 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   int threads_hint = t->threads;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    /* a convolution's padded input stays a stage: its template computes it once */
-    int keep = st->t->tag && !strcmp(st->t->tag, "conv_pad");
+    /* a convolution's padded input and softmax's exp stay stages: their templates
+     * compute them once */
+    int keep = st->t->tag && (!strcmp(st->t->tag, "conv_pad") || !strcmp(st->t->tag, "row_keep"));
     if (!st->is_output && st->n_reduce == 0 && !keep && sch_compute_inline(s, st) < 0) return -1;
   }
   if (lower_apply_templates(s, t) < 0) return -1;

@@ -170,7 +170,9 @@ static tir_expr *lower_expr(lower_ctx *L, const te_expr *e, tir_expr *const *vv,
   case TE_SELECT: {
     tir_expr *c = lower_expr(L, e->u.sel.c, vv, vars, nv), *x = lower_expr(L, e->u.sel.a, vv, vars, nv),
              *y = lower_expr(L, e->u.sel.b, vv, vars, nv);
-    return te_may_trap(e->u.sel.a) || te_may_trap(e->u.sel.b) ? tir_if_then_else(b, c, x, y) : tir_select(b, c, x, y);
+    return te_may_trap_beyond(e->u.sel.a, e->u.sel.c) || te_may_trap_beyond(e->u.sel.b, e->u.sel.c)
+               ? tir_if_then_else(b, c, x, y)
+               : tir_select(b, c, x, y);
   }
   case TE_CAST: return tir_cast(b, e->dtype, lower_expr(L, e->u.cast.a, vv, vars, nv));
   case TE_BITCAST: return tir_bitcast(b, e->dtype, lower_expr(L, e->u.cast.a, vv, vars, nv));
@@ -297,21 +299,27 @@ static int tir_same(const tir_expr *a, const tir_expr *b) {
   }
 }
 
-/* Region of producer p read by consumer c inside c's loop `at`. Loops of c
- * outside `at` are the fixed variables fixed_vars (their tir vars); the loops
- * inside range over [0, ext). var_val maps c's TE root/reduce variables to tir
- * expressions of the leaf variables. */
-static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *const *vv, te_var *const *vars, int nv,
-                         tir_var *const *inner_vars, const int64_t *inner_ext, int n_inner, region *out) {
-  tir_builder *b = L->b;
-  te_tensor *t = p->t;
-  access_arg acc = {.target = t, .a = L->s->arena};
-  collect_loads(c->body, &acc);
-  int have[GIR_MAX_RANK] = {0};
+/* Bound inference state: per axis of the producer, the union so far of the
+ * index ranges read (a symbolic base plus [lo, hi]), or a single non-linear
+ * point, or the whole axis. */
+typedef struct region_acc {
+  int have[GIR_MAX_RANK], full[GIR_MAX_RANK];
   lin base[GIR_MAX_RANK];
   int64_t lo[GIR_MAX_RANK], hi[GIR_MAX_RANK];
-  int full[GIR_MAX_RANK] = {0};
-  tir_expr *point[GIR_MAX_RANK] = {0}; /* a non-linear single-point index */
+  tir_expr *point[GIR_MAX_RANK];
+} region_acc;
+
+/* Adds to ra the indices of t read by `body`, whose TE variables vars[i] have the
+ * values vv[i] (tir expressions of loop variables); inner_vars range over
+ * [0, inner_ext), the other variables are fixed at the attach point. */
+static void add_reads(lower_ctx *L, te_tensor *t, const te_expr *body, tir_expr *const *vv, te_var *const *vars,
+                      int nv, tir_var *const *inner_vars, const int64_t *inner_ext, int n_inner, region_acc *ra) {
+  access_arg acc = {.target = t, .a = L->s->arena};
+  collect_loads(body, &acc);
+  int *have = ra->have, *full = ra->full;
+  lin *base = ra->base;
+  int64_t *lo = ra->lo, *hi = ra->hi;
+  tir_expr **point = ra->point;
   for (int k = 0; k < acc.n; k++) {
     const te_expr *ld = acc.loads[k];
     for (int d = 0; d < t->rank; d++) {
@@ -381,6 +389,54 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
       if (mn < lo[d]) lo[d] = mn;
       if (mx > hi[d]) hi[d] = mx;
     }
+  }
+}
+
+/* Region of producer p read inside c's loop `at`, by c and by the stages computed
+ * at the same loop after p (siblings, whose regions are already known). Loops of
+ * c outside `at` are fixed (their tir vars); the loops inside range over
+ * [0, ext). var_val maps c's TE root/reduce variables to tir expressions of the
+ * leaf variables. A sibling's variables range over its region: its root axis i
+ * is min_i + j with j in [0, extent_i), its reduce axes over their extents. */
+static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *const *vv, te_var *const *vars, int nv,
+                         tir_var *const *inner_vars, const int64_t *inner_ext, int n_inner, region *out) {
+  tir_builder *b = L->b;
+  te_tensor *t = p->t;
+  region_acc ra;
+  memset(&ra, 0, sizeof ra);
+  int *have = ra.have, *full = ra.full;
+  lin *base = ra.base;
+  int64_t *lo = ra.lo, *hi = ra.hi;
+  tir_expr **point = ra.point;
+  add_reads(L, t, c->body, vv, vars, nv, inner_vars, inner_ext, n_inner, &ra);
+  for (int i = p->id + 1; i < L->s->n_stages; i++) {
+    sch_stage *r = L->s->stages[i];
+    if (r->attach != SCH_AT || r->at_stage != c || r->at_iter != p->at_iter || !sch_reads(r, p)) continue;
+    const region *rr = &L->info[r->id].reg;
+    te_var *rv[2 * GIR_MAX_RANK + 8];
+    tir_expr *rval[2 * GIR_MAX_RANK + 8];
+    tir_var *iv[64 + 2 * GIR_MAX_RANK + 8];
+    int64_t ie[64 + 2 * GIR_MAX_RANK + 8];
+    int n = 0, ni = 0;
+    for (int k = 0; k < n_inner; k++) {
+      iv[ni] = inner_vars[k];
+      ie[ni++] = inner_ext[k];
+    }
+    for (int k = 0; k < r->n_root; k++) {
+      tir_var *j = tir_var_new(b, "j", GIR_I64);
+      iv[ni] = j;
+      ie[ni++] = rr->extent[k];
+      rv[n] = r->root_axes[k]->root;
+      rval[n++] = tir_bin(b, TE_ADD, rr->min[k], tir_var_ref(b, j));
+    }
+    for (int k = 0; k < r->n_reduce; k++) {
+      tir_var *j = tir_var_new(b, "j", GIR_I64);
+      iv[ni] = j;
+      ie[ni++] = r->reduce_axes[k]->extent;
+      rv[n] = r->reduce_axes[k]->root;
+      rval[n++] = tir_var_ref(b, j);
+    }
+    add_reads(L, t, r->body, rval, rv, n, iv, ie, ni, &ra);
   }
   out->may_escape = 0;
   for (int d = 0; d < t->rank; d++) {
@@ -529,7 +585,8 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   derive_roots(L, st, ext, &guard, &rguard);
   stage_vals sv;
   bind_roots(L, st, reg, &sv);
-  for (int i = 0; i < L->s->n_stages; i++) {
+  /* consumers first: a stage's region includes what its siblings read */
+  for (int i = L->s->n_stages - 1; i >= 0; i--) {
     sch_stage *p = L->s->stages[i];
     if (p->attach != SCH_AT || p->at_stage != st) continue;
     int pos = -1;

@@ -8,8 +8,10 @@
  * (bias is in the reduction; activation, residual add…) reads the tile from
  * registers. The tiles (n, mo, oh, ow/ow_tile) are fused into one parallel loop.
  * A depthwise conv has no channel reduction: its taps load input vectors.
- * The zero-padded input (stage tag "conv_pad") is computed once, in parallel,
- * before the convolution, so the inner loops carry no bounds test. */
+ * The zero-padded input (stage tag "conv_pad") is a stage, so the inner loops
+ * carry no bounds test: computed once, in parallel, before the convolution, or
+ * (depthwise) per tile, where the few rows a tile reads stay in L1 instead of a
+ * padded copy of the whole input going out to memory and back. */
 #include <string.h>
 #include "lower.h"
 
@@ -32,16 +34,29 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     }
   /* no divisor worth having: a guarded tail beats tiny tiles */
   if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
+  /* depthwise (no channel reduction): each tile's padded rows are its own */
+  c.pad_tile = red->n_reduce == 2;
   return c;
 }
 
-/* The padded input: computed at the root, rows in parallel, channels vectorized. */
-static int sched_pad(sch_schedule *s, sch_stage *red, int32_t vec) {
+/* The padded input: computed at the root, rows in parallel, channels vectorized;
+ * or, with cfg->pad_tile, at each tile (before the reduction computed there), over
+ * the rows and columns that tile reads. */
+static int sched_pad(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *tile, const lower_conv_cfg *cfg) {
+  int32_t vec = cfg->vec;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *p = s->stages[i];
     if (p->attach != SCH_ROOT || p->n_rels || !p->t->tag || strcmp(p->t->tag, "conv_pad") || !sch_reads(red, p))
       continue;
     if (p->n_root != 5) continue;
+    if (cfg->pad_tile) {
+      if (sch_compute_at(s, p, epi, tile) < 0) return -1;
+      sch_iter *ci = p->leaf[p->n_leaf - 1], *co, *cv;
+      if (vec > 1 && ci->extent % vec == 0 &&
+          (sch_split(s, p, ci, vec, &co, &cv) < 0 || sch_annotate(s, p, cv, TIR_VECTORIZED) < 0))
+        return -1;
+      continue;
+    }
     sch_iter *rows;
     if (sch_fuse(s, p, p->leaf[0], p->leaf[1], &rows) < 0 || sch_fuse(s, p, rows, p->leaf[1], &rows) < 0) return -1;
     if (sch_annotate(s, p, rows, TIR_PARALLEL) < 0) return -1;
@@ -56,7 +71,6 @@ static int sched_pad(sch_schedule *s, sch_stage *red, int32_t vec) {
 
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
-  if (sched_pad(s, red, cfg->vec) < 0) return -1;
   sch_iter *owo, *owi;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
   sch_iter *tile = lower_fuse_through(s, epi, owo);
@@ -67,7 +81,7 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
     sch_iter *mo, *mv;
     if (sch_split(s, epi, mi, cfg->vec, &mo, &mv) < 0 || sch_annotate(s, epi, mv, TIR_VECTORIZED) < 0) return -1;
   }
-  if (sch_compute_at(s, red, epi, tile) < 0) return -1;
+  if (sch_compute_at(s, red, epi, tile) < 0 || sched_pad(s, red, epi, tile, cfg) < 0) return -1;
   /* the register tile: reduction loops outside, pixels × channel vectors inside */
   sch_iter *ow = red->root_axes[3], *oc = red->root_axes[4], *oco = NULL, *ocv = oc;
   if (cfg->vec > 1 && sch_split(s, red, oc, cfg->vec, &oco, &ocv) < 0) return -1;

@@ -35,6 +35,14 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
     c.nr_vecs = c.vec > 1 && N >= 2 * c.vec ? 2 : 1;
   }
   if (c.vec == 1) c.nr_vecs = (int32_t)(N < 8 ? N : 8);
+  /* weights packed in panels (pack_matmul.c): the tile is one panel wide */
+  const gir_node *n = o->origin;
+  int64_t panel = n && n->op == GIR_OP_matmul ? gir_attr_int(n, "packed", 0) : 0;
+  if (panel && o->dtype == GIR_F32) {
+    c.vec = t->vec_f32;
+    while (c.vec > 1 && panel % c.vec) c.vec /= 2;
+    c.nr_vecs = (int32_t)(panel / c.vec);
+  }
   /* rows: as many as the registers allow (accumulators + B vectors + a broadcast) */
   int32_t max_rows = (t->vec_regs - c.nr_vecs - 2) / c.nr_vecs;
   if (max_rows > 8) max_rows = 8;

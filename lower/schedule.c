@@ -296,13 +296,21 @@ int sch_reads(const sch_stage *reader, const sch_stage *producer) {
   return want[1] != NULL;
 }
 
+/* r is computed at the same loop as p (or, while p is being attached, at some
+ * loop: the caller checks which), after it: bound inference widens p's region to
+ * what r reads there. */
+static int sibling_after(const sch_stage *r, const sch_stage *p) {
+  return r->attach == SCH_AT && r->id > p->id &&
+         (p->attach != SCH_AT || (r->at_stage == p->at_stage && r->at_iter == p->at_iter));
+}
+
 int sch_check_attachments(sch_schedule *s) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *p = s->stages[i];
     if (p->attach != SCH_AT) continue;
     for (int j = 0; j < s->n_stages; j++) {
       sch_stage *r = s->stages[j];
-      if (r == p || r == p->at_stage || r->attach == SCH_INLINE) continue;
+      if (r == p || r == p->at_stage || r->attach == SCH_INLINE || sibling_after(r, p)) continue;
       if (sch_reads(r, p))
         return gir_errf(s->err, "compute_at: %s is computed inside %s but also read by %s", p->t->name,
                         p->at_stage->t->name, r->t->name);
@@ -317,7 +325,8 @@ int sch_compute_at(sch_schedule *s, sch_stage *p, sch_stage *c, sch_iter *at) {
   if (p->is_output) return gir_errf(s->err, "compute_at: output stage %s must stay at the root", p->t->name);
   for (int j = 0; j < s->n_stages; j++) {
     sch_stage *r = s->stages[j];
-    if (r != p && r != c && r->attach != SCH_INLINE && sch_reads(r, p))
+    if (r != p && r != c && r->attach != SCH_INLINE && !(sibling_after(r, p) && r->at_stage == c && r->at_iter == at) &&
+        sch_reads(r, p))
       return gir_errf(s->err, "compute_at: %s is also read by %s, which is not computed inside %s", p->t->name,
                       r->t->name, c->t->name);
   }

@@ -92,6 +92,8 @@ int sch_tile(sch_schedule *s, sch_stage *st, sch_iter *x, sch_iter *y, int64_t f
              sch_iter **yo, sch_iter **xi, sch_iter **yi);
 int sch_annotate(sch_schedule *s, sch_stage *st, sch_iter *it, tir_for_kind kind); /* vectorize/unroll/parallel */
 int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *thread_tag);
+/* Every other reader of producer must be inlined or already computed at the same
+ * loop `at` (a sibling after it: its reads widen producer's region). */
 int sch_compute_at(sch_schedule *s, sch_stage *producer, sch_stage *consumer, sch_iter *at);
 int sch_compute_inline(sch_schedule *s, sch_stage *st);
 int sch_compute_root(sch_schedule *s, sch_stage *st);

@@ -279,6 +279,61 @@ int te_may_trap(const te_expr *e) {
   }
 }
 
+/* Structural equality of two expressions (same variables, same tensors). */
+static int te_same(const te_expr *a, const te_expr *b) {
+  if (a == b) return 1;
+  if (a->kind != b->kind || a->dtype != b->dtype) return 0;
+  switch (a->kind) {
+  case TE_INT: return a->u.i == b->u.i;
+  case TE_FLOAT: return a->u.f == b->u.f || (a->u.f != a->u.f && b->u.f != b->u.f);
+  case TE_VAR: return a->u.var == b->u.var;
+  case TE_LOAD:
+    if (a->u.load.t != b->u.load.t) return 0;
+    for (int i = 0; i < a->u.load.t->rank; i++)
+      if (!te_same(a->u.load.idx[i], b->u.load.idx[i])) return 0;
+    return 1;
+  case TE_UNARY: return a->u.un.op == b->u.un.op && te_same(a->u.un.a, b->u.un.a);
+  case TE_BINARY: return a->u.bin.op == b->u.bin.op && te_same(a->u.bin.a, b->u.bin.a) && te_same(a->u.bin.b, b->u.bin.b);
+  case TE_SELECT: return te_same(a->u.sel.c, b->u.sel.c) && te_same(a->u.sel.a, b->u.sel.a) && te_same(a->u.sel.b, b->u.sel.b);
+  case TE_CAST: return te_same(a->u.cast.a, b->u.cast.a);
+  default: return 0;
+  }
+}
+
+/* 1 if e occurs in hay. */
+static int te_occurs(const te_expr *e, const te_expr *hay) {
+  if (te_same(e, hay)) return 1;
+  switch (hay->kind) {
+  case TE_LOAD:
+    for (int i = 0; i < hay->u.load.t->rank; i++)
+      if (te_occurs(e, hay->u.load.idx[i])) return 1;
+    return 0;
+  case TE_UNARY: return te_occurs(e, hay->u.un.a);
+  case TE_BINARY: return te_occurs(e, hay->u.bin.a) || te_occurs(e, hay->u.bin.b);
+  case TE_SELECT: return te_occurs(e, hay->u.sel.c) || te_occurs(e, hay->u.sel.a) || te_occurs(e, hay->u.sel.b);
+  case TE_CAST: return te_occurs(e, hay->u.cast.a);
+  default: return 0;
+  }
+}
+
+int te_may_trap_beyond(const te_expr *e, const te_expr *done) {
+  if (!te_may_trap(e) || te_occurs(e, done)) return 0;
+  switch (e->kind) {
+  case TE_LOAD: return 1; /* a load evaluated nowhere else */
+  case TE_UNARY: return te_may_trap_beyond(e->u.un.a, done);
+  case TE_BINARY:
+    if (!gir_dtype_is_float(e->u.bin.a->dtype) &&
+        (e->u.bin.op == TE_DIV || e->u.bin.op == TE_MOD || e->u.bin.op == TE_FLOORDIV || e->u.bin.op == TE_FLOORMOD))
+      return 1;
+    return te_may_trap_beyond(e->u.bin.a, done) || te_may_trap_beyond(e->u.bin.b, done);
+  case TE_SELECT:
+    return te_may_trap_beyond(e->u.sel.c, done) || te_may_trap_beyond(e->u.sel.a, done) ||
+           te_may_trap_beyond(e->u.sel.b, done);
+  case TE_CAST: return te_may_trap_beyond(e->u.cast.a, done);
+  default: return 1;
+  }
+}
+
 te_expr *te_rewrite_loads(te_ctx *c, const te_expr *e, te_load_fn f, void *arg) {
   switch (e->kind) {
   case TE_LOAD: {

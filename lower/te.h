@@ -161,5 +161,10 @@ void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *
 /* 1 if e contains a load or an integer division (evaluating it could fault or
  * read out of bounds), so a select over it must stay lazy. */
 int te_may_trap(const te_expr *e);
+/* Same, but a trapping part of e that also occurs in `done` (an expression that
+ * is evaluated anyway, such as a select's condition) does not count: relu's
+ * select(x < 0, 0, x) reads nothing its condition did not, so it can be eager
+ * (and vectorized). */
+int te_may_trap_beyond(const te_expr *e, const te_expr *done);
 
 #endif

@@ -84,5 +84,5 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
     }
     if (rc < 0) return -1;
   }
-  return 0;
+  return lower_sched_rows(s, t);
 }

@@ -48,6 +48,8 @@ typedef struct lower_conv_cfg {
   int32_t vec;
   int32_t unroll_kw; /* unroll the kernel-width loop */
   int32_t parallel;
+  int32_t pad_tile;  /* the zero-padded input per tile (in cache, a few rows recomputed) instead of once for
+                        all: pays when no output block reuses an input block, as in depthwise convs */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
@@ -57,6 +59,11 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
  * vectors of the innermost axis, reduce loops outside the lanes. */
 int lower_vector_reduce_ok(const sch_stage *red, int32_t vec);
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel);
+
+/* Per-row statistics along the innermost axis (softmax, layer-norm: the
+ * row_partial/row_stat/row_keep stages of compute_reduce.c), computed at their
+ * consumer's parallel row loop with vector lanes (sched_rows.c). */
+int lower_sched_rows(sch_schedule *s, const lower_target *t);
 
 /* Picks and applies the template of every heavy stage it knows; stages it does
  * not know keep the default schedule. Returns 0, or -1 with the schedule's error. */

@@ -12,6 +12,29 @@ typedef struct loc {
   int32_t tensor; /* memplan index for arena values, -1 otherwise */
 } loc;
 
+/* Whether n's output holds its input's bytes in the same order: a reshape, or a
+ * relayout between plain NCHW and whole channel blocks of a 1x1 image. */
+static int is_view_node(const gir_node *n) {
+  if (n->op == GIR_OP_reshape) return n->in[0]->dtype == n->out[0]->dtype;
+  if (n->op != GIR_OP_relayout) return 0;
+  const gir_shape *x = &n->in[0]->shape;
+  int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
+  return (src == 0 || dst == 0) && x->dims[2] * x->dims[3] == 1 &&
+         gir_value_numel(n->in[0]) == gir_value_numel(n->out[0]);
+}
+
+/* Whether kernel kr only re-views its one input: a chain of view nodes. */
+static int is_view_kernel(const lower_kernel *kr) {
+  if (kr->n_in != 1 || kr->n_out != 1 || kr->n_ws != 0 || !kr->node || kr->node->out[0] != kr->out[0]) return 0;
+  const gir_node *n = kr->node;
+  for (int depth = 0; depth < 16; depth++) {
+    if (!is_view_node(n)) return 0;
+    if (n->in[0] == kr->in[0]) return gir_value_nbytes(kr->in[0]) == gir_value_nbytes(kr->out[0]);
+    if (!(n = n->in[0]->producer)) return 0;
+  }
+  return 0;
+}
+
 int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pack_plan *out, gir_err *err) {
   memset(out, 0, sizeof *out);
   loc *where = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *where);
@@ -35,12 +58,26 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   for (int i = 0; i < g->n_values; i++)
     if (where[i].kind == PACK_ARG_PARAM) memcpy((char *)out->params + where[i].offset, g->values[i]->data, (size_t)where[i].bytes);
 
+  /* a kernel that only re-views its input (a reshape between two complex ops,
+   * which keep it out of both their groups) moves no bytes: its output is its
+   * input's storage, and the call is dropped */
+  char *view = gir_arena_calloc(a, (size_t)p->n_kernels + 1, 1);
+  for (int k = 0; k < p->n_kernels; k++) {
+    const lower_kernel *kr = &p->kernels[k];
+    view[k] = is_view_kernel(kr) && where[kr->out[0]->id].kind == PACK_ARG_KIND_COUNT;
+  }
   /* intermediates and workspace → memplan tensors */
   int32_t nt = 0, cap = 64;
   pack_tensor *t = gir_arena_calloc(a, (size_t)cap, sizeof *t);
   int32_t **ws_tensor = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *ws_tensor);
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
+    if (view[k] && where[kr->in[0]->id].kind != PACK_ARG_KIND_COUNT) {
+      where[kr->out[0]->id] = where[kr->in[0]->id];
+      ws_tensor[k] = NULL;
+      continue;
+    }
+    view[k] = 0;
     for (int i = 0; i < kr->n_out; i++) {
       const gir_value *v = kr->out[i];
       if (where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
@@ -77,13 +114,14 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   }
 
   /* calls */
-  out->n_calls = p->n_kernels;
   out->calls = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *out->calls);
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
-    pack_call *c = &out->calls[k];
+    if (view[k]) continue;
+    pack_call *c = &out->calls[out->n_calls++];
     c->name = kr->fn->name;
     c->symbol = kr->fn->name;
+    c->flops = kr->flops;
     c->n_args = kr->n_in + kr->n_out + kr->n_ws;
     c->args = gir_arena_calloc(a, (size_t)c->n_args + 1, sizeof *c->args);
     int j = 0;

@@ -1,4 +1,4 @@
-/* test_layout.c — tests of the NCHW[x]c layout pass (layout/nchwc.c). Each case
+/* test_layout.c — tests of the layout passes (layout/nchwc.c, pack_matmul.c). Each case
  * is a tiny graph built with the graphir API, run through lay_nchwc and checked
  * twice: structurally (which ops remain, which are relayouts, what the blocked
  * ops read, weight and bias shapes, the lay_stats counters, gir_verify clean)
@@ -10,7 +10,9 @@
  * non-constant weight or bias, float16, block < 4), depthwise convs, a 3-channel
  * image input, graph outputs inside the blocked region, consumers that must
  * keep reading plain NCHW (channel or non-keepdims reductions, concat on another
- * axis, a transpose), a squeeze-excite block and operands in different blocks.
+ * axis, a transpose), a squeeze-excite block, operands in different blocks,
+ * output channels padded to whole blocks, and matmul weights packed in panels
+ * (layout/pack_matmul.c).
  * Block sizes are read from the graph (the pass picks them: output blocks up to
  * two vectors) and checked against the limits and ops.def's weight layout. */
 #include <stdlib.h>
@@ -810,6 +812,110 @@ static void test_mixed_blocks(void) {
   }
 }
 
+/* --- padded output channels, packed matmul weights --- */
+
+/* 36 output channels, which no 8-float vector divides: the conv pads them to 40
+ * (zero weights and bias), the blocked region spreads through relu, an add of a
+ * per-channel constant and a global mean, and the relayout back crops to 36. A
+ * concat on channels must not take the padded tensor. Few channels (12) stay
+ * in narrow blocks. */
+static void test_padded_channels(void) {
+  rng rr = {21};
+  gir_graph *g = gir_graph_new("padded");
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 5, 5));
+  gir_value *a = bin(g, GIR_BINARY_ADD, relu(g, conv(g, x, 36, 3, &rr)), crand(g, GIR_F32, SH(36, 1, 1), &rr));
+  gir_graph_add_output(g, reduce(g, a, GIR_REDUCE_MEAN, INTS(2, 3), 1));
+  gir_graph_add_output(g, concat(g, a, x, 1));
+  gir_graph_add_output(g, conv(g, x, 12, 1, &rr));
+  ref r = REFERENCE(g, 21);
+  LAYOUT(g, 8);
+  fold(g);
+  gir_node *c = nth(g, GIR_OP_conv_nchwc, 0), *c12 = nth(g, GIR_OP_conv_nchwc, 1);
+  if (CHECK(c)) {
+    CHECK_INT(c->in[1]->shape.dims[0], 5); /* 40 / 8 blocks */
+    CHECK_INT(c->in[1]->shape.dims[5], 8);
+    CHECK_INT(c->out[0]->shape.dims[1], 5);
+    CHECK(c->n_in == 3 && c->in[2]->shape.dims[0] == 5 && c->in[2]->shape.dims[1] == 8);
+    /* the padded weights and bias are zero */
+    const float *w = c->in[1]->data, *b = c->in[2]->data;
+    int zero = 1;
+    for (int64_t i = 36; i < 40; i++) zero &= b[i] == 0.0f;
+    int64_t per_block = gir_value_numel(c->in[1]) / 5;
+    for (int64_t i = 4 * per_block; i < 5 * per_block; i++)
+      if ((i % 8) >= 4) zero &= w[i] == 0.0f;
+    CHECK(zero);
+  }
+  if (CHECK(c12)) CHECK_INT(c12->in[1]->shape.dims[5], 4); /* 12: blocks of 4, no padding */
+  CHECK(is_relayout(g->outputs[0], 8, 0) && gir_attr_int(g->outputs[0]->producer, "channels", 0) == 36);
+  CHECK(producer_op(g->outputs[0]->producer->in[0]) == GIR_OP_reduce);
+  gir_node *cat = nth(g, GIR_OP_concat, 0);
+  CHECK(cat && cat->out[0]->shape.rank == 4);
+  AGREE(g, &r);
+  ref_free(&r);
+  gir_graph_free(g);
+}
+
+static gir_value *matmul(gir_graph *g, gir_value *a, gir_value *b) { return done(g, NODE(g, GIR_OP_matmul, a, b)); }
+
+/* Constant [K, N] weights become panels [ceil(N/nr), K, nr] with nr the matmul
+ * template's tile width; activations on both sides stay as they were. */
+static void test_pack_matmul(void) {
+  static const struct {
+    int64_t m, k, n;
+    int32_t vec;
+    int64_t nr;
+  } cases[] = {{5, 12, 24, 8, 8}, {5, 12, 20, 8, 4}, {1, 16, 64, 16, 64}, {3, 7, 32, 16, 32}, {2, 6, 6, 16, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rng rr = {31 + i};
+    gir_graph *g = gir_graph_new("pack");
+    gir_value *a = tu_input(g, GIR_F32, SH(2, cases[i].m, cases[i].k));
+    gir_value *act = tu_input(g, GIR_F32, SH(2, cases[i].n, 3));
+    gir_value *y = matmul(g, a, crand(g, GIR_F32, SH(cases[i].k, cases[i].n), &rr));
+    gir_graph_add_output(g, matmul(g, y, act)); /* activation × activation: never packed */
+    ref r = REFERENCE(g, 31 + i);
+    int32_t packed = -1;
+    gir_err e = {{0}};
+    CHECKF(lay_pack_matmul(g, cases[i].vec, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
+    verify_(g, __LINE__);
+    CHECK_INT(packed, cases[i].nr ? 1 : 0);
+    gir_node *mm = nth(g, GIR_OP_matmul, 0);
+    if (cases[i].nr && CHECK(mm)) {
+      int64_t nr = cases[i].nr, np = (cases[i].n + nr - 1) / nr;
+      CHECK_INT(gir_attr_int(mm, "packed", 0), nr);
+      CHECK_INT(gir_attr_int(mm, "n", 0), cases[i].n);
+      CHECK(shape_is(mm->in[1], SH(np, cases[i].k, nr)));
+    }
+    CHECK_INT(gir_attr_int(nth(g, GIR_OP_matmul, 1), "packed", 0), 0);
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
+  /* 200 columns, which only 8-float panels divide: padded to 256 in 64-wide panels
+   * (a single row gets four vectors), the output sliced back to 200 */
+  {
+    rng rr = {41};
+    gir_graph *g = gir_graph_new("pack_pad");
+    gir_value *a = tu_input(g, GIR_F32, SH(1, 16));
+    gir_graph_add_output(g, relu(g, matmul(g, a, crand(g, GIR_F32, SH(16, 200), &rr))));
+    ref r = REFERENCE(g, 41);
+    int32_t packed = -1;
+    gir_err e = {{0}};
+    CHECKF(lay_pack_matmul(g, 16, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
+    verify_(g, __LINE__);
+    CHECK_INT(packed, 1);
+    gir_node *mm = nth(g, GIR_OP_matmul, 0), *sl = nth(g, GIR_OP_slice, 0);
+    if (CHECK(mm && sl)) {
+      CHECK_INT(gir_attr_int(mm, "packed", 0), 64);
+      CHECK_INT(gir_attr_int(mm, "n", 0), 256);
+      CHECK(shape_is(mm->in[1], SH(4, 16, 64)) && shape_is(mm->out[0], SH(1, 256)));
+      CHECK(sl->in[0] == mm->out[0] && shape_is(sl->out[0], SH(1, 200)));
+    }
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
+}
+
 int main(void) {
   test_chain();
   test_residual();
@@ -822,5 +928,7 @@ int main(void) {
   test_graph_outputs();
   test_plain_consumers();
   test_mixed_blocks();
+  test_padded_channels();
+  test_pack_matmul();
   return check_finish("test_layout");
 }

@@ -1,0 +1,85 @@
+/* sched_rows.c — the row template, for softmax, layer-norm and the other per-row
+ * statistics along the innermost axis that compute_reduce.c builds with row_stat:
+ * the consumer's leading axes are fused into one parallel row loop, and at each
+ * row the partial stages reduce into vectors (lanes innermost), the statistics
+ * combine the lanes, a kept stage (softmax's exp) is computed once into a row
+ * buffer, and the output row is written in vectors. A row stays in L1 from the
+ * first pass to the last, where the default schedule made serial passes over the
+ * whole tensor. */
+#include <string.h>
+#include "lower.h"
+#include "templates.h"
+
+static int row_kind(const sch_stage *st) {
+  const char *g = st->t->tag;
+  if (!g || st->attach != SCH_ROOT || st->n_rels) return 0;
+  if (!strcmp(g, "row_partial")) return 1;
+  if (!strcmp(g, "row_stat")) return 2;
+  if (!strcmp(g, "row_keep")) return 3;
+  return 0;
+}
+
+/* Splits the innermost root axis of st by vec and vectorizes it, when vec divides it. */
+static int vector_inner(sch_schedule *s, sch_stage *st, int32_t vec, sch_iter **outer, sch_iter **inner) {
+  sch_iter *last = st->root_axes[st->n_root - 1];
+  *outer = *inner = last;
+  if (vec < 2 || last->extent % vec) return 0;
+  if (sch_split(s, st, last, vec, outer, inner) < 0 || sch_annotate(s, st, *inner, TIR_VECTORIZED) < 0) return -1;
+  return 1;
+}
+
+int lower_sched_rows(sch_schedule *s, const lower_target *t) {
+  /* the consumer: the one root stage that reads the statistics */
+  sch_stage *E = NULL;
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT || st->n_reduce || st->n_rels || row_kind(st)) continue;
+    int reads = 0;
+    for (int j = 0; j < i; j++) {
+      int k = row_kind(s->stages[j]);
+      reads |= (k == 2 || k == 3) && sch_reads(st, s->stages[j]);
+    }
+    if (!reads) continue;
+    if (E) return 0; /* two consumers: leave it to the default schedule */
+    E = st;
+  }
+  if (!E || E->n_root < 1) return 0;
+  /* E runs over the rows and along them (softmax, layer-norm), or over the rows
+   * only (a reduction without keepdims: one element each) */
+  int r = E->n_root, per_row = 0;
+  for (int i = 0; i < s->n_stages; i++) {
+    const te_tensor *p = s->stages[i]->t;
+    if (!row_kind(s->stages[i])) continue;
+    if (p->rank != r && p->rank != r + 1) return 0;
+    per_row = p->rank == r + 1;
+    for (int d = 0; d < p->rank - 1; d++)
+      if (p->shape[d] != E->t->shape[d]) return 0;
+  }
+  if (!per_row && r < 2) return 0;
+  sch_iter *io, *ii, *row;
+  int64_t numel;
+  if (per_row) {
+    if (!(row = lower_fuse_through(s, E, E->leaf[r - 1]))) return -1;
+    numel = row->extent;
+  } else {
+    if (vector_inner(s, E, t->vec_f32, &io, &ii) < 0) return -1;
+    if (!(row = lower_fuse_through(s, E, E->leaf[r - 2]))) return -1;
+    numel = row->extent * E->t->shape[r - 1];
+  }
+  if (row->extent > 1 && numel >= 4096 && sch_annotate(s, E, row, TIR_PARALLEL) < 0) return -1;
+  for (int i = s->n_stages - 1; i >= 0; i--) { /* consumers first: compute_at wants them inside */
+    sch_stage *p = s->stages[i];
+    int k = row_kind(p);
+    if (!k) continue;
+    if (sch_compute_at(s, p, E, row) < 0) return -1;
+    if (k == 2) continue; /* the lanes' combination: a few scalar steps */
+    sch_iter *lo, *li;
+    int v = vector_inner(s, p, t->vec_f32, &lo, &li);
+    if (v < 0) return -1;
+    if (k == 1 && v) { /* reduce loop outside the lanes: every step is one vector op */
+      sch_iter *order[3] = {p->reduce_axes[0], lo, li};
+      if (sch_reorder(s, p, order, 3) < 0) return -1;
+    }
+  }
+  return 0;
+}
