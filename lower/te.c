@@ -295,7 +295,7 @@ static int te_same(const te_expr *a, const te_expr *b) {
   case TE_UNARY: return a->u.un.op == b->u.un.op && te_same(a->u.un.a, b->u.un.a);
   case TE_BINARY: return a->u.bin.op == b->u.bin.op && te_same(a->u.bin.a, b->u.bin.a) && te_same(a->u.bin.b, b->u.bin.b);
   case TE_SELECT: return te_same(a->u.sel.c, b->u.sel.c) && te_same(a->u.sel.a, b->u.sel.a) && te_same(a->u.sel.b, b->u.sel.b);
-  case TE_CAST: return te_same(a->u.cast.a, b->u.cast.a);
+  case TE_CAST: case TE_BITCAST: return te_same(a->u.cast.a, b->u.cast.a);
   default: return 0;
   }
 }
@@ -311,7 +311,7 @@ static int te_occurs(const te_expr *e, const te_expr *hay) {
   case TE_UNARY: return te_occurs(e, hay->u.un.a);
   case TE_BINARY: return te_occurs(e, hay->u.bin.a) || te_occurs(e, hay->u.bin.b);
   case TE_SELECT: return te_occurs(e, hay->u.sel.c) || te_occurs(e, hay->u.sel.a) || te_occurs(e, hay->u.sel.b);
-  case TE_CAST: return te_occurs(e, hay->u.cast.a);
+  case TE_CAST: case TE_BITCAST: return te_occurs(e, hay->u.cast.a);
   default: return 0;
   }
 }
@@ -329,7 +329,7 @@ int te_may_trap_beyond(const te_expr *e, const te_expr *done) {
   case TE_SELECT:
     return te_may_trap_beyond(e->u.sel.c, done) || te_may_trap_beyond(e->u.sel.a, done) ||
            te_may_trap_beyond(e->u.sel.b, done);
-  case TE_CAST: return te_may_trap_beyond(e->u.cast.a, done);
+  case TE_CAST: case TE_BITCAST: return te_may_trap_beyond(e->u.cast.a, done);
   default: return 1;
   }
 }
