@@ -17,7 +17,9 @@ one `test_name  reason` per line) are reported as excluded and counted as not pa
 --ops-table FILE writes the per-op Markdown table (passed/total per op);
 --readme rewrites the table between the conformance markers in README.md.
 --require-ops A,B,... (or --require-light) exits non-zero if any test of those ops
-did not pass — the check `make test` runs for the ops of the light models.
+did not pass. --check exits non-zero unless every test passed or is excluded with its
+reason, and at least --min-pass (default 0.95) of all tests passed: `make test` runs
+the whole suite that way (ctest conformance_all, release build).
 """
 import argparse, collections, concurrent.futures as cf, os, re, subprocess, sys
 
@@ -100,6 +102,9 @@ def main():
     ap.add_argument("--readme", action="store_true")
     ap.add_argument("--require-ops")
     ap.add_argument("--require-light", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless every test passed or is excluded with a reason, and P/T >= --min-pass")
+    ap.add_argument("--min-pass", type=float, default=0.95)
     a = ap.parse_args()
 
     base = node_dir()
@@ -149,6 +154,15 @@ def main():
             text += "\n" + block + "\n"
         open(rp, "w").write(text)
     print(summary)
+    if a.check:
+        bad = sorted(t for t in tests if results[t][0] not in ("passed", "excluded"))
+        ratio = count["passed"] / max(1, len(tests))
+        if bad:
+            print("check: %d tests neither passed nor are excluded: %s" % (len(bad), " ".join(bad[:50])))
+        if ratio < a.min_pass:
+            print("check: %.1f%% passed, below %.1f%%" % (100 * ratio, 100 * a.min_pass))
+        if bad or ratio < a.min_pass:
+            return 1
     if required:  # excluded tests carry their reason in exclusions.txt and are listed above
         bad = [t for t in tests if results[t][0] not in ("passed", "excluded")]
         if bad:
