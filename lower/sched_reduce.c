@@ -7,6 +7,8 @@
  * also reads (an average pool's tap count) go to the same place. */
 #include "lower.h"
 
+#define PARALLEL_ROWS 64 /* enough chunks for two to eight threads to balance */
+
 static int is_plain(const sch_stage *st) {
   const te_expr *b = st->body;
   if (b->kind != TE_REDUCE) return 0;
@@ -38,10 +40,15 @@ int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, i
   sch_iter *lo, *li;
   if (sch_split(s, epi, epi->root_axes[r - 1], vec, &lo, &li) < 0) return -1;
   if (sch_annotate(s, epi, li, TIR_VECTORIZED) < 0) return -1;
-  sch_iter *outer = lower_fuse_through(s, epi, lo);
-  if (!outer) return -1;
+  /* leading loops fused until there is enough parallel work (rows of a pool),
+   * the inner ones (along a row) left as loops whose index arithmetic LLVM
+   * strength-reduces, instead of one div/mod chain per output vector */
+  sch_iter *outer = epi->leaf[0];
+  while (outer != lo && outer->extent < PARALLEL_ROWS && epi->leaf[1] != lo)
+    if (sch_fuse(s, epi, outer, epi->leaf[1], &outer) < 0) return -1;
+  if (outer == lo) return gir_errf(s->err, "vector reduce: %s has no loop outside its vectors", epi->t->name);
   if (parallel && outer->extent > 1 && sch_annotate(s, epi, outer, TIR_PARALLEL) < 0) return -1;
-  if (sched_red_at(s, red, epi, outer, vec) < 0) return -1;
+  if (sched_red_at(s, red, epi, lo, vec) < 0) return -1;
   for (int i = 0; i < s->n_stages; i++) { /* siblings: other reductions of the same epilogue */
     sch_stage *p = s->stages[i];
     if (p == red || p->attach != SCH_ROOT || p->n_rels || !p->n_reduce || !is_plain(p)) continue;
@@ -51,7 +58,7 @@ int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, i
     int only_epi = 1;
     for (int j = p->id + 1; j < s->n_stages; j++)
       if (s->stages[j] != epi && s->stages[j]->attach != SCH_INLINE && sch_reads(s->stages[j], p)) only_epi = 0;
-    if (same && only_epi && sched_red_at(s, p, epi, outer, vec) < 0) return -1;
+    if (same && only_epi && sched_red_at(s, p, epi, lo, vec) < 0) return -1;
   }
   return 0;
 }

@@ -19,11 +19,13 @@ static int row_kind(const sch_stage *st) {
   return 0;
 }
 
-/* Splits the innermost root axis of st by vec and vectorizes it, when vec divides it. */
+/* Splits the innermost root axis of st by vec (halved down to 4 until it divides
+ * the axis) and vectorizes it. */
 static int vector_inner(sch_schedule *s, sch_stage *st, int32_t vec, sch_iter **outer, sch_iter **inner) {
   sch_iter *last = st->root_axes[st->n_root - 1];
   *outer = *inner = last;
-  if (vec < 2 || last->extent % vec) return 0;
+  while (vec > 4 && last->extent % vec) vec /= 2;
+  if (vec < 4 || last->extent % vec) return 0;
   if (sch_split(s, st, last, vec, outer, inner) < 0 || sch_annotate(s, st, *inner, TIR_VECTORIZED) < 0) return -1;
   return 1;
 }
