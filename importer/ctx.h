@@ -143,5 +143,8 @@ int imp_convert_nodes(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n_nodes)
 
 /* --- wire-format pre-scan (wire.c) --- */
 int imp_wire_check(const uint8_t *data, size_t n, gir_err *err);
+/* One protobuf varint at p[*pos] (n bytes in all), *pos advanced: 0, or -1 when
+ * truncated or longer than 10 bytes. */
+int imp_wire_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out);
 
 #endif

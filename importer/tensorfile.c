@@ -44,20 +44,6 @@ static int decode_tensor(const uint8_t *buf, size_t n, const char *label, gir_ar
   return rc;
 }
 
-static int read_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (*pos >= n) return -1;
-    uint8_t b = p[(*pos)++];
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *out = v;
-      return 0;
-    }
-  }
-  return -1;
-}
-
 /* Decodes a SequenceProto / OptionalProto into a list. Fields other than the four
  * above, or of the wrong wire type, make it not one: -2; a list whose contents are
  * bad: -1. err says why. */
@@ -70,18 +56,18 @@ static int decode_list(const uint8_t *buf, size_t n, const char *label, int dept
   *out = (imp_known_input){.name = "", .is_list = 1};
   while (pos < n) {
     uint64_t key, len = 0;
-    if (read_varint(buf, n, &pos, &key) < 0) return gir_errf(err, "'%s': truncated field key", label), -2;
+    if (imp_wire_varint(buf, n, &pos, &key) < 0) return gir_errf(err, "'%s': truncated field key", label), -2;
     int field = (int)(key >> 3), wire = (int)(key & 7);
     if (field == 2 && wire == 0) {
       uint64_t v;
-      if (read_varint(buf, n, &pos, &v) < 0 || v > 5) return gir_errf(err, "'%s': bad elem_type", label), -2;
+      if (imp_wire_varint(buf, n, &pos, &v) < 0 || v > 5) return gir_errf(err, "'%s': bad elem_type", label), -2;
       elem = (int64_t)v;
       continue;
     }
     if (wire != 2 || (field != 1 && field != 3 && field != 5))
       return gir_errf(err, "'%s': field %d (wire type %d) is not one of a sequence or an optional", label, field, wire),
              -2;
-    if (read_varint(buf, n, &pos, &len) < 0 || len > n - pos) return gir_errf(err, "'%s': truncated field", label), -2;
+    if (imp_wire_varint(buf, n, &pos, &len) < 0 || len > n - pos) return gir_errf(err, "'%s': truncated field", label), -2;
     const uint8_t *p = buf + pos;
     pos += len;
     if (field == 1) {

@@ -39,7 +39,7 @@ static int fail_field(walker *w, size_t at, const char *what, const ProtobufCFie
   return fail(w, at, buf);
 }
 
-static int read_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) {
+int imp_wire_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) {
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (*pos >= n) return -1;
@@ -81,14 +81,14 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *d, size_t start, si
   while (pos < end) {
     size_t at = pos;
     uint64_t key;
-    if (read_varint(p, end, &pos, &key) < 0) return fail(w, at, "truncated or overlong field key");
+    if (imp_wire_varint(p, end, &pos, &key) < 0) return fail(w, at, "truncated or overlong field key");
     uint32_t field = (uint32_t)(key >> 3), wt = (uint32_t)(key & 7);
     if (field == 0 || key >> 32) return fail(w, at, "invalid field number");
     const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, field);
     switch (wt) {
     case 0: {
       uint64_t v;
-      if (read_varint(p, end, &pos, &v) < 0) return fail(w, at, "truncated varint");
+      if (imp_wire_varint(p, end, &pos, &v) < 0) return fail(w, at, "truncated varint");
       if (f && !is_varint_type(f->type)) return fail_field(w, at, "wrong wire type (varint)", f);
       break;
     }
@@ -104,7 +104,7 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *d, size_t start, si
       break;
     case 2: {
       uint64_t len;
-      if (read_varint(p, end, &pos, &len) < 0) return fail(w, at, "truncated length");
+      if (imp_wire_varint(p, end, &pos, &len) < 0) return fail(w, at, "truncated length");
       if (len > end - pos) {
         if (f) return fail_field(w, at, "length runs past the end of the data", f);
         return fail(w, at, "length runs past the end of the data");
@@ -123,7 +123,7 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *d, size_t start, si
         if (is_varint_type(f->type))
           for (size_t q = pos; q < pos + (size_t)len;) {
             uint64_t v;
-            if (read_varint(p, pos + (size_t)len, &q, &v) < 0)
+            if (imp_wire_varint(p, pos + (size_t)len, &q, &v) < 0)
               return fail_field(w, at, "truncated packed varint", f);
           }
       }
