@@ -43,10 +43,9 @@ int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, i
   /* leading loops fused until there is enough parallel work (rows of a pool),
    * the inner ones (along a row) left as loops whose index arithmetic LLVM
    * strength-reduces, instead of one div/mod chain per output vector */
-  sch_iter *outer = epi->leaf[0];
+  sch_iter *outer = epi->leaf[0]; /* lo itself when the output is one row of vectors */
   while (outer != lo && outer->extent < PARALLEL_ROWS && epi->leaf[1] != lo)
     if (sch_fuse(s, epi, outer, epi->leaf[1], &outer) < 0) return -1;
-  if (outer == lo) return gir_errf(s->err, "vector reduce: %s has no loop outside its vectors", epi->t->name);
   if (parallel && outer->extent > 1 && sch_annotate(s, epi, outer, TIR_PARALLEL) < 0) return -1;
   if (sched_red_at(s, red, epi, lo, vec) < 0) return -1;
   for (int i = 0; i < s->n_stages; i++) { /* siblings: other reductions of the same epilogue */
