@@ -36,6 +36,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
   /* depthwise (no channel reduction): each tile's padded rows are its own */
   c.pad_tile = red->n_reduce == 2;
+  /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide */
+  c.image_tile = red->n_reduce == 4 && o->shape[2] * ow <= 64 && c.ow_tile == ow && o->shape[2] > 1;
   return c;
 }
 
@@ -73,7 +75,8 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
   sch_iter *owo, *owi;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
-  sch_iter *tile = lower_fuse_through(s, epi, owo);
+  /* the tile: (n, mo) with image_tile, else (n, mo, oh, ow / ow_tile) */
+  sch_iter *tile = lower_fuse_through(s, epi, cfg->image_tile ? epi->root_axes[1] : owo);
   if (!tile) return gir_errf(s->err, "conv template: cannot fuse the tile loops of %s", epi->t->name);
   if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
   sch_iter *mi = epi->leaf[epi->n_leaf - 1];
@@ -85,9 +88,15 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   /* the register tile: reduction loops outside, pixels × channel vectors inside */
   sch_iter *ow = red->root_axes[3], *oc = red->root_axes[4], *oco = NULL, *ocv = oc;
   if (cfg->vec > 1 && sch_split(s, red, oc, cfg->vec, &oco, &ocv) < 0) return -1;
-  sch_iter *order[8];
+  sch_iter *order[10];
   int n = 0;
-  for (int i = 0; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+  if (cfg->image_tile && red->n_reduce == 4) { /* ib, then the rows, then kh, kw, ic */
+    order[n++] = red->reduce_axes[0];
+    order[n++] = red->root_axes[2];
+    for (int i = 1; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+  } else {
+    for (int i = 0; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+  }
   order[n++] = ow;
   if (oco) order[n++] = oco;
   order[n++] = ocv;

@@ -50,6 +50,9 @@ typedef struct lower_conv_cfg {
   int32_t parallel;
   int32_t pad_tile;  /* the zero-padded input per tile (in cache, a few rows recomputed) instead of once for
                         all: pays when no output block reuses an input block, as in depthwise convs */
+  int32_t image_tile; /* a small image: the reduction runs per output-channel block over the whole image,
+                         rows inside the input-channel-block loop, so one block's weights (kh·kw·ib·ob floats)
+                         stay in L1 for every row instead of streaming from L2 once per row */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
