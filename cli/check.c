@@ -105,35 +105,13 @@ int kiln_cmd_check(int argc, char **argv) {
     gir_errf(&err, "more than 256 inputs");
     goto out;
   }
-  for (int i = 0; i < g->n_inputs; i++) {
-    const imp_known_input *k = imp_known_find(&ci.opt, g->inputs[i]->name); /* also NAME.K of a sequence */
-    inputs[i] = k ? k->data : NULL;
-    int element = k != NULL; /* of a sequence or an optional: its shape was not bound by --input-shape */
-    for (int j = 0; j < ci.opt.n_known; j++) element &= k != &ci.known[j];
-    if (element && (k->dtype != g->inputs[i]->dtype || !gir_shape_equal(&k->shape, &g->inputs[i]->shape))) {
-      char b1[160], b2[160];
-      gir_errf(&err, "the test data for input '%s' is %s[%s], the input %s[%s]", g->inputs[i]->name,
-               gir_dtype_name(k->dtype), gir_shape_str(&k->shape, b1, sizeof b1), gir_dtype_name(g->inputs[i]->dtype),
-               gir_shape_str(&g->inputs[i]->shape, b2, sizeof b2));
-      goto out;
-    }
-    if (!inputs[i]) {
-      gir_errf(&err, "no test data for input '%s'", g->inputs[i]->name);
-      goto out;
-    }
-  }
+  if (cli_bind_test_inputs(g, &ci, inputs, &err) < 0) goto out;
   const void **bufs = NULL;
   if (execute(g, &p, jit, inputs, a, &bufs, &err) < 0) goto out;
-  rc = 0;
   printf("%d kernels\n", p.n_kernels);
-  imp_tensor *refs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *refs);
-  if (cli_output_refs(g, dir, a, refs)) rc = 1; /* sequences and optionals: one reference per element */
-  for (int i = 0; i < g->n_outputs; i++) {
-    gir_dtype t = g->outputs[i]->dtype;
-    int loose = t == GIR_F16 || t == GIR_BF16, exact = gir_dtype_is_f8(t); /* float8/float4: rounded conversions */
-    double rtol = exact ? 0 : loose ? 1e-2 : 1e-3, atol = exact ? 0 : loose ? 1e-3 : 1e-5;
-    if (!refs[i].name || cli_compare_ref(g->outputs[i], bufs[g->outputs[i]->id], &refs[i], rtol, atol) != 1) rc = 1;
-  }
+  const void **outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);
+  for (int i = 0; outs && i < g->n_outputs; i++) outs[i] = bufs[g->outputs[i]->id];
+  rc = outs ? cli_compare_test_outputs(g, outs, dir, a) : 1;
 out:
   if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);
   tgt_llvm_jit_free(jit);

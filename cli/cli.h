@@ -40,13 +40,10 @@ void cli_import_finish(cli_import *ci);
  * graph inputs of the same name). Returns the count, -1 on error. Data lives in a. */
 int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a);
 
-/* Compares a computed output with DIR/output_N.pb: floats within rtol/atol (NaN
- * positions must match), integers and bools exactly. Prints one line; returns 1
- * if it matches, 0 if not, -1 if the reference cannot be read. */
-int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
-                       gir_arena *a);
-/* Same against a reference already read. */
 #include "tensorfile.h"
+/* Compares a computed output with a reference read from DIR/output_N.pb: floats
+ * within rtol/atol (NaN positions must match), integers and bools exactly. Prints
+ * one line; returns 1 if it matches, 0 if not. */
 int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref, double rtol, double atol);
 /* The reference of each output of g: DIR/output_N.pb holds ONNX output N, a
  * tensor (the next kiln output) or a sequence or optional (the kiln outputs named
@@ -54,6 +51,13 @@ int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref,
  * NULL where output i has none ("no reference", printed). Returns the number of
  * outputs whose structure differs (a line ending in MISMATCH printed for each). */
 int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tensor *refs);
+/* The test data of each input of g (NAME.K of a sequence too) into inputs[]: 0, or
+ * -1 with err set when one has none or an element's shape differs from the input's. */
+int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **inputs, gir_err *err);
+/* Compares every output (outs[i] is output i's data) with DIR's references at the
+ * tolerance its dtype needs (float16/bfloat16 looser, float8/float4 exact on the
+ * decoded values). 0 when all match, 1 otherwise. */
+int cli_compare_test_outputs(const gir_graph *g, const void *const *outs, const char *dir, gir_arena *a);
 
 /* The fp32 peak of one core, measured with a loop of independent FMAs in the
  * widest ISA the CPU has (peak.c; takes ~0.1 s). */

@@ -49,19 +49,6 @@ int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref,
   return 1;
 }
 
-int cli_compare_output(const gir_value *v, const void *data, const char *dir, int i, double rtol, double atol,
-                       gir_arena *a) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
-  imp_tensor t;
-  gir_err err = {{0}};
-  if (imp_read_tensor_file(path, a, &t, &err) < 0) {
-    printf("  output %s: no reference (%s)\n", v->name, err.msg);
-    return -1;
-  }
-  return cli_compare_ref(v, data, &t, rtol, atol);
-}
-
 /* Whether kiln output `name` is one of the tensors of ONNX output `base`: base
  * itself, or base.K (importer.h). */
 static int belongs(const char *name, const char *base) {
@@ -122,4 +109,35 @@ int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tenso
   }
   for (; o < g->n_outputs; o++) printf("  output %s: no reference (no output file for it)\n", g->outputs[o]->name);
   return bad;
+}
+
+int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **inputs, gir_err *err) {
+  for (int i = 0; i < g->n_inputs; i++) {
+    const imp_known_input *k = imp_known_find(&ci->opt, g->inputs[i]->name); /* also NAME.K of a sequence */
+    inputs[i] = k ? k->data : NULL;
+    int element = k != NULL; /* of a sequence or an optional: its shape was not bound by --input-shape */
+    for (int j = 0; j < ci->opt.n_known; j++) element &= k != &ci->known[j];
+    if (element && (k->dtype != g->inputs[i]->dtype || !gir_shape_equal(&k->shape, &g->inputs[i]->shape))) {
+      char b1[160], b2[160];
+      return gir_errf(err, "the test data for input '%s' is %s[%s], the input %s[%s]", g->inputs[i]->name,
+                      gir_dtype_name(k->dtype), gir_shape_str(&k->shape, b1, sizeof b1),
+                      gir_dtype_name(g->inputs[i]->dtype), gir_shape_str(&g->inputs[i]->shape, b2, sizeof b2));
+    }
+    if (!inputs[i]) return gir_errf(err, "no test data for input '%s'", g->inputs[i]->name);
+  }
+  return 0;
+}
+
+int cli_compare_test_outputs(const gir_graph *g, const void *const *outs, const char *dir, gir_arena *a) {
+  int rc = 0;
+  imp_tensor *refs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *refs);
+  if (!refs) return 1;
+  if (cli_output_refs(g, dir, a, refs)) rc = 1; /* sequences and optionals: one reference per element */
+  for (int i = 0; i < g->n_outputs; i++) {
+    gir_dtype t = g->outputs[i]->dtype;
+    int loose = t == GIR_F16 || t == GIR_BF16, exact = gir_dtype_is_f8(t); /* float8/float4: rounded conversions */
+    double rtol = exact ? 0 : loose ? 1e-2 : 1e-3, atol = exact ? 0 : loose ? 1e-3 : 1e-5;
+    if (!refs[i].name || cli_compare_ref(g->outputs[i], outs[i], &refs[i], rtol, atol) != 1) rc = 1;
+  }
+  return rc;
 }

@@ -47,22 +47,13 @@ int kiln_cmd_interpret(int argc, char **argv) {
   const void *inputs[256];
   int ok = g->n_inputs <= 256 && g->n_outputs <= 256;
   if (!ok) fprintf(stderr, "kiln interpret: more than 256 inputs or outputs\n");
-  for (int i = 0; ok && i < g->n_inputs; i++) {
-    inputs[i] = NULL;
-    for (int k = 0; k < ci.opt.n_known; k++)
-      if (!strcmp(ci.known[k].name, g->inputs[i]->name)) inputs[i] = ci.known[k].data;
-    if (!inputs[i]) {
-      fprintf(stderr, "kiln interpret: no test data for input '%s'\n", g->inputs[i]->name);
-      ok = 0;
-    }
+  if (ok && cli_bind_test_inputs(g, &ci, inputs, &err) < 0) {
+    fprintf(stderr, "kiln interpret: %s\n", err.msg);
+    ok = 0;
   }
   void *outputs[256];
   if (ok && lower_interpret(g, inputs, outputs, a, &err) == 0) {
-    rc = 0;
-    for (int i = 0; i < g->n_outputs; i++) {
-      int f16 = g->outputs[i]->dtype == GIR_F16 || g->outputs[i]->dtype == GIR_BF16;
-      if (cli_compare_output(g->outputs[i], outputs[i], dir, i, f16 ? 1e-2 : 1e-3, f16 ? 1e-3 : 1e-5, a) != 1) rc = 1;
-    }
+    rc = cli_compare_test_outputs(g, (const void *const *)outputs, dir, a);
   } else if (ok) {
     fprintf(stderr, "kiln interpret: %s\n", err.msg);
   }
