@@ -153,17 +153,6 @@ typedef struct bench {
   int pipe_saved;
 } bench;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* A pause before each batch: the other runtime's idle workers spin for a while after
  * its last run (ours for 0.2 ms, ONNX Runtime's longer) and must not compete with
  * this batch's first runs. */
@@ -178,7 +167,7 @@ typedef struct stats {
 
 static stats stats_of(double *v, int n) { /* sorts v */
   stats s = {0};
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, cli_cmp_double);
   s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   int r = (int)ceil(0.9 * n); /* nearest rank */
   s.p90 = v[r > 0 ? r - 1 : 0];
@@ -541,12 +530,12 @@ static int bench_main(bench_opts *o, bench *b) {
                                .import = &o->ci.opt, .threads_hint = 2};
     kiln_compile_result cr;
     gir_err err = {{0}};
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     if (kiln_compile(&co, &cr, &err) < 0) {
       fprintf(stderr, "kiln bench: %s\n", err.msg);
       return 1;
     }
-    compile_s = (now_ms() - t0) / 1e3;
+    compile_s = (cli_now_ms() - t0) / 1e3;
     if (!o->json)
       printf("compiled %s at -O%d in %.2f s: %d kernels, %.3f GFLOPs per run\n", o->model, o->opt_level, compile_s,
              cr.kernels, cr.flops / 1e9);
@@ -637,12 +626,12 @@ static int bench_main(bench_opts *o, bench *b) {
     int k = o->repeat - done < BATCH ? o->repeat - done : BATCH;
     if (o->compare) settle();
     for (int i = 0; i < k; i++) {
-      double t0 = now_ms();
+      double t0 = cli_now_ms();
       if (kiln_model_run(b->m) != KILN_OK) {
         fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
         return 1;
       }
-      b->kiln_ms[done + i] = now_ms() - t0;
+      b->kiln_ms[done + i] = cli_now_ms() - t0;
     }
     if (o->compare) settle();
     if (o->compare && worker_run(b, k, b->ort_ms + done) < 0) return 1;

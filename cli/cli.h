@@ -59,6 +59,10 @@ int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **
  * decoded values). 0 when all match, 1 otherwise. */
 int cli_compare_test_outputs(const gir_graph *g, const void *const *outs, const char *dir, gir_arena *a);
 
+/* Monotonic wall clock in ms, and a qsort order for latency samples (timing.c). */
+double cli_now_ms(void);
+int cli_cmp_double(const void *a, const void *b);
+
 /* The fp32 peak of one core, measured with a loop of independent FMAs in the
  * widest ISA the CPU has (peak.c; takes ~0.1 s). */
 typedef struct cli_peak {

@@ -17,17 +17,6 @@
 #include "kiln.h"
 #include "npy.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static void print_output(const kiln_tensor_info *info, const void *data) {
   char shape[160] = "";
   size_t o = 0;
@@ -147,12 +136,12 @@ int kiln_cmd_run(int argc, char **argv) {
   }
   if (profile) kiln_model_profile_reset(m);
   for (int r = 0; r < repeat && rc == 0; r++) {
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     if (kiln_model_run(m) != KILN_OK) {
       fprintf(stderr, "kiln run: %s\n", kiln_model_last_error(m));
       rc = 1;
     }
-    times[r] = now_ms() - t0;
+    times[r] = cli_now_ms() - t0;
   }
   if (rc == 0 && outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "kiln run: cannot create '%s': %s\n", outdir, strerror(errno));
@@ -175,7 +164,7 @@ int kiln_cmd_run(int argc, char **argv) {
         }
       }
     }
-    qsort(times, (size_t)repeat, sizeof *times, cmp_double);
+    qsort(times, (size_t)repeat, sizeof *times, cli_cmp_double);
     printf("latency: median %.3f ms, min %.3f ms over %d runs, %d threads\n", times[repeat / 2], times[0], repeat,
            kiln_model_threads(m));
     if (profile) { /* per-kernel report against the measured peak (profile_report.c) */

@@ -112,8 +112,9 @@ static int rewrite_conv(lay *L, gir_node *n) {
   if (!ob || !ib) return 0;
   int64_t cg = dw ? 1 : C, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob;
   gir_shape ws = {.rank = 6, .dims = {Mp / ob, cg / wb, KH, KW, wb, ob}};
-  float *wp = gir_arena_calloc(g->arena, (size_t)(Mp * cg * KH * KW), sizeof *wp);
-  if (!wp) return gir_errf(L->err, "out of memory packing the weights of %s", n->name);
+  gir_value *wv = gir_const_new(g, NULL, GIR_F32, &ws, NULL); /* packed in place, padding zero */
+  float *wp = wv->data;
+  memset(wp, 0, (size_t)gir_value_nbytes(wv));
   const float *wd = w->data;
   for (int64_t m = 0; m < M; m++)
     for (int64_t c = 0; c < cg; c++)
@@ -124,14 +125,13 @@ static int rewrite_conv(lay *L, gir_node *n) {
   gir_value *ins[3];
   ins[0] = relayout(L, x, 0, ib, C, n);
   if (!ins[0]) return -1;
-  ins[1] = gir_const_new(g, NULL, GIR_F32, &ws, wp);
+  ins[1] = wv;
   ins[2] = NULL;
-  if (bias) {
+  if (bias) { /* [M] and [M/ob, ob] share the row-major order; the padding is zero */
     gir_shape bs = {.rank = 2, .dims = {Mp / ob, ob}};
-    float *bp = gir_arena_calloc(g->arena, (size_t)Mp, sizeof *bp); /* [M] and [M/ob, ob] share the row-major order */
-    if (!bp) return gir_errf(L->err, "out of memory packing the bias of %s", n->name);
-    memcpy(bp, bias->data, (size_t)M * sizeof *bp);
-    ins[2] = gir_const_new(g, NULL, GIR_F32, &bs, bp);
+    ins[2] = gir_const_new(g, NULL, GIR_F32, &bs, NULL);
+    memset(ins[2]->data, 0, (size_t)Mp * sizeof(float));
+    memcpy(ins[2]->data, bias->data, (size_t)M * sizeof(float));
   }
   gir_node *cn = new_node(L, GIR_OP_conv_nchwc, ins, bias ? 3 : 2, n);
   gir_value *y = finish(L, cn);

@@ -37,15 +37,14 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     }
     if (!nr || K < 2) continue;
     int64_t np = Np / nr + (Np % nr != 0);
-    float *p = gir_arena_calloc(g->arena, (size_t)(np * K * nr), sizeof *p);
-    if (!p) return gir_errf(err, "out of memory packing the weights of %s", n->name);
+    gir_shape ps = {.rank = 3, .dims = {np, K, nr}};
+    gir_value *pv = gir_const_new(g, NULL, GIR_F32, &ps, NULL); /* packed in place */
+    float *p = pv->data;
+    memset(p, 0, (size_t)gir_value_nbytes(pv));
     const float *bd = b->data;
     for (int64_t j = 0; j < np; j++)
       for (int64_t kk = 0; kk < K; kk++)
         for (int64_t i = 0; i < nr && j * nr + i < N; i++) p[(j * K + kk) * nr + i] = bd[kk * N + j * nr + i];
-    gir_shape ps = {.rank = 3, .dims = {np, K, nr}};
-    gir_value *pv = gir_const_new(g, NULL, GIR_F32, &ps, p);
-    if (!pv) return gir_errf(err, "out of memory packing the weights of %s", n->name);
     count++;
     if (Np == N) {
       n->in[1] = pv;

@@ -36,18 +36,9 @@ static gir_value *crand(gir_graph *g, gir_shape s, rng *r) {
   return v;
 }
 
-static gir_value *done(gir_graph *g, gir_node *n) {
-  gir_err e = {{0}};
-  if (!CHECKF(gir_node_infer(g, n, &e) == 0, "%s: %s", gir_op_name(n->op), e.msg)) {
-    fflush(stdout);
-    abort(); /* a broken test graph: nothing after it would mean anything */
-  }
-  return n->out[0];
-}
-
 static gir_value *node(gir_graph *g, gir_op op, gir_value *a, gir_value *b) {
   gir_value *ins[2] = {a, b};
-  return done(g, gir_node_new(g, op, NULL, ins, b ? 2 : 1, 1));
+  return tu_done(g, gir_node_new(g, op, NULL, ins, b ? 2 : 1, 1));
 }
 
 static gir_value *matmul(gir_graph *g, gir_value *x, gir_value *w) { return node(g, GIR_OP_matmul, x, w); }
@@ -55,19 +46,19 @@ static gir_value *matmul(gir_graph *g, gir_value *x, gir_value *w) { return node
 static gir_value *add(gir_graph *g, gir_value *a, gir_value *b) {
   gir_node *n = gir_node_new(g, GIR_OP_binary, NULL, (gir_value *[]){a, b}, 2, 1);
   gir_attr_set_int(g, n, "fn", GIR_BINARY_ADD);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *relu(gir_graph *g, gir_value *x) {
   gir_node *n = gir_node_new(g, GIR_OP_unary, NULL, &x, 1, 1);
   gir_attr_set_int(g, n, "fn", GIR_UNARY_RELU);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *reshape(gir_graph *g, gir_value *x, const int64_t *dims, int32_t rank) {
   gir_node *n = gir_node_new(g, GIR_OP_reshape, NULL, &x, 1, 1);
   gir_attr_set_ints(g, n, "shape", dims, rank);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 /* x flattened: the consumer a slice can join for free. */
@@ -83,7 +74,7 @@ static gir_value *conv(gir_graph *g, gir_value *x, gir_value *w, gir_value *b, i
   gir_attr_set_ints(g, n, "pads", INTS(pad, pad, pad, pad));
   gir_attr_set_ints(g, n, "dilations", INTS(1, 1));
   gir_attr_set_int(g, n, "group", group);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 
@@ -214,10 +205,10 @@ static void test_scalar_bias(void) {
   gir_value *c = add(g, matmul(g, x, crand(g, SH(6, 3), &r)), crand(g, SH(1, 3), &r));
   gir_node *sm = gir_node_new(g, GIR_OP_softmax, NULL, &a, 1, 1);
   gir_attr_set_int(g, sm, "axis", 1);
-  gir_graph_add_output(g, done(g, sm));
+  gir_graph_add_output(g, tu_done(g, sm));
   gir_node *tr = gir_node_new(g, GIR_OP_transpose, NULL, &b, 1, 1);
   gir_attr_set_ints(g, tr, "perm", INTS(1, 0));
-  gir_graph_add_output(g, done(g, tr));
+  gir_graph_add_output(g, tu_done(g, tr));
   gir_graph_add_output(g, flat(g, c));
   gir_hfuse_stats st = HFUSE(g, 0, 2);
   CHECK_INT(st.matmul_groups, 1);
@@ -322,7 +313,7 @@ static void test_conv(void) {
   gir_value *b = conv(g, x, crand(g, SH(5, 3, 3, 3), &r), NULL, 1, 1, 1);
   gir_node *tr = gir_node_new(g, GIR_OP_transpose, NULL, &b, 1, 1);
   gir_attr_set_ints(g, tr, "perm", INTS(0, 2, 3, 1));
-  gir_graph_add_output(g, done(g, tr));
+  gir_graph_add_output(g, tu_done(g, tr));
   gir_graph_add_output(g, flat(g, conv(g, x, crand(g, SH(4, 3, 3, 3), &r), NULL, 2, 1, 1)));
   gir_graph_add_output(g, flat(g, conv(g, x, crand(g, SH(3, 1, 3, 3), &r), NULL, 1, 1, 3)));
   gir_graph_add_output(g, relu(g, conv(g, x, crand(g, SH(2, 3, 3, 3), &r), crand(g, SH(2), &r), 1, 1, 1)));
@@ -363,18 +354,10 @@ static void test_conv_no_bias(void) {
 /* --- the light ResNet-50 --- */
 
 static void test_resnet50(void) {
-  char path[4096];
-  if (!tu_light_model("light_resnet50", path, sizeof path)) {
-    CHECK_SKIP("light_resnet50 not found (scripts/model_path.sh: run setup.sh)");
-    return;
-  }
   gir_evaluator ev = lower_fold_evaluator();
-  imp_options opt = {.eval = &ev};
+  gir_graph *g = tu_light_folded("light_resnet50", &ev);
+  if (!g) return;
   gir_err e = {{0}};
-  gir_graph *g = imp_load_file(path, &opt, NULL, &e);
-  if (!CHECKF(g != NULL, "import: %s", e.msg)) return;
-  int32_t folded = 0;
-  gir_fold_constants(g, &ev, 0, &folded, &e);
   CHECKF(gir_simplify(g, &ev, NULL, &e) == 0, "simplify: %s", e.msg);
   int before = g->n_nodes;
   gir_hfuse_stats st;

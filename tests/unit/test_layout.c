@@ -37,31 +37,16 @@ static gir_value *crand(gir_graph *g, gir_dtype t, gir_shape s, rng *r) {
   return v;
 }
 
-static gir_node *mk(gir_graph *g, gir_op op, gir_value *const *ins, int32_t n_in) {
-  return gir_node_new(g, op, NULL, ins, n_in, gir_op_outputs(op));
-}
-#define NODE(g, op, ...) \
-  mk(g, op, (gir_value *[]){__VA_ARGS__}, (int32_t)(sizeof((gir_value *[]){__VA_ARGS__}) / sizeof(gir_value *)))
-
-static gir_value *done(gir_graph *g, gir_node *n) {
-  gir_err e = {{0}};
-  if (!CHECKF(gir_node_infer(g, n, &e) == 0, "%s: %s", gir_op_name(n->op), e.msg)) {
-    fflush(stdout);
-    abort(); /* a broken test graph: nothing after it would mean anything */
-  }
-  return n->out[0];
-}
-
 static gir_value *un(gir_graph *g, gir_unary_fn fn, gir_value *a) {
-  gir_node *n = NODE(g, GIR_OP_unary, a);
+  gir_node *n = TU_NODE(g, GIR_OP_unary, a);
   gir_attr_set_int(g, n, "fn", fn);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *bin(gir_graph *g, gir_binary_fn fn, gir_value *a, gir_value *b) {
-  gir_node *n = NODE(g, GIR_OP_binary, a, b);
+  gir_node *n = TU_NODE(g, GIR_OP_binary, a, b);
   gir_attr_set_int(g, n, "fn", fn);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *relu(gir_graph *g, gir_value *x) { return un(g, GIR_UNARY_RELU, x); }
@@ -69,11 +54,11 @@ static gir_value *relu(gir_graph *g, gir_value *x) { return un(g, GIR_UNARY_RELU
 /* conv with a square kernel, symmetric padding and stride; b may be NULL. */
 static gir_value *conv_full(gir_graph *g, gir_value *x, gir_value *w, gir_value *b, int64_t group, int64_t pad,
                             int64_t stride) {
-  gir_node *n = b ? NODE(g, GIR_OP_conv, x, w, b) : NODE(g, GIR_OP_conv, x, w);
+  gir_node *n = b ? TU_NODE(g, GIR_OP_conv, x, w, b) : TU_NODE(g, GIR_OP_conv, x, w);
   gir_attr_set_ints(g, n, "pads", INTS(pad, pad, pad, pad));
   gir_attr_set_ints(g, n, "strides", INTS(stride, stride));
   gir_attr_set_int(g, n, "group", group);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 /* conv of x to m channels, k x k, "same" padding, random constant weight and bias. */
@@ -83,38 +68,38 @@ static gir_value *conv(gir_graph *g, gir_value *x, int64_t m, int64_t k, rng *r)
 }
 
 static gir_value *pool(gir_graph *g, gir_value *x, gir_pool_fn fn, int64_t k, int64_t stride, int64_t pad) {
-  gir_node *n = NODE(g, GIR_OP_pool, x);
+  gir_node *n = TU_NODE(g, GIR_OP_pool, x);
   gir_attr_set_int(g, n, "fn", fn);
   gir_attr_set_ints(g, n, "kernel", INTS(k, k));
   gir_attr_set_ints(g, n, "strides", INTS(stride, stride));
   gir_attr_set_ints(g, n, "pads", INTS(pad, pad, pad, pad));
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *reduce(gir_graph *g, gir_value *x, gir_reduce_fn fn, const int64_t *axes, int32_t na, int keep) {
-  gir_node *n = NODE(g, GIR_OP_reduce, x);
+  gir_node *n = TU_NODE(g, GIR_OP_reduce, x);
   gir_attr_set_int(g, n, "fn", fn);
   gir_attr_set_ints(g, n, "axes", axes, na);
   gir_attr_set_int(g, n, "keepdims", keep);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *with_ints(gir_graph *g, gir_op op, gir_value *x, const char *name, const int64_t *v, int32_t cnt) {
-  gir_node *n = NODE(g, op, x);
+  gir_node *n = TU_NODE(g, op, x);
   gir_attr_set_ints(g, n, name, v, cnt);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *concat(gir_graph *g, gir_value *a, gir_value *b, int64_t axis) {
-  gir_node *n = NODE(g, GIR_OP_concat, a, b);
+  gir_node *n = TU_NODE(g, GIR_OP_concat, a, b);
   gir_attr_set_int(g, n, "axis", axis);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *cast(gir_graph *g, gir_value *x, gir_dtype to) {
-  gir_node *n = NODE(g, GIR_OP_cast, x);
+  gir_node *n = TU_NODE(g, GIR_OP_cast, x);
   gir_attr_set_int(g, n, "to", to);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 /* --- inspecting graphs --- */
@@ -482,8 +467,8 @@ static void test_broadcast_operands(void) {
   y = bin(g, GIR_BINARY_SUB, y, crand(g, GIR_F32, SH(1, 8, 1, 1), &rr));  /* per channel, rank 4 */
   y = bin(g, GIR_BINARY_DIV, y, crand(g, GIR_F32, SH(5), &rr));           /* along W */
   gir_value *cond = bin(g, GIR_BINARY_GT, y, gir_const_scalar(g, GIR_F32, 0));
-  gir_node *wn = NODE(g, GIR_OP_where, cond, y, crand(g, GIR_F32, SH(8, 1, 1), &rr));
-  y = cast(g, done(g, wn), GIR_F64);
+  gir_node *wn = TU_NODE(g, GIR_OP_where, cond, y, crand(g, GIR_F32, SH(8, 1, 1), &rr));
+  y = cast(g, tu_done(g, wn), GIR_F64);
   gir_graph_add_output(g, y);
   /* the DIV's [5] would divide by values near 0: keep them at least 0.5 in magnitude */
   {
@@ -621,9 +606,9 @@ static void test_left_alone(void) {
   {
     gir_graph *g = gir_graph_new("conv1d");
     gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 10));
-    gir_node *n = NODE(g, GIR_OP_conv, x, crand(g, GIR_F32, SH(8, 8, 3), &rr));
+    gir_node *n = TU_NODE(g, GIR_OP_conv, x, crand(g, GIR_F32, SH(8, 8, 3), &rr));
     gir_attr_set_int(g, n, "group", 1);
-    gir_graph_add_output(g, relu(g, done(g, n)));
+    gir_graph_add_output(g, relu(g, tu_done(g, n)));
     UNCHANGED(g, 4);
     gir_graph_free(g);
   }
@@ -855,7 +840,7 @@ static void test_padded_channels(void) {
   gir_graph_free(g);
 }
 
-static gir_value *matmul(gir_graph *g, gir_value *a, gir_value *b) { return done(g, NODE(g, GIR_OP_matmul, a, b)); }
+static gir_value *matmul(gir_graph *g, gir_value *a, gir_value *b) { return tu_done(g, TU_NODE(g, GIR_OP_matmul, a, b)); }
 
 /* Constant [K, N] weights become panels [ceil(N/nr), K, nr] with nr the matmul
  * template's tile width; activations on both sides stay as they were. */

@@ -40,51 +40,35 @@ static gir_value *crand(gir_graph *g, gir_dtype t, gir_shape s, rng *r, double o
   return v;
 }
 
-static gir_node *mk(gir_graph *g, gir_op op, gir_value *const *ins, int32_t n_in) {
-  gir_node *n = gir_node_new(g, op, NULL, ins, n_in, gir_op_outputs(op));
-  return n;
-}
-#define NODE(g, op, ...) \
-  mk(g, op, (gir_value *[]){__VA_ARGS__}, (int32_t)(sizeof((gir_value *[]){__VA_ARGS__}) / sizeof(gir_value *)))
-
-static gir_value *done(gir_graph *g, gir_node *n) {
-  gir_err e = {{0}};
-  if (!CHECKF(gir_node_infer(g, n, &e) == 0, "%s: %s", gir_op_name(n->op), e.msg)) {
-    fflush(stdout);
-    abort(); /* a broken test graph: nothing after it would mean anything */
-  }
-  return n->out[0];
-}
-
 static gir_value *bin(gir_graph *g, gir_binary_fn fn, gir_value *a, gir_value *b) {
-  gir_node *n = NODE(g, GIR_OP_binary, a, b);
+  gir_node *n = TU_NODE(g, GIR_OP_binary, a, b);
   gir_attr_set_int(g, n, "fn", fn);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *un(gir_graph *g, gir_unary_fn fn, gir_value *a) {
-  gir_node *n = NODE(g, GIR_OP_unary, a);
+  gir_node *n = TU_NODE(g, GIR_OP_unary, a);
   gir_attr_set_int(g, n, "fn", fn);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *with_ints(gir_graph *g, gir_op op, gir_value *x, const char *name, const int64_t *v, int32_t cnt) {
-  gir_node *n = NODE(g, op, x);
+  gir_node *n = TU_NODE(g, op, x);
   gir_attr_set_ints(g, n, name, v, cnt);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *cast(gir_graph *g, gir_value *x, gir_dtype to) {
-  gir_node *n = NODE(g, GIR_OP_cast, x);
+  gir_node *n = TU_NODE(g, GIR_OP_cast, x);
   gir_attr_set_int(g, n, "to", to);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static gir_value *conv(gir_graph *g, gir_value *x, gir_value *w, gir_value *b, int64_t group, int64_t pad) {
-  gir_node *n = b ? NODE(g, GIR_OP_conv, x, w, b) : NODE(g, GIR_OP_conv, x, w);
+  gir_node *n = b ? TU_NODE(g, GIR_OP_conv, x, w, b) : TU_NODE(g, GIR_OP_conv, x, w);
   gir_attr_set_ints(g, n, "pads", INTS(pad, pad, pad, pad));
   gir_attr_set_int(g, n, "group", group);
-  return done(g, n);
+  return tu_done(g, n);
 }
 
 static int count_op(const gir_graph *g, gir_op op, int fn) {
@@ -242,16 +226,16 @@ static void test_noops(void) {
   y = with_ints(g, GIR_OP_transpose, y, "perm", INTS(0, 1, 2));
   y = cast(g, y, GIR_F32);
   y = with_ints(g, GIR_OP_pad, y, "pads", INTS(0, 0, 0, 0, 0, 0));
-  gir_node *sl = NODE(g, GIR_OP_slice, y);
+  gir_node *sl = TU_NODE(g, GIR_OP_slice, y);
   gir_attr_set_ints(g, sl, "starts", INTS(0, 0, 0));
   gir_attr_set_ints(g, sl, "steps", INTS(1, 1, 1));
   gir_attr_set_ints(g, sl, "sizes", INTS(2, 3, 4));
-  y = done(g, sl);
+  y = tu_done(g, sl);
   y = with_ints(g, GIR_OP_broadcast_to, y, "shape", INTS(2, 3, 4));
   y = with_ints(g, GIR_OP_tile, y, "repeats", INTS(1, 1, 1));
-  gir_node *cc = NODE(g, GIR_OP_concat, y);
+  gir_node *cc = TU_NODE(g, GIR_OP_concat, y);
   gir_attr_set_int(g, cc, "axis", 1);
-  y = done(g, cc);
+  y = tu_done(g, cc);
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y));
   gir_simplify_stats st = SIMPLIFY(g);
   CHECK_INT(st.nodes_before, 9);
@@ -267,11 +251,11 @@ static void test_noops(void) {
   g = gir_graph_new("t");
   x = tu_input(g, GIR_F32, SH(3, 3));
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, with_ints(g, GIR_OP_transpose, x, "perm", INTS(1, 0))));
-  sl = NODE(g, GIR_OP_slice, x);
+  sl = TU_NODE(g, GIR_OP_slice, x);
   gir_attr_set_ints(g, sl, "starts", INTS(2, 0));
   gir_attr_set_ints(g, sl, "steps", INTS(-1, 1));
   gir_attr_set_ints(g, sl, "sizes", INTS(3, 3));
-  gir_graph_add_output(g, un(g, GIR_UNARY_RELU, done(g, sl)));
+  gir_graph_add_output(g, un(g, GIR_UNARY_RELU, tu_done(g, sl)));
   gir_graph_add_output(g, un(g, GIR_UNARY_RELU, with_ints(g, GIR_OP_pad, x, "pads", INTS(1, 0, -1, 0))));
   SIMPLIFY(g);
   CHECK_INT(g->n_nodes, 6);
@@ -399,17 +383,17 @@ static void test_cse(void) {
   gir_value *a1 = bin(g, GIR_BINARY_MUL, r1, c1), *a2 = bin(g, GIR_BINARY_MUL, r2, c2);
   gir_graph_add_output(g, bin(g, GIR_BINARY_ADD, a1, a2));
   /* different attributes stay apart: leaky_relu alpha 0.1 vs 0.1000001 */
-  gir_node *l1 = NODE(g, GIR_OP_unary, x), *l2 = NODE(g, GIR_OP_unary, x);
+  gir_node *l1 = TU_NODE(g, GIR_OP_unary, x), *l2 = TU_NODE(g, GIR_OP_unary, x);
   gir_attr_set_int(g, l1, "fn", GIR_UNARY_LEAKY_RELU);
   gir_attr_set_float(g, l1, "alpha", 0.1);
   gir_attr_set_float(g, l2, "alpha", 0.1000001); /* attribute order differs too */
   gir_attr_set_int(g, l2, "fn", GIR_UNARY_LEAKY_RELU);
-  gir_graph_add_output(g, bin(g, GIR_BINARY_SUB, done(g, l1), done(g, l2)));
+  gir_graph_add_output(g, bin(g, GIR_BINARY_SUB, tu_done(g, l1), tu_done(g, l2)));
   /* same attributes set in another order merge */
-  gir_node *l3 = NODE(g, GIR_OP_unary, x);
+  gir_node *l3 = TU_NODE(g, GIR_OP_unary, x);
   gir_attr_set_float(g, l3, "alpha", 0.1);
   gir_attr_set_int(g, l3, "fn", GIR_UNARY_LEAKY_RELU);
-  gir_graph_add_output(g, bin(g, GIR_BINARY_DIV, l1->out[0], done(g, l3)));
+  gir_graph_add_output(g, bin(g, GIR_BINARY_DIV, l1->out[0], tu_done(g, l3)));
   VERIFY(g);
   int32_t merged = -1;
   CHECK_INT(gir_cse(g, &merged), 0);
@@ -442,11 +426,11 @@ static void test_cse(void) {
   for (int outs = 0; outs < 2; outs++) {
     g = gir_graph_new("t");
     x = tu_input(g, GIR_F32, SH(2, 6));
-    gir_node *t1 = NODE(g, GIR_OP_topk, x), *t2 = NODE(g, GIR_OP_topk, x);
+    gir_node *t1 = TU_NODE(g, GIR_OP_topk, x), *t2 = TU_NODE(g, GIR_OP_topk, x);
     for (int i = 0; i < 2; i++) {
       gir_node *t = i ? t2 : t1;
       gir_attr_set_int(g, t, "k", 3);
-      done(g, t);
+      tu_done(g, t);
     }
     gir_graph_add_output(g, bin(g, GIR_BINARY_ADD, t1->out[0], t2->out[0]));
     gir_graph_add_output(g, bin(g, GIR_BINARY_SUB, t1->out[1], t2->out[1]));
@@ -597,10 +581,10 @@ static void test_conv_bn(void) {
     rng r = {(uint64_t)group + 30};
     gir_graph *g = gir_graph_new("ct");
     gir_value *x = tu_input(g, GIR_F32, SH(1, 4, 5, 5));
-    gir_node *n = NODE(g, GIR_OP_conv_transpose, x, crand(g, GIR_F32, SH(4, 3, 3, 3), &r, 0, 1));
+    gir_node *n = TU_NODE(g, GIR_OP_conv_transpose, x, crand(g, GIR_F32, SH(4, 3, 3, 3), &r, 0, 1));
     gir_attr_set_ints(g, n, "strides", INTS(2, 2));
     gir_attr_set_int(g, n, "group", group);
-    gir_value *y = done(g, n); /* [1, 3*group, 11, 11] */
+    gir_value *y = tu_done(g, n); /* [1, 3*group, 11, 11] */
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, batchnorm(g, y, &r)));
     gir_simplify_stats st = FOLD_AND_COMPARE(g, 1, 1e-5, 20u + (uint64_t)group);
     CHECKF(g->n_nodes == 2, "group %d: %d nodes", group, g->n_nodes);
@@ -611,7 +595,7 @@ static void test_conv_bn(void) {
     rng r = {40};
     gir_graph *g = gir_graph_new("mm");
     gir_value *a = tu_input(g, GIR_F32, SH(2, 3, 8));
-    gir_value *y = bin(g, GIR_BINARY_MUL, done(g, NODE(g, GIR_OP_matmul, a, crand(g, GIR_F32, SH(8, 5), &r, 0, 1))),
+    gir_value *y = bin(g, GIR_BINARY_MUL, tu_done(g, TU_NODE(g, GIR_OP_matmul, a, crand(g, GIR_F32, SH(8, 5), &r, 0, 1))),
                        crand(g, GIR_F32, SH(5), &r, 1, 0.5));
     gir_graph_add_output(g, un(g, GIR_UNARY_RELU, y));
     gir_simplify_stats st = FOLD_AND_COMPARE(g, 1, 1e-5, 30);
@@ -694,22 +678,15 @@ static void test_rule_table(void) {
 /* --- the light ResNet-50 --- */
 
 static void test_resnet50(void) {
-  char path[4096];
-  if (!tu_light_model("light_resnet50", path, sizeof path)) {
-    CHECK_SKIP("light_resnet50 not found (scripts/model_path.sh: run setup.sh)");
-    return;
-  }
   gir_evaluator ev = lower_fold_evaluator();
-  imp_options opt = {.eval = &ev};
+  gir_graph *g = tu_light_folded("light_resnet50", &ev);
+  if (!g) return;
   gir_err e = {{0}};
-  gir_graph *g = imp_load_file(path, &opt, NULL, &e);
-  if (!CHECKF(g != NULL, "import: %s", e.msg)) return;
-  int32_t folded = 0;
-  gir_fold_constants(g, &ev, 0, &folded, &e);
   VERIFY(g);
   int imported = g->n_nodes, muls = count_op(g, GIR_OP_binary, GIR_BINARY_MUL),
       adds = count_op(g, GIR_OP_binary, GIR_BINARY_ADD), subs = count_op(g, GIR_OP_binary, GIR_BINARY_SUB);
   gir_simplify_stats st = SIMPLIFY_EV(g, &ev);
+  int32_t folded = 0;
   gir_fold_constants(g, &ev, 0, &folded, &e);
   VERIFY(g);
   printf("light_resnet50: %d nodes after import and fold (%d mul, %d add, %d sub) -> %d after simplify and fold "
