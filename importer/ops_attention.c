@@ -152,8 +152,8 @@ int imp_cv_Attention(imp_ctx *c, imp_node *n) {
   int64_t b = qd[0], hq = qd[1], sq = qd[2], dh = qd[3], hkv = kd[1];
   if (kd[0] != b || vd[0] != b || vd[1] != hkv || kd[3] != dh || vd[2] != kd[2])
     return imp_fail(c, "Q, K and V disagree: batch, kv heads, head size or kv sequence length");
-  if (hkv <= 0 || hq % hkv)
-    return imp_fail(c, "%lld query heads are not a multiple of %lld kv heads", (long long)hq, (long long)hkv);
+  if (hq <= 0 || hkv <= 0 || hq % hkv)
+    return imp_fail(c, "%lld query heads are not a positive multiple of %lld kv heads", (long long)hq, (long long)hkv);
   int64_t rep = hq / hkv;
 
   /* KV cache: present = concat(past, new) on the sequence axis */
@@ -530,8 +530,8 @@ int imp_cv_FlexAttention(imp_ctx *c, imp_node *n) {
   if (vd[1] != hkv) return imp_fail(c, "K and V differ in head count (%lld, %lld)", (long long)hkv, (long long)vd[1]);
   if (vd[2] != kd[2]) return imp_fail(c, "K and V differ in sequence length");
   if (kd[3] != e) return imp_fail(c, "Q and K differ in head size (%lld, %lld)", (long long)e, (long long)kd[3]);
-  if (hkv <= 0 || hq % hkv)
-    return imp_fail(c, "%lld query heads are not a multiple of %lld kv heads", (long long)hq, (long long)hkv);
+  if (hq <= 0 || hkv <= 0 || hq % hkv)
+    return imp_fail(c, "%lld query heads are not a positive multiple of %lld kv heads", (long long)hq, (long long)hkv);
   int64_t rep = hq / hkv;
 
   gir_dtype sp = compute_type(q->dtype);
