@@ -1,6 +1,7 @@
 /* attrs.c — typed access to an ONNX node's attributes. A missing attribute gives
  * the caller's default; one of the wrong type is treated as missing only where
  * ONNX allows no other type, and checked callers report it. */
+#include <stdint.h>
 #include <string.h>
 #include "ctx.h"
 
@@ -16,7 +17,10 @@ int64_t imp_attr_int(const imp_node *n, const char *name, int64_t def) {
   const Onnx__AttributeProto *a = imp_attr(n, name);
   if (!a) return def;
   if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT || a->has_i) return a->i;
-  if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) return (int64_t)a->f;
+  if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) { /* saturated: a cast out of range is undefined */
+    if (a->f != a->f) return def;
+    return a->f >= 0x1p63f ? INT64_MAX : a->f < -0x1p63f ? INT64_MIN : (int64_t)a->f;
+  }
   return def;
 }
 

@@ -7,7 +7,8 @@
 #include <string.h>
 #include "ctx.h"
 
-#define DEFAULT_FOLD_MAX (1 << 20)
+#define DEFAULT_FOLD_MAX (1 << 20)           /* elements of one folded output */
+#define FOLD_MAX_BYTES ((int64_t)256 << 20)  /* all folded outputs of one import */
 
 int imp_fail(imp_ctx *c, const char *fmt, ...) {
   if (c->err->msg[0]) return -1;
@@ -35,12 +36,46 @@ gir_value *imp_finish(imp_ctx *c, gir_node *n) {
   gir_value *first = n->n_out ? n->out[0] : NULL;
   if (!c->opt || !c->opt->eval || !all_inputs_const(n)) return first;
   int64_t limit = c->opt->fold_max_elements > 0 ? c->opt->fold_max_elements : DEFAULT_FOLD_MAX;
-  for (int i = 0; i < n->n_out; i++)
+  int64_t bytes = 0;
+  for (int i = 0; i < n->n_out; i++) {
     if (gir_value_numel(n->out[i]) > limit) return first;
+    bytes += gir_value_nbytes(n->out[i]);
+  }
+  /* past the budget, constant nodes are left to run at run time */
+  if (bytes > FOLD_MAX_BYTES - c->folded_bytes) return first;
+  c->folded_bytes += bytes;
   gir_err e = {{0}};
   /* An evaluator that cannot fold this node leaves it to run at run time. */
   if (gir_fold_node(c->opt->eval, c->g, n, &e) == 0 && c->g->nodes[c->g->n_nodes - 1] == n) c->g->n_nodes--;
   return first;
+}
+
+int imp_reserve(imp_ctx *c, int64_t count, size_t elem, const char *what) {
+  int64_t left = IMP_MADE_MAX_BYTES - c->made_bytes;
+  if (count < 0 || elem == 0 || count > left / (int64_t)elem)
+    return imp_fail(c, "%s: %lld elements of %zu bytes exceed what is left (%lld bytes) of the importer's %lld MiB "
+                    "budget for data it builds",
+                    what, (long long)count, elem, (long long)left, (long long)(IMP_MADE_MAX_BYTES >> 20));
+  c->made_bytes += count * (int64_t)elem;
+  return 0;
+}
+
+void *imp_scratch(imp_ctx *c, int64_t count, size_t elem, const char *what) {
+  if (imp_reserve(c, count + 1, elem, what) < 0) return NULL;
+  void *p = gir_arena_calloc(c->g->arena, (size_t)count + 1, elem);
+  if (!p) imp_fail(c, "%s: out of memory", what);
+  return p;
+}
+
+gir_value *imp_const_new(imp_ctx *c, gir_dtype t, const gir_shape *s, const void *data, const char *what) {
+  gir_err e = {{0}};
+  int64_t numel = gir_shape_numel(s, &e);
+  if (numel < 0) {
+    imp_fail(c, "%s: %s", what, e.msg);
+    return NULL;
+  }
+  if (imp_reserve(c, numel, gir_dtype_size(t), what) < 0) return NULL;
+  return gir_const_new(c->g, NULL, t, s, data);
 }
 
 static gir_node *node1(imp_ctx *c, gir_op op, gir_value *x) { return imp_new_node(c, op, &x, 1, 1); }

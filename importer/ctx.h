@@ -44,6 +44,8 @@ typedef struct imp_ctx {
   imp_scope *scope;
   const char *name_prefix;     /* prefix for names made while inlining */
   const char *origin;          /* "Conv 'conv1' (opset 11)": the node being converted */
+  int64_t made_bytes;          /* data the importer built itself so far (imp_reserve) */
+  int64_t folded_bytes;        /* constants made by folding so far (imp_finish) */
 } imp_ctx;
 
 typedef struct imp_node {
@@ -122,6 +124,17 @@ gir_value *imp_matmul(imp_ctx *c, gir_value *a, gir_value *b);
 /* Scalar constant of x's dtype. */
 gir_value *imp_scalar_like(imp_ctx *c, const gir_value *x, double v);
 gir_value *imp_scalar(imp_ctx *c, gir_dtype t, double v);
+
+/* Data the importer builds itself (weight matrices, masks, index tables, their
+ * scratch) is sized from declared dims and attribute values, which a hostile
+ * model chooses: it all comes out of one budget per import, IMP_MADE_MAX_BYTES.
+ * imp_reserve takes count x elem bytes from it, or fails naming what. */
+#define IMP_MADE_MAX_BYTES ((int64_t)256 << 20)
+int imp_reserve(imp_ctx *c, int64_t count, size_t elem, const char *what);
+/* count zeroed elements of elem bytes (one more, so count may be 0) from the budget. */
+void *imp_scratch(imp_ctx *c, int64_t count, size_t elem, const char *what);
+/* A new constant of shape s (data copied when not NULL, else zeros) from the budget. */
+gir_value *imp_const_new(imp_ctx *c, gir_dtype t, const gir_shape *s, const void *data, const char *what);
 
 /* Constant payload of v (a constant, or a known input), or NULL with an error
  * naming what: "input 'shape' of Reshape must be a constant". */

@@ -207,7 +207,8 @@ int imp_cv_TfIdfVectorizer(imp_ctx *c, imp_node *n) {
     if (mode == 1) cnt = imp_binary(c, GIR_BINARY_MIN, cnt, imp_scalar(c, GIR_F32, 1)); /* IDF: present or not */
     /* row j: n-gram j's weight (1 for TF or without weights) in its output column */
     gir_shape ms2 = {.rank = 2, .dims = {u, O}};
-    gir_value *place = gir_const_new(c->g, NULL, GIR_F32, &ms2, NULL);
+    gir_value *place = imp_const_new(c, GIR_F32, &ms2, NULL, "n-gram placement matrix");
+    if (!place) return -1;
     float *pl = place->data;
     memset(pl, 0, (size_t)(u * O) * sizeof *pl);
     for (int64_t j = 0; j < u; j++) pl[j * O + oix[gs[j].q]] = mode != 0 && nw > 0 ? (float)w[gs[j].q] : 1.0f;
@@ -262,9 +263,9 @@ int imp_cv_MelWeightMatrix(imp_ctx *c, imp_node *n) {
   float lo_mel = 2595.0f * log10f(1.0f + (float)lo_hz / 700.0f);
   float hi_mel = 2595.0f * log10f(1.0f + (float)hi_hz / 700.0f);
   float step = (hi_mel - lo_mel) / (float)(bins + 2);
-  int64_t *fb = gir_arena_calloc(c->g->arena, (size_t)bins + 2, sizeof *fb);
-  double *out = gir_arena_calloc(c->g->arena, (size_t)(S * bins), sizeof *out);
-  if (!fb || !out) return imp_fail(c, "out of memory");
+  int64_t *fb = imp_scratch(c, bins + 2, sizeof *fb, "mel band edges");
+  double *out = fb ? imp_scratch(c, S * bins, sizeof *out, "mel weight matrix") : NULL;
+  if (!out) return -1;
   for (int64_t i = 0; i < bins + 2; i++) {
     double hz = 700.0 * (pow(10.0, ((double)i * (double)step + (double)lo_mel) / 2595.0) - 1.0);
     double b = py_floordiv((double)(dft + 1) * hz, rate_d);
@@ -283,7 +284,8 @@ int imp_cv_MelWeightMatrix(imp_ctx *c, imp_node *n) {
     for (int64_t j = m; j < h; j++) out[j * bins + i] = (double)(h - j) / (double)(h - m);
   }
   gir_shape s = {.rank = 2, .dims = {S, bins}};
-  gir_value *y = gir_const_new(c->g, NULL, t, &s, NULL);
+  gir_value *y = imp_const_new(c, t, &s, NULL, "mel weight matrix");
+  if (!y) return -1;
   for (int64_t i = 0; i < S * bins; i++) gir_store_f64(t, y->data, i, out[i]);
   return imp_set_output(c, n, 0, y);
 }

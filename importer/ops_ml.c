@@ -206,7 +206,7 @@ static int read_forest(imp_ctx *c, const imp_node *n, int64_t features, forest *
                       (long long)n_member);
     if (f->m < 1) f->m = 1;
     if (f->nn > (1 << 24) / f->m) return imp_fail(c, "membership_values: too many members");
-    f->members = gir_arena_alloc(c->g->arena, (size_t)(f->nn * f->m) * sizeof *f->members);
+    if (!(f->members = imp_scratch(c, f->nn * f->m, sizeof *f->members, "membership table"))) return -1;
     for (int64_t i = 0; i < f->nn * f->m; i++) f->members[i] = NAN;
     int64_t at = 0;
     for (int64_t i = 0; i < f->nn; i++) {
@@ -237,7 +237,8 @@ static double round_to(gir_dtype t, double v) {
 /* A constant 1-D table over the index space (nodes, then leaves), or [size][m]. */
 static gir_value *table(imp_ctx *c, gir_dtype t, int64_t size, int64_t m, const double *vals) {
   gir_shape s = {.rank = m ? 2 : 1, .dims = {size, m}};
-  gir_value *v = gir_const_new(c->g, NULL, t, &s, NULL);
+  gir_value *v = imp_const_new(c, t, &s, NULL, "tree table");
+  if (!v) return NULL;
   int64_t cnt = size * (m ? m : 1);
   for (int64_t i = 0; i < cnt; i++) gir_store_f64(t, v->data, i, vals[i]);
   return v;
@@ -245,7 +246,7 @@ static gir_value *table(imp_ctx *c, gir_dtype t, int64_t size, int64_t m, const 
 
 static gir_value *gather0(imp_ctx *c, gir_value *tab, gir_value *idx) {
   gir_value *ins[2] = {tab, idx};
-  if (!idx) return NULL;
+  if (!tab || !idx) return NULL;
   gir_node *g = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
   gir_attr_set_int(c->g, g, "axis", 0);
   return imp_finish(c, g);
@@ -331,15 +332,10 @@ int imp_cv_TreeEnsemble(imp_ctx *c, imp_node *n) {
 
   /* the tables over the index space: interior nodes [0, nn), leaves [nn, nn + nl) */
   int64_t size = f.nn + f.nl;
-  double *feat = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *feat);
-  double *split = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *split);
-  double *mode = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *mode);
-  double *tn = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *tn);
-  double *fn = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *fn);
-  double *miss = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *miss);
-  double *weight = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *weight);
-  double *target = gir_arena_calloc(c->g->arena, (size_t)size, sizeof *target);
-  double *root = gir_arena_calloc(c->g->arena, (size_t)f.nt, sizeof *root);
+  double *tabs = imp_scratch(c, 8 * size + f.nt, sizeof *tabs, "tree tables");
+  if (!tabs) return -1;
+  double *feat = tabs, *split = feat + size, *mode = split + size, *tn = mode + size, *fn = tn + size;
+  double *miss = fn + size, *weight = miss + size, *target = weight + size, *root = target + size;
   for (int64_t i = 0; i < f.nn; i++) {
     feat[i] = (double)f.feat[i];
     split[i] = round_to(x->dtype, f.split[i]);
@@ -363,10 +359,12 @@ int imp_cv_TreeEnsemble(imp_ctx *c, imp_node *n) {
   gir_value *t_miss = f.any_missing ? imp_cast(c, table(c, GIR_U8, size, 0, miss), GIR_BOOL) : NULL;
   gir_value *t_mem = NULL;
   if (f.members) {
-    double *mem = gir_arena_alloc(c->g->arena, (size_t)(size * f.m) * sizeof *mem);
+    double *mem = imp_scratch(c, size * f.m, sizeof *mem, "membership table");
+    if (!mem) return -1;
     for (int64_t i = 0; i < size * f.m; i++) mem[i] = i < f.nn * f.m ? round_to(x->dtype, f.members[i]) : NAN;
-    t_mem = table(c, ct, size, f.m, mem);
+    if (!(t_mem = table(c, ct, size, f.m, mem))) return -1;
   }
+  if (!t_feat || !t_split || !t_true || !t_false || (n_modes > 1 && !t_mode) || (f.any_missing && !t_miss)) return -1;
 
   /* the walk: state [N, trees] of indices into the tables */
   gir_value *xc = imp_cast(c, x, ct);
@@ -406,7 +404,8 @@ int imp_cv_TreeEnsemble(imp_ctx *c, imp_node *n) {
   gir_value *k = gather0(c, table(c, GIR_I64, size, 0, target), state);
   if (!w || !k) return -1;
   int64_t d3[3] = {rows, f.nt, 1}, axis = 1;
-  double *ks = gir_arena_calloc(c->g->arena, (size_t)f.k, sizeof *ks);
+  double *ks = imp_scratch(c, f.k, sizeof *ks, "target table");
+  if (!ks) return -1;
   for (int64_t j = 0; j < f.k; j++) ks[j] = (double)j;
   gir_value *mask = imp_binary(c, GIR_BINARY_EQ, imp_reshape(c, k, 3, d3), table(c, GIR_I64, f.k, 0, ks));
   gir_value *contrib = imp_where(c, mask, imp_reshape(c, w, 3, d3), imp_scalar(c, ct, init));

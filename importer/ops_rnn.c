@@ -479,7 +479,8 @@ static int build_mask(imp_ctx *c, rnn *r) {
     r->mask = imp_binary(c, GIR_BINARY_LT, imp_finish(c, io), imp_reshape(c, r->lens, 3, lshape));
     return r->mask ? 0 : -1;
   }
-  uint8_t *m = gir_arena_calloc(c->g->arena, (size_t)(S * B) + 1, 1);
+  uint8_t *m = imp_scratch(c, S * B, 1, "sequence mask");
+  if (!m) return -1;
   int any_invalid = 0;
   for (int64_t b = 0; b < B; b++) {
     int64_t len = gir_load_i64(r->lens->dtype, d, b);
@@ -493,8 +494,8 @@ static int build_mask(imp_ctx *c, rnn *r) {
   if (!any_invalid) return 0;
   gir_shape s = {.rank = 3, .dims = {S, B, 1}};
   r->mask_const = m;
-  r->mask = gir_const_new(c->g, NULL, GIR_BOOL, &s, m);
-  return 0;
+  r->mask = imp_const_new(c, GIR_BOOL, &s, m, "sequence mask");
+  return r->mask ? 0 : -1;
 }
 
 /* 1: every batch entry is valid at step t, 0: none is, 2: some are. */

@@ -86,7 +86,8 @@ typedef struct axis_taps {
 static gir_value *along(imp_ctx *c, gir_dtype t, int r, int axis, const double *vals, int n) {
   gir_shape s = {.rank = r};
   for (int i = 0; i < r; i++) s.dims[i] = i == axis ? n : 1;
-  gir_value *v = gir_const_new(c->g, NULL, t, &s, NULL);
+  gir_value *v = imp_const_new(c, t, &s, NULL, "sampling taps");
+  if (!v) return NULL;
   for (int i = 0; i < n; i++) gir_store_f64(t, v->data, i, vals[i]);
   return v;
 }
@@ -307,7 +308,8 @@ int imp_cv_AffineGrid(imp_ctx *c, imp_node *n) {
   gir_dtype ft = calc_type(theta->dtype);
   /* base grid rows (x, y[, z], 1): x runs over the last spatial axis */
   gir_shape bs = {.rank = 2, .dims = {p, k + 1}};
-  gir_value *base = gir_const_new(c->g, NULL, ft, &bs, NULL);
+  gir_value *base = imp_const_new(c, ft, &bs, NULL, "base grid");
+  if (!base) return -1;
   for (int64_t i = 0; i < p; i++) {
     int64_t rest = i;
     for (int d = k - 1; d >= 0; d--) {
@@ -341,7 +343,8 @@ typedef struct roi_axis {
 static int roi_axis_setup(imp_ctx *c, gir_value *start, gir_value *bin, int64_t bins, int64_t grid, int64_t len,
                           roi_axis *a) {
   gir_shape ks = {.rank = 2, .dims = {1, bins * grid}};
-  gir_value *kv = gir_const_new(c->g, NULL, start->dtype, &ks, NULL);
+  gir_value *kv = imp_const_new(c, start->dtype, &ks, NULL, "ROI sample offsets");
+  if (!kv) return -1;
   for (int64_t b = 0; b < bins; b++)
     for (int64_t i = 0; i < grid; i++)
       gir_store_f64(start->dtype, kv->data, b * grid + i, (double)b + ((double)i + 0.5) / (double)grid);
@@ -503,7 +506,8 @@ int imp_cv_DeformConv(imp_ctx *c, imp_node *n) {
   gir_shape ps = {.rank = 1, .dims = {kt * p}};
   for (int d = 0; d < k; d++) {
     /* base position of each (kernel tap, output position) on axis d */
-    gir_value *base = gir_const_new(c->g, NULL, ft, &ps, NULL);
+    gir_value *base = imp_const_new(c, ft, &ps, NULL, "kernel tap positions");
+    if (!base) return -1;
     for (int64_t kk = 0; kk < kt; kk++)
       for (int64_t o = 0; o < p; o++) {
         int64_t kd = kk, od = o;

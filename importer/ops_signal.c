@@ -64,7 +64,8 @@ static int64_t dft_cout(const dft_plan *p) { return p->kind == DFT_IRFFT ? 1 : 2
 static gir_value *dft_matrix(imp_ctx *c, gir_dtype ft, const dft_plan *p) {
   int64_t cout = dft_cout(p), nr = p->rows * p->cin, nc = p->cols * cout, n = p->n;
   gir_shape s = {.rank = 2, .dims = {nr, nc}};
-  gir_value *m = gir_const_new(c->g, NULL, ft, &s, NULL);
+  gir_value *m = imp_const_new(c, ft, &s, NULL, "DFT matrix");
+  if (!m) return NULL;
   double sign = p->kind == DFT_FORWARD ? -1.0 : 1.0, scale = p->kind == DFT_FORWARD ? 1.0 : 1.0 / (double)n;
   int64_t used = p->rows < n ? p->rows : n;
   if (p->kind == DFT_IRFFT && used > n / 2 + 1) used = n / 2 + 1;
@@ -190,7 +191,8 @@ int imp_cv_STFT(imp_ctx *c, imp_node *n) {
     if (!(sig = imp_finish(c, pn))) return -1;
   }
   gir_shape is = {.rank = 2, .dims = {frames, ws}};
-  gir_value *idx = gir_const_new(c->g, NULL, GIR_I64, &is, NULL);
+  gir_value *idx = imp_const_new(c, GIR_I64, &is, NULL, "frame indices");
+  if (!idx) return -1;
   for (int64_t f = 0; f < frames; f++)
     for (int64_t j = 0; j < ws; j++) ((int64_t *)idx->data)[f * ws + j] = f * step + j;
   gir_value *ins[2] = {sig, idx};
@@ -199,7 +201,8 @@ int imp_cv_STFT(imp_ctx *c, imp_node *n) {
   gir_value *fr = imp_finish(c, gn); /* [batch, frames, ws, parts] */
   if (!fr) return -1;
   if (win && win->data) { /* a constant window is folded into the matrix */
-    double *w = gir_arena_calloc(c->g->arena, (size_t)ws, sizeof *w);
+    double *w = imp_scratch(c, ws, sizeof *w, "window");
+    if (!w) return -1;
     for (int64_t j = 0; j < ws; j++) w[j] = gir_load_f64(win->dtype, win->data, j);
     p.win = w;
   } else if (win) {
@@ -233,7 +236,8 @@ int imp_cv_window(imp_ctx *c, imp_node *n) {
   /* symmetric windows of size 1 divide 0 by 0, as the reference does: NaN */
   double period = (double)(imp_attr_int(n, "periodic", 1) ? size : size - 1);
   gir_shape s = {.rank = 1, .dims = {size}};
-  gir_value *y = gir_const_new(c->g, NULL, t, &s, NULL);
+  gir_value *y = imp_const_new(c, t, &s, NULL, "window");
+  if (!y) return -1;
   for (int64_t k = 0; k < size; k++) {
     double th = TWO_PI * (double)k / period;
     gir_store_f64(t, y->data, k, a0 - a1 * cos(th) + a2 * cos(2.0 * th));
@@ -320,7 +324,8 @@ int imp_cv_Col2Im(imp_ctx *c, imp_node *n) {
   gir_dtype ft = gir_dtype_is_float(x->dtype) ? x->dtype : GIR_F32;
   gir_shape ws = {.rank = k + 2, .dims = {x->shape.dims[1], 1}};
   for (int i = 0; i < k; i++) ws.dims[2 + i] = blk[i];
-  gir_value *w = gir_const_new(c->g, NULL, ft, &ws, NULL);
+  gir_value *w = imp_const_new(c, ft, &ws, NULL, "one-hot kernel");
+  if (!w) return -1;
   for (int64_t ci = 0; ci < x->shape.dims[1]; ci++) gir_store_f64(ft, w->data, ci * bsz + ci % bsz, 1.0);
   gir_value *ins[2] = {imp_reshape(c, imp_cast(c, x, ft), xs.rank, xs.dims), w};
   if (!ins[0]) return -1;

@@ -785,7 +785,8 @@ int imp_cv_NonZero(imp_ctx *c, imp_node *n) {
   int32_t r = x->shape.rank ? x->shape.rank : 1; /* a scalar counts as a 1-element vector, as in numpy */
   for (int64_t i = 0; i < numel; i++) nnz += gir_load_f64(x->dtype, d, i) != 0;
   gir_shape s = {.rank = 2, .dims = {r, nnz}};
-  gir_value *y = gir_const_new(c->g, NULL, GIR_I64, &s, NULL);
+  gir_value *y = imp_const_new(c, GIR_I64, &s, NULL, "nonzero indices");
+  if (!y) return -1;
   int64_t *out = y->data, j = 0;
   for (int64_t i = 0; i < numel; i++) {
     if (gir_load_f64(x->dtype, d, i) == 0) continue;
@@ -904,7 +905,6 @@ static double aa_x_ori(const resize_args *a, int ax, int r, int64_t in, int64_t 
 
 /* x resized along axis ax by a matmul (x in the compute type). */
 static gir_value *aa_axis(imp_ctx *c, gir_value *x, const resize_args *a, int ax) {
-  gir_arena *ar = c->g->arena;
   int r = x->shape.rank;
   int64_t in = x->shape.dims[ax], out = a->sizes[ax], P = 1, Q = 1;
   for (int i = 0; i < r; i++) {
@@ -917,13 +917,10 @@ static gir_value *aa_axis(imp_ctx *c, gir_value *x, const resize_args *a, int ax
     imp_fail(c, "antialiased resizing of axis %d (%lld to %lld) is too large", ax, (long long)in, (long long)out);
     return NULL;
   }
-  double *co = gir_arena_calloc(ar, (size_t)cap, sizeof *co);
-  double *w = gir_arena_calloc(ar, (size_t)(out * in) + 1, sizeof *w);
-  double *bias = gir_arena_calloc(ar, (size_t)out + 1, sizeof *bias);
-  if (!co || !w || !bias) {
-    imp_fail(c, "out of memory");
-    return NULL;
-  }
+  double *co = imp_scratch(c, cap, sizeof *co, "antialias filter taps");
+  double *w = co ? imp_scratch(c, out * in, sizeof *w, "antialias weight matrix") : NULL;
+  double *bias = w ? imp_scratch(c, out, sizeof *bias, "antialias bias") : NULL;
+  if (!bias) return NULL;
   int has_bias = 0;
   for (int64_t y = 0; y < out; y++) {
     double xo = aa_x_ori(a, ax, r, in, out, (double)y), xf = floor(xo);
@@ -957,13 +954,15 @@ static gir_value *aa_axis(imp_ctx *c, gir_value *x, const resize_args *a, int ax
   }
   gir_dtype t = x->dtype;
   gir_shape ws = {.rank = 2, .dims = {out, in}};
-  gir_value *wv = gir_const_new(c->g, NULL, t, &ws, NULL);
+  gir_value *wv = imp_const_new(c, t, &ws, NULL, "antialias weight matrix");
+  if (!wv) return NULL;
   for (int64_t i = 0; i < out * in; i++) gir_store_f64(t, wv->data, i, w[i]);
   int64_t d3[3] = {P, in, Q};
   gir_value *y = imp_matmul(c, wv, imp_reshape(c, x, 3, d3)); /* [P, out, Q] */
   if (has_bias) {
     gir_shape bs = {.rank = 2, .dims = {out, 1}};
-    gir_value *bv = gir_const_new(c->g, NULL, t, &bs, NULL);
+    gir_value *bv = imp_const_new(c, t, &bs, NULL, "antialias bias");
+    if (!bv) return NULL;
     for (int64_t i = 0; i < out; i++) gir_store_f64(t, bv->data, i, bias[i]);
     y = imp_binary(c, GIR_BINARY_ADD, y, bv);
   }

@@ -393,6 +393,20 @@ def cases():
                                                [vi("x", [1, 1 << 20, 1 << 12, 1 << 12]),
                                                 vi("w", [1 << 20, 1 << 20, 1, 1])], [vi("y", None)])))
 
+    # --- data the importer would build itself from a few declared numbers: over budget ---
+    add("TfIdfVectorizer placing one n-gram in column 2^30", ["TfIdfVectorizer 'tf'", "budget"])(
+        lambda d: save(d, "m.onnx", make_model(
+            [helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tf", mode="TF", min_gram_length=1,
+                              max_gram_length=1, max_skip_count=0, ngram_counts=[0], ngram_indexes=[1 << 30],
+                              pool_int64s=[7])],
+            [vi("x", [1, 3], TensorProto.INT64)], [vi("y", None)], opset=9)))
+    # each 2048-point DFT matrix (34 MB) is within the per-op limit; nine are not within the budget
+    add("nine DFTs of 2048 points", ["DFT 'dft", "budget"])(
+        lambda d: save(d, "m.onnx", make_model(
+            [helper.make_node("DFT", ["x", "n"], ["y%d" % i], name="dft%d" % i) for i in range(9)],
+            [vi("x", [1, 1 << 11, 1])], [vi("y%d" % i, None) for i in range(9)],
+            [numpy_helper.from_array(np.array(1 << 11, np.int64), "n")], opset=17)))
+
     # --- positive controls: exit 0, nothing on stderr ---
     add("valid tiny model", [], status=0)(lambda d: save(d, "m.onnx", tiny_model()))
 
