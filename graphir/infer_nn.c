@@ -79,10 +79,12 @@ int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
   if (x->rank != 5 || wt->rank != 6) return gir_errf(err, "conv_nchwc needs a 5-D input and a 6-D weight");
   if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "input and weight element types differ");
   int64_t ib = x->dims[4], ob = wt->dims[5], channels = x->dims[1] * ib;
-  if (group == 1) {
-    if (wt->dims[1] != x->dims[1] || wt->dims[4] != ib) return gir_errf(err, "conv_nchwc: weight blocks do not match the input's");
-  } else if (group != channels || wt->dims[1] != 1 || wt->dims[4] != 1 || ob != ib || wt->dims[0] != x->dims[1]) {
-    return gir_errf(err, "conv_nchwc: group %lld is neither 1 nor depthwise", (long long)group);
+  if (group < 1) return gir_errf(err, "conv_nchwc: group %lld", (long long)group);
+  if (group != 1 && wt->dims[4] == 1) { /* depthwise */
+    if (group != channels || wt->dims[1] != 1 || ob != ib || wt->dims[0] != x->dims[1])
+      return gir_errf(err, "conv_nchwc: group %lld is not depthwise", (long long)group);
+  } else if (wt->dims[1] * group != x->dims[1] || wt->dims[4] != ib || wt->dims[0] % group) {
+    return gir_errf(err, "conv_nchwc: weight blocks do not match the input's in %lld group(s)", (long long)group);
   }
   if (n->n_in > 2 && n->in[2] &&
       (n->in[2]->shape.rank != 2 || n->in[2]->shape.dims[0] != wt->dims[0] || n->in[2]->shape.dims[1] != ob))

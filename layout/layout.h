@@ -15,13 +15,20 @@ typedef struct lay_stats {
   int32_t transforms;  /* relayout nodes left in the graph */
 } lay_stats;
 
-/* Rewrites eligible 2-D float32 convolutions with constant weights (group 1 or
- * depthwise) into conv_nchwc and propagates the layout. `block` is the vector
+/* Rewrites eligible 2-D float32 convolutions with constant weights (group 1,
+ * depthwise, or grouped with whole blocks per group) into conv_nchwc and propagates the layout. `block` is the vector
  * width in floats: output blocks are 2·block when that divides the channels (a
  * two-vector register tile), else block or a smaller power of two ≥ 4; an input
  * already blocked keeps its block. Requires: topological order.
  * Preserves: semantics, output names and shapes; compacts the graph. */
 int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
+
+/* Rewrites float32 transposed convolutions (1 to 3 spatial axes, constant
+ * weights and bias, dilation 1, at most 16 stride phases) into one plain conv per
+ * stride phase and an interleave (deconv.c), for lay_nchwc to block next.
+ * *rewritten counts them (may be NULL). Requires: topological order.
+ * Preserves: semantics, output names and shapes; compacts the graph. */
+int lay_split_conv_transpose(gir_graph *g, int32_t *rewritten, gir_err *err);
 
 /* Packs the constant float32 [K, N] weights of matmuls into column panels
  * [ceil(N/nr), K, nr] (matmul attributes packed = nr, n = N), nr the matmul

@@ -89,17 +89,21 @@ static int rewrite_conv(lay *L, gir_node *n) {
   gir_value *x = n->in[0], *w = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
   if (x->shape.rank != 4 || x->dtype != GIR_F32 || !w->data || (bias && !bias->data)) return 0;
   int64_t C = x->shape.dims[1], M = w->shape.dims[0], KH = w->shape.dims[2], KW = w->shape.dims[3];
-  int64_t group = gir_attr_int(n, "group", 1);
-  int dw = group != 1;
-  if (dw && !(group == C && M == C && w->shape.dims[1] == 1)) return 0;
+  int64_t group = gir_attr_int(n, "group", 1), cpg = w->shape.dims[1]; /* input channels per group */
+  int dw = group != 1 && group == C && M == C && cpg == 1;
+  /* grouped (ResNeXt): each group's channels are whole blocks on both sides */
+  if (group != 1 && !dw && (group < 1 || C % group || M % group || cpg != C / group)) return 0;
   /* input block: the producer's when it is blocked already (no re-blocking),
    * else the widest that divides C (all of C when C is small, e.g. RGB);
    * output block: two vectors when they divide M (a 2-vector register tile
    * halves the broadcasts per FMA), else one */
   int64_t in_b = 0, ib, ob;
-  if (blocked_source(x, &in_b) && C % in_b) in_b = 0;
+  if (blocked_source(x, &in_b) && (dw ? C : cpg) % in_b) in_b = 0;
   if (dw) {
     ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
+  } else if (group != 1) {
+    ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
+    ob = pick_block(M / group, 2 * (int64_t)L->block);
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
     ob = pick_block(M, 2 * (int64_t)L->block);
@@ -110,7 +114,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
     if (ob < L->block && M >= 4 * (int64_t)L->block) ob = L->block;
   }
   if (!ob || !ib) return 0;
-  int64_t cg = dw ? 1 : C, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob;
+  int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob;
   gir_shape ws = {.rank = 6, .dims = {Mp / ob, cg / wb, KH, KW, wb, ob}};
   gir_value *wv = gir_const_new(g, NULL, GIR_F32, &ws, NULL); /* packed in place, padding zero */
   float *wp = wv->data;

@@ -71,7 +71,8 @@ int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
  * input), so the reduction itself has no condition and its inner loops no test. */
 int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
-  int depthwise = gir_attr_int(n, "group", 1) != 1;
+  int64_t group = gir_attr_int(n, "group", 1);
+  int depthwise = group != 1 && w->shape[4] == 1;
   window win = read_window(n, 2);
   const int64_t *st = win.st, *dl = win.dl, *pd = win.pd;
   te_tensor *xp = x;
@@ -105,7 +106,11 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
   ih = te_add(c, te_mul(c, te_v(c, ax[2]), te_int(c, st[0])), te_mul(c, te_v(c, kh), te_int(c, dl[0])));
   iw = te_add(c, te_mul(c, te_v(c, ax[3]), te_int(c, st[1])), te_mul(c, te_v(c, kw), te_int(c, dl[1])));
   xi[0] = te_v(c, ax[0]);
-  xi[1] = depthwise ? te_v(c, ax[1]) : te_v(c, rv[0]);
+  if (depthwise) xi[1] = te_v(c, ax[1]);
+  else if (group == 1) xi[1] = te_v(c, rv[0]);
+  else /* grouped: the input blocks of output block mo's group */
+    xi[1] = te_add(c, te_mul(c, te_div(c, te_v(c, ax[1]), te_int(c, w->shape[0] / group)), te_int(c, w->shape[1])),
+                   te_v(c, rv[0]));
   xi[2] = ih;
   xi[3] = iw;
   xi[4] = depthwise ? te_v(c, ax[4]) : te_v(c, rv[3]);

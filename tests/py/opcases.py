@@ -1108,6 +1108,18 @@ def conv_cases():
     cs.append(one("conv/Conv/2d/const-weights/f32/1x3x7x9*4x3x3x3", "conv", "Conv", ["x", "w", "b"],
                   [("x", rnd((1, 3, 7, 9)))], [("w", rnd((4, 3, 3, 3), "f32", -1, 1)(np.random.default_rng(7))),
                                                ("b", rnd((4,))(np.random.default_rng(8)))], {"pads": [1, 1, 1, 1]}))
+    # grouped convs with constant weights: NCHW[x]c with whole channel blocks per
+    # group (layout/nchwc.c), or plain when a group's channels are no block
+    for k, (tag, xs, ws, attrs) in enumerate([
+            ("group4/8-per-group", (1, 32, 9, 9), (32, 8, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),
+            ("group2/stride2/48-out", (1, 64, 8, 8), (48, 32, 3, 3), {"group": 2, "pads": [1, 1, 1, 1],
+                                                                      "strides": [2, 2]}),
+            ("group32/resnext", (1, 128, 14, 14), (128, 4, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+            ("group3/narrow", (1, 12, 7, 7), (6, 4, 3, 3), {"group": 3})]):
+        cs.append(one("conv/Conv/2d/const-weights/%s/f32/%s*%s" % (tag, sh(xs), sh(ws)), "conv", "Conv",
+                      ["x", "w", "b"], [("x", rnd(xs))],
+                      [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(20 + k))),
+                       ("b", rnd((ws[0],))(np.random.default_rng(40 + k)))], attrs))
     return cs
 
 
@@ -1136,6 +1148,26 @@ def conv_transpose_cases():
                 inputs.append(("b", rnd((ws[1] * attrs.get("group", 1),), dt)))
             cs.append(single("conv_transpose/ConvTranspose/%s/%s/%s*%s" % (tag, dt, sh(xs), sh(ws)), "conv_transpose",
                              "ConvTranspose", inputs, attrs))
+    # constant weights: one conv per stride phase (layout/deconv.c), then NCHW[x]c
+    W = [
+        ("s2/p1/output_padding", (1, 16, 7, 9), (16, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1],
+                                                                "output_padding": [1, 1]}, True),
+        ("k4/s2/p1", (1, 32, 8, 8), (32, 16, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True),
+        ("s1/pads-past-kernel", (1, 8, 6, 5), (8, 4, 3, 3), {"pads": [2, 1, 2, 2]}, True),
+        ("k1/s3x2/empty-phases", (1, 8, 6, 5), (8, 4, 1, 2), {"strides": [3, 2]}, False),
+        ("group2/s2x1", (1, 8, 6, 5), (8, 3, 3, 3), {"strides": [2, 1], "group": 2}, True),
+        ("big-pads", (1, 4, 5, 5), (4, 2, 5, 5), {"strides": [2, 2], "pads": [4, 3, 4, 4]}, True),
+        ("1d/s3", (2, 4, 9), (4, 3, 5), {"strides": [3], "pads": [2, 1]}, True),
+        ("3d/s2x1x2", (1, 4, 3, 4, 5), (4, 2, 2, 3, 2), {"strides": [2, 1, 2], "pads": [0, 1, 1, 1, 0, 0]}, True),
+        ("dilation2/not-split", (1, 4, 5, 5), (4, 2, 3, 3), {"dilations": [2, 2], "strides": [2, 2]}, True),
+    ]
+    for k, (tag, xs, ws, attrs, bias) in enumerate(W):
+        inits = [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(60 + k)))]
+        if bias:
+            inits.append(("b", rnd((ws[1] * attrs.get("group", 1),))(np.random.default_rng(80 + k))))
+        cs.append(one("conv_transpose/ConvTranspose/const-weights/%s/f32/%s*%s" % (tag, sh(xs), sh(ws)),
+                      "conv_transpose", "ConvTranspose", ["x", "w", "b"] if bias else ["x", "w"], [("x", rnd(xs))],
+                      inits, attrs))
     return cs
 
 

@@ -549,11 +549,11 @@ static void unchanged_(gir_graph *g, int32_t block, int line) {
 
 static void test_left_alone(void) {
   rng rr = {10};
-  /* group 2, not depthwise */
+  /* group 2 with 3 output channels per group: no block */
   {
     gir_graph *g = gir_graph_new("group2");
     gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
-    gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(8, 4, 3, 3), &rr), crand(g, GIR_F32, SH(8), &rr), 2, 1, 1);
+    gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(6, 4, 3, 3), &rr), crand(g, GIR_F32, SH(6), &rr), 2, 1, 1);
     gir_graph_add_output(g, relu(g, y));
     UNCHANGED(g, 4);
     CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
@@ -667,6 +667,85 @@ static void test_depthwise(void) {
       CHECK(producer_op(dw->in[0]) == GIR_OP_unary && dw->in[0]->shape.rank == 5);
       CHECK(producer_op(pw2->in[0]) == GIR_OP_unary && pw2->in[0]->shape.rank == 5);
     }
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
+}
+
+/* grouped convs: whole blocks per group on both sides, else left plain */
+static void test_grouped(void) {
+  for (int32_t block = 4; block <= 16; block *= 2) {
+    rng rr = {14};
+    gir_graph *g = gir_graph_new("grouped");
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 32, 7, 7));
+    /* 4 groups of 8 input and 4 output channels, then 2 groups whose 6 output channels no block divides */
+    gir_value *y =
+        relu(g, conv_full(g, x, crand(g, GIR_F32, SH(16, 8, 3, 3), &rr), crand(g, GIR_F32, SH(16), &rr), 4, 1, 1));
+    y = conv_full(g, y, crand(g, GIR_F32, SH(12, 8, 1, 1), &rr), NULL, 2, 0, 1);
+    gir_graph_add_output(g, y);
+    ref r = REFERENCE(g, 14);
+    lay_stats st = LAYOUT(g, block);
+    CHECK_INT(st.convs, 1);
+    gir_node *c = nth(g, GIR_OP_conv_nchwc, 0);
+    if (CHECK(c)) {
+      int64_t ib = c->in[0]->shape.dims[4], ob = c->out[0]->shape.dims[4];
+      CHECKF(ib == 8 && ob == 4, "block %d: blocks %lld -> %lld", block, (long long)ib,
+             (long long)ob);
+      /* weight [16/ob, 8/ib, 3, 3, ib, ob]: one group's input blocks per output block */
+      CHECK(shape_is(c->in[1], SH(16 / ob, 8 / ib, 3, 3, ib, ob)));
+      CHECK_INT(gir_attr_int(c, "group", 1), 4);
+    }
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
+}
+
+/* transposed convs → one conv per stride phase, interleaved (deconv.c) */
+static gir_value *conv_t(gir_graph *g, gir_value *x, gir_value *w, gir_value *b, const int64_t *st, const int64_t *pd,
+                         const int64_t *dil, int64_t group) {
+  gir_node *n = b ? TU_NODE(g, GIR_OP_conv_transpose, x, w, b) : TU_NODE(g, GIR_OP_conv_transpose, x, w);
+  gir_attr_set_ints(g, n, "strides", st, 2);
+  gir_attr_set_ints(g, n, "pads", pd, 4);
+  gir_attr_set_ints(g, n, "dilations", dil, 2);
+  gir_attr_set_int(g, n, "group", group);
+  return tu_done(g, n);
+}
+
+static void test_conv_transpose(void) {
+  static const struct {
+    int64_t c, m, k, group, st[2], pd[4], dil, convs;
+  } cases[] = {
+      {16, 8, 4, 1, {2, 2}, {1, 1, 1, 1}, 1, 4},   /* DCGAN-style: 4 phases of 2x2 taps */
+      {8, 8, 3, 2, {2, 1}, {0, 1, 2, 0}, 1, 2},    /* grouped, asymmetric */
+      {8, 4, 1, 1, {3, 2}, {0, 0, 0, 0}, 1, 1},    /* 1x1 kernel, stride 3x2: 5 of 6 phases are bias only */
+      {8, 4, 3, 1, {1, 1}, {2, 2, 2, 2}, 1, 1},    /* stride 1: one flipped conv, pads past the kernel */
+      {8, 4, 3, 1, {2, 2}, {0, 0, 0, 0}, 2, 0},    /* dilation: left alone */
+  };
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    rng rr = {(uint64_t)(30 + i)};
+    gir_graph *g = gir_graph_new("deconv");
+    gir_value *x = tu_input(g, GIR_F32, SH(1, cases[i].c, 5, 6));
+    gir_value *w = crand(g, GIR_F32, SH(cases[i].c, cases[i].m / cases[i].group, cases[i].k, cases[i].k), &rr);
+    int64_t dil[2] = {cases[i].dil, cases[i].dil};
+    gir_value *y = conv_t(g, x, w, i == 2 ? NULL : crand(g, GIR_F32, SH(cases[i].m), &rr), cases[i].st, cases[i].pd,
+                          dil, cases[i].group);
+    gir_graph_add_output(g, relu(g, y));
+    ref r = REFERENCE(g, 30 + i);
+    int32_t n = -1;
+    gir_err e = {{0}};
+    CHECKF(lay_split_conv_transpose(g, &n, &e) == 0, "case %d: %s", i, e.msg);
+    CHECKF(n == (cases[i].convs > 0), "case %d: %d rewritten", i, n);
+    CHECKF(tu_count_op(g, GIR_OP_conv) == cases[i].convs, "case %d: %d convs, want %lld", i,
+           tu_count_op(g, GIR_OP_conv), (long long)cases[i].convs);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv_transpose), cases[i].convs ? 0 : 1);
+    VERIFY(g);
+    AGREE(g, &r);
+    LAYOUT(g, 8); /* and blocked */
+    CHECKF(tu_count_op(g, GIR_OP_conv_nchwc) == cases[i].convs, "case %d: %d blocked", i,
+           tu_count_op(g, GIR_OP_conv_nchwc));
     AGREE(g, &r);
     ref_free(&r);
     gir_graph_free(g);
@@ -909,6 +988,8 @@ int main(void) {
   test_broadcast_operands();
   test_left_alone();
   test_depthwise();
+  test_grouped();
+  test_conv_transpose();
   test_image_input();
   test_graph_outputs();
   test_plain_consumers();
