@@ -38,6 +38,9 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   c.pad_tile = red->n_reduce == 2;
   /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide */
   c.image_tile = red->n_reduce == 4 && o->shape[2] * ow <= 64 && c.ow_tile == ow && o->shape[2] > 1;
+  const gir_node *n = o->origin;
+  if (!c.image_tile && red->n_reduce == 4 && o->shape[1] > 1 && n && n->op == GIR_OP_conv_nchwc)
+    c.pixel_outer = gir_value_nbytes(n->in[0]) > gir_value_nbytes(n->in[1]);
   return c;
 }
 
@@ -73,10 +76,20 @@ static int sched_pad(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *
 
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
-  sch_iter *owo, *owi;
+  sch_iter *owo, *owi, *last;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
-  /* the tile: (n, mo) with image_tile, else (n, mo, oh, ow / ow_tile) */
-  sch_iter *tile = lower_fuse_through(s, epi, cfg->image_tile ? epi->root_axes[1] : owo);
+  /* the tile: (n, mo) with image_tile, (n, oh, ow / ow_tile, mo) with pixel_outer,
+   * else (n, mo, oh, ow / ow_tile) */
+  if (cfg->image_tile) {
+    last = epi->root_axes[1];
+  } else if (cfg->pixel_outer) {
+    sch_iter *order[3] = {epi->root_axes[2], owo, epi->root_axes[1]};
+    if (sch_reorder(s, epi, order, 3) < 0) return -1;
+    last = epi->root_axes[1];
+  } else {
+    last = owo;
+  }
+  sch_iter *tile = lower_fuse_through(s, epi, last);
   if (!tile) return gir_errf(s->err, "conv template: cannot fuse the tile loops of %s", epi->t->name);
   if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
   sch_iter *mi = epi->leaf[epi->n_leaf - 1];

@@ -53,6 +53,10 @@ typedef struct lower_conv_cfg {
   int32_t image_tile; /* a small image: the reduction runs per output-channel block over the whole image,
                          rows inside the input-channel-block loop, so one block's weights (kh·kw·ib·ob floats)
                          stay in L1 for every row instead of streaming from L2 once per row */
+  int32_t pixel_outer; /* the parallel tile loop runs pixels outside output-channel blocks: each input tile is
+                          read from memory once for all blocks (whose weights stay in L2), where channel blocks
+                          outside would read the whole input once per block; pays when the input outweighs
+                          the weights (the large early images) */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
