@@ -166,6 +166,35 @@ static divsplit split_by(simp *s, const arith_linear *n, int64_t d, int reduce) 
   return out;
 }
 
+/* N = g·Q + R with g a term's coefficient dividing d and R in [0, g) (the
+ * flattened index of a reshape: i·128 + j·16 + k over 256): floor(N/d) =
+ * floor(Q/(d/g)) and N mod d = g·(Q mod d/g) + R. Tries the largest such g;
+ * NULL when none fits. N ≥ 0 for the truncating ops (checked by the caller),
+ * so Q ≥ 0 and floor and trunc agree. */
+static tir_expr *div_factor(simp *s, te_binop op, const arith_linear *n, int64_t d) {
+  gir_dtype t = n->dtype;
+  int is_div = op == TE_DIV || op == TE_FLOORDIV;
+  int64_t best = 0;
+  divsplit best_sp = {{0}, {0}, 0};
+  for (int32_t i = 0; i < n->n; i++) {
+    int64_t g = n->t[i].coef;
+    if (g <= best || g <= 1 || g >= d || d % g) continue;
+    divsplit sp = split_by(s, n, g, 0);
+    arith_range rr;
+    if (!arith_linear_exact(s->ctx, &sp.r) || arith_linear_bounds(s->ctx, &sp.r, &rr) < 0) continue;
+    if (rr.min < 0 || rr.max >= g || !arith_linear_exact(s->ctx, &sp.q)) continue;
+    best = g;
+    best_sp = sp;
+  }
+  if (!best) return NULL;
+  tir_expr *q = linear_expr(s, &best_sp.q), *k = icnst(s, t, 1, d / best);
+  if (is_div) return mk_bin(s, op, q, k);
+  arith_linear m = arith_linear_of(s->ctx, mk_bin(s, op, q, k)), zero = arith_linear_const(t, 0);
+  arith_linear gm = arith_linear_add(s->ctx, &zero, &m, best);
+  arith_linear res = arith_linear_add(s->ctx, &gm, &best_sp.r, 1);
+  return linear_expr(s, &res);
+}
+
 /* (x*c1 + y) / d and friends. N (the dividend) is exact and, for the
  * truncating ops, non-negative, so floor and trunc agree on it and
  * floor((d·Q + R)/d) = Q + floor(R/d), floormod(d·Q + R, d) = floormod(R, d). */
@@ -188,7 +217,7 @@ static tir_expr *div_linear(simp *s, te_binop op, tir_expr *a, int64_t d) {
       arith_linear res = arith_linear_add(s->ctx, &sp.q, &kk, 1);
       return linear_expr(s, &res);
     }
-    if (sp.q.n == 0) return NULL;
+    if (sp.q.n == 0) return div_factor(s, op, &n, d);
     te_binop inner = trunc && rr.min >= 0 ? TE_DIV : TE_FLOORDIV;
     tir_expr *rdiv = tir_bin(s->b, inner, linear_expr(s, &sp.r), icnst(s, t, 1, d));
     arith_linear one = arith_linear_of(s->ctx, rdiv);
@@ -200,7 +229,7 @@ static tir_expr *div_linear(simp *s, te_binop op, tir_expr *a, int64_t d) {
     arith_linear res = arith_linear_add(s->ctx, &sp.r, &kk, -1);
     return linear_expr(s, &res);
   }
-  if (!sp.changed) return NULL;
+  if (!sp.changed) return div_factor(s, op, &n, d);
   return tir_bin(s->b, trunc && rr.min >= 0 ? TE_MOD : TE_FLOORMOD, linear_expr(s, &sp.r), icnst(s, t, 1, d));
 }
 

@@ -406,7 +406,7 @@ static void test_divmod2(void) {
   /* a divisible part leaves the division */
   EXPECT(BIN(TE_FLOORDIV, ADD(MUL(V(x), I(8)), V(u)), I(4)), "add(mul(x_0, 2), floordiv(u_3, 4))");
   EXPECT(BIN(TE_FLOORMOD, ADD(MUL(V(x), I(8)), V(u)), I(4)), "floormod(u_3, 4)");
-  EXPECT(BIN(TE_FLOORMOD, MUL(V(u), I(6)), I(4)), "floormod(mul(u_3, 2), 4)");
+  EXPECT(BIN(TE_FLOORMOD, MUL(V(u), I(6)), I(4)), "mul(floormod(u_3, 2), 2)"); /* 6u ≡ 2u, = 2·(u mod 2) */
   /* ranges decide: y < 4 */
   EXPECT(BIN(TE_FLOORDIV, V(y), I(4)), "0");
   EXPECT(BIN(TE_DIV, V(y), I(4)), "0");
@@ -419,6 +419,15 @@ static void test_divmod2(void) {
   EXPECT(BIN(TE_DIV, tir_ramp(B, ADD(MUL(V(x), I(16)), I(4)), I(2), 4), tir_broadcast(B, I(16), 4)), "x4(x_0)");
   EXPECT(BIN(TE_FLOORDIV, tir_ramp(B, MUL(V(x), I(16)), I(1), 32), tir_broadcast(B, I(16), 32)),
          "floordiv(ramp(mul(x_0, 16), 1, 32), x32(16))");
+  /* a flattened index over a coarser block: i·128 + o·16 + k with o·16 + k < 128 */
+  tir_var *i = var(&f, "i", 0, 127), *o = var(&f, "o", 0, 7), *k = var(&f, "k", 0, 15), *o9 = var(&f, "p", 0, 8);
+  tir_expr *flat = ADD(ADD(MUL(V(i), I(128)), MUL(V(o), I(16))), V(k));
+  EXPECT(BIN(TE_FLOORDIV, flat, I(256)), "floordiv(i_4, 2)");
+  EXPECT(BIN(TE_DIV, flat, I(512)), "div(i_4, 4)");
+  EXPECT(BIN(TE_FLOORMOD, flat, I(256)), "add(add(mul(o_5, 16), k_6), mul(floormod(i_4, 2), 128))");
+  EXPECT(BIN(TE_MOD, flat, I(256)), "add(add(mul(o_5, 16), k_6), mul(mod(i_4, 2), 128))");
+  /* the rest may reach 128: kept */
+  EXPECT_KEPT(BIN(TE_FLOORDIV, ADD(ADD(MUL(V(i), I(128)), MUL(V(o9), I(16))), V(k)), I(256)));
   fx_done(&f);
 }
 
