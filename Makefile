@@ -6,6 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 PY = .venv/bin/python
 FUZZ_SECONDS ?= 60
+BUNDLE_FUZZ_SECONDS ?= 30
 
 .PHONY: all setup build asan-build fuzz-build run bench test test-release test-asan fuzz conformance clean
 
@@ -24,7 +25,7 @@ asan-build: setup
 
 fuzz-build: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer fuzz_bundle
 
 run: build
 	@scripts/run.sh $(BUILD)/kiln
@@ -41,8 +42,9 @@ test-release: build
 test-asan: asan-build
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
 
-fuzz: fuzz-build
+fuzz: build fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_importer $(FUZZ_SECONDS)
+	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_bundle $(BUNDLE_FUZZ_SECONDS) $(BUILD)/kiln
 
 # The whole ONNX backend node suite: a line per test, then the totals.
 # `make conformance README=1` also rewrites the per-op table in README.md.

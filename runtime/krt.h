@@ -34,7 +34,8 @@ typedef struct {
   char msg[KRT_ERR_MAX];
 } krt_error;
 
-/* Records the first failure (later ones are dropped) and returns its status. */
+/* Records the first failure (later ones are dropped) and returns its status. The
+ * message is one line: control characters (from names in the bundle) become '?'. */
 kiln_status krt_fail(krt_error *err, kiln_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -82,6 +82,9 @@ kiln_status krt_fail(krt_error *err, kiln_status status, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err->msg, sizeof err->msg, fmt, ap);
   va_end(ap);
+  /* names from the bundle are quoted as they are: the message stays one line */
+  for (char *c = err->msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   return status;
 }
 

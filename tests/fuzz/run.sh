@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# run.sh FUZZER SECONDS — a bounded fuzzing run of the importer, as CI does it.
+# run.sh FUZZER SECONDS [KILN] — a bounded fuzzing run, as CI does it, of the
+# importer (fuzz_importer) or of the bundle parsers (fuzz_bundle, which needs a
+# kiln compiler, KILN, to make its seed bundles).
 #
-# 1. Replays every committed regression input (tests/data/hostile/*) through the
-#    fuzz target once: each was a crash, hang or leak once and must stay fixed.
-# 2. Writes the seed corpus (make_corpus.py) next to the fuzzer binary, never into
-#    the source tree, and fuzzes for SECONDS seconds. New interesting inputs are
-#    kept in FUZZ_BUILD/fuzz-corpus/work, so later runs start where this one ended.
+# 1. Replays every committed regression input (tests/data/hostile/* for the
+#    importer, tests/data/hostile-bundles/* for bundles) through the fuzz target
+#    once: each was a crash, hang or leak once and must stay fixed.
+# 2. Writes the seed corpus (make_corpus.py, make_bundle_corpus.py) next to the
+#    fuzzer binary, never into the source tree, and fuzzes for SECONDS seconds.
+#    New interesting inputs are kept in FUZZ_BUILD/<fuzzer>-corpus/work, so later
+#    runs start where this one ended.
 # Exits non-zero on any crash, leak, sanitizer report, timeout or out-of-memory,
 # and says where the input that caused it was saved (FUZZ_BUILD/fuzz-artifacts/).
 # To reproduce one: FUZZER FILE. To minimize: FUZZER -minimize_crash=1 -runs=10000 FILE.
 set -uo pipefail
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 FUZZER SECONDS" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+  echo "usage: $0 FUZZER SECONDS [KILN]" >&2
   exit 2
 fi
 fuzzer=$(readlink -f "$1")
 seconds=$2
+kind=$(basename "$fuzzer")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(dirname "$fuzzer")
 py="$root/.venv/bin/python"
@@ -34,11 +39,26 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 limits=(-max_len=65536 -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10)
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
+if [ "$kind" = fuzz_bundle ]; then
+  regress="$root/tests/data/hostile-bundles"
+  corpus="$build/fuzz-bundle-corpus"
+  kiln=${3:-}
+  if [ -z "$kiln" ] || [ ! -x "$kiln" ]; then
+    echo "run.sh: fuzz_bundle needs a kiln compiler to make its seed bundles (third argument)" >&2
+    exit 2
+  fi
+  export KILN_FUZZ_BUNDLE="$corpus/reference.kiln"
+  mkdir -p "$corpus"
+  "$py" "$root/tests/fuzz/make_bundle_corpus.py" "$corpus/seed" --kiln "$kiln" --reference "$KILN_FUZZ_BUNDLE" || exit 1
+else
+  regress="$root/tests/data/hostile"
+  corpus="$build/fuzz-corpus"
+fi
 
 # --- 1. regression inputs ---
 fail=0
 n_reg=0
-for f in "$root"/tests/data/hostile/*; do
+for f in "$regress"/*; do
   [ -f "$f" ] || continue
   n_reg=$((n_reg + 1))
   if ! log=$("$fuzzer" "${limits[@]}" -runs=1 "$f" 2>&1); then
@@ -47,18 +67,22 @@ for f in "$root"/tests/data/hostile/*; do
     fail=1
   fi
 done
-echo "run.sh: $n_reg regression inputs replayed"
+echo "run.sh: $kind: $n_reg regression inputs replayed"
 [ $fail -eq 0 ] || exit 1
 
 # --- 2. seed corpus + bounded fuzzing ---
-seed="$build/fuzz-corpus/seed"
-work="$build/fuzz-corpus/work"
+seed="$corpus/seed"
+work="$corpus/work"
 mkdir -p "$seed" "$work"
-"$py" "$root/tests/fuzz/make_corpus.py" "$seed" --dict "$build/fuzz-corpus/onnx.dict" || exit 1
+dict=()
+if [ "$kind" != fuzz_bundle ]; then
+  "$py" "$root/tests/fuzz/make_corpus.py" "$seed" --dict "$corpus/onnx.dict" || exit 1
+  dict=(-dict="$corpus/onnx.dict")
+fi
 
-log="$build/fuzz-last.log"
+log="$build/$kind-last.log"
 "$fuzzer" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
-  -artifact_prefix="$artifacts/" -dict="$build/fuzz-corpus/onnx.dict" "$work" "$seed" >"$log" 2>&1
+  -artifact_prefix="$artifacts/" "${dict[@]}" "$work" "$seed" >"$log" 2>&1
 rc=$?
 grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' "$log" | tail -2
 grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log"
@@ -73,8 +97,8 @@ fi
 # only its own few edges: it cannot find anything, so that is a failure too.
 cov=$(grep -a -o -E 'INITED cov: [0-9]+' "$log" | grep -o -E '[0-9]+$' | head -1)
 if [ "${cov:-0}" -lt 100 ]; then
-  echo "run.sh: the importer is not instrumented (coverage ${cov:-0} after the seeds): compile every library" \
+  echo "run.sh: $kind is not instrumented (coverage ${cov:-0} after the seeds): compile every library" \
     "of the fuzz build with -fsanitize=fuzzer-no-link,address,undefined" >&2
   exit 1
 fi
-echo "run.sh: no crash in ${seconds}s"
+echo "run.sh: $kind: no crash in ${seconds}s"
