@@ -15,6 +15,9 @@ folder is under build/, which git ignores: ResNet-50 alone is 100 MB):
     mobilenetv2   MobileNetV2 1.0, 224x224 (models/gen_bench_models.py)
     bert_encoder  a 4-layer BERT-like encoder, d=256, seq 128 (models/gen_bench_models.py)
 
+and, when named in --models: dcgan_decoder (four 4x4 stride-2 ConvTransposes) and
+resnext_blocks (group-32 3x3 convs at 28x28), generated the same way.
+
 For each model: `kiln bench MODEL --compare onnxruntime --json` (kiln and ONNX Runtime on
 the same inputs and thread count, alternating batches of runs; see bench/README.md). Then:
 
@@ -40,6 +43,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 
 MODELS = ["resnet50", "squeezenet", "mobilenetv2", "bert_encoder"]
+EXTRA = ["dcgan_decoder", "resnext_blocks"]  # generated too; run when named in --models
 LIGHT = {"resnet50": "light_resnet50", "squeezenet": "light_squeezenet"}
 
 
@@ -187,16 +191,17 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--profile-runs", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help="comma-separated subset of " + ", ".join(MODELS + EXTRA) + " (default: the first four)")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs onnxruntime (default: this one)")
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "bench-models"),
                     help="where the model files are written and reused")
     ap.add_argument("--regenerate", action="store_true", help="rebuild the model files even if present")
     args = ap.parse_args()
     names = [n for n in args.models.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in MODELS + EXTRA]
     if unknown:
-        ap.error("unknown model(s) %s; the set is %s" % (", ".join(unknown), ", ".join(MODELS)))
+        ap.error("unknown model(s) %s; the set is %s" % (", ".join(unknown), ", ".join(MODELS + EXTRA)))
     if not os.access(args.kiln, os.X_OK):
         ap.error("no kiln binary at %s (build it, or pass --kiln)" % args.kiln)
     paths = prepare_models(names, args.model_dir, args.regenerate)

@@ -1,4 +1,4 @@
-"""gen_bench_models.py — the two generated models of the benchmark set (bench/run.py).
+"""gen_bench_models.py — the generated models of the benchmark set (bench/run.py).
 
 Usage: .venv/bin/python models/gen_bench_models.py OUT_DIR
 
@@ -17,6 +17,16 @@ Writes, with seeded random weights (generated at bench time, never committed; op
                         1/sqrt(64), Softmax; GELU written with Erf (as BERT exports it);
                         LayerNormalization (opset 17) after each residual add.
                         Input "hidden" [1, 128, 256], output "encoded" [1, 128, 256].
+
+Two more shapes, outside the default set (`bench/run.py --models dcgan_decoder,...`):
+
+    dcgan_decoder.onnx  a DCGAN-style generator body: four ConvTranspose 4x4, stride 2,
+                        pads 1 (512 -> 256 -> 128 -> 64 -> 32 channels), each with a bias
+                        and a Relu. Input "z" [1, 512, 8, 8], output "image" [1, 32, 128, 128].
+    resnext_blocks.onnx four ResNeXt bottleneck blocks at 28x28, 256 channels: 1x1 conv,
+                        Relu, 3x3 conv in 32 groups of 8 channels, Relu, 1x1 conv, residual
+                        Add, Relu (convs with biases, no BatchNormalization).
+                        Input "x" [1, 256, 28, 28], output "y" [1, 256, 28, 28].
 
 Scales: conv weights are He-initialised and every BatchNormalization gets non-trivial
 statistics taken from the layer's real activations: the network is run in NumPy on a
@@ -200,7 +210,44 @@ def bert_encoder(seed=11, layers=4, d=256, heads=4, ffn=1024, seq=128):
                    [helper.make_tensor_value_info("encoded", F, [1, seq, d])])
 
 
-MODELS = {"mobilenetv2": mobilenetv2, "bert_encoder": bert_encoder}
+# ---------------------------------------------------------------- extra shapes
+
+def dcgan_decoder(seed=13):
+    g = Graph(seed)
+    x, cin = "z", 512
+    for i, cout in enumerate([256, 128, 64, 32]):
+        # each output sees cin x 4 taps (a 4x4 kernel at stride 2): He scale over those
+        w = g.const(g.rng.standard_normal((cin, cout, 4, 4)) * np.sqrt(2.0 / (cin * 4)), "deconv%d_w" % i)
+        b = g.const(g.rng.uniform(-0.05, 0.05, cout), "deconv%d_b" % i)
+        x = g.op("Relu", [g.op("ConvTranspose", [x, w, b], kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1])],
+                 "image" if i == 3 else None)
+        cin = cout
+    return g.model("dcgan_decoder", [helper.make_tensor_value_info("z", F, [1, 512, 8, 8])],
+                   [helper.make_tensor_value_info("image", F, [1, 32, 128, 128])])
+
+
+def resnext_blocks(seed=17, blocks=4, c=256, width=256, groups=32, hw=28):
+    g = Graph(seed)
+
+    def conv(x, cin, cout, k, group=1):
+        w = g.const(g.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k)),
+                    "conv_w")
+        return g.op("Conv", [x, w, g.const(g.rng.uniform(-0.05, 0.05, cout), "conv_b")], kernel_shape=[k, k],
+                    pads=[k // 2] * 4, group=group)
+
+    x = "x"
+    for i in range(blocks):
+        h = g.op("Relu", [conv(x, c, width, 1)])
+        h = g.op("Relu", [conv(h, width, width, 3, groups)])
+        # the residual branch scaled down so the sum stays of order one over the blocks
+        h = g.op("Mul", [conv(h, width, c, 1), g.const(0.5, "branch_scale")])
+        x = g.op("Relu", [g.op("Add", [x, h])], "y" if i == blocks - 1 else None)
+    return g.model("resnext_blocks", [helper.make_tensor_value_info("x", F, [1, c, hw, hw])],
+                   [helper.make_tensor_value_info("y", F, [1, c, hw, hw])])
+
+
+MODELS = {"mobilenetv2": mobilenetv2, "bert_encoder": bert_encoder, "dcgan_decoder": dcgan_decoder,
+          "resnext_blocks": resnext_blocks}
 
 
 def generate(out_dir, names=None):
