@@ -7,6 +7,7 @@ JOBS ?= $(shell nproc)
 PY = .venv/bin/python
 FUZZ_SECONDS ?= 60
 BUNDLE_FUZZ_SECONDS ?= 30
+TESTDATA_FUZZ_SECONDS ?= 20
 
 .PHONY: all setup build asan-build fuzz-build run bench test test-release test-asan fuzz conformance clean
 
@@ -25,7 +26,7 @@ asan-build: setup
 
 fuzz-build: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer fuzz_bundle
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer fuzz_bundle fuzz_testdata
 
 run: build
 	@scripts/run.sh $(BUILD)/kiln
@@ -45,6 +46,7 @@ test-asan: asan-build
 fuzz: build fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_importer $(FUZZ_SECONDS)
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_bundle $(BUNDLE_FUZZ_SECONDS) $(BUILD)/kiln
+	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_testdata $(TESTDATA_FUZZ_SECONDS)
 
 # The whole ONNX backend node suite: a line per test, then the totals.
 # `make conformance README=1` also rewrites the per-op table in README.md.

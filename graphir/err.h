@@ -12,5 +12,9 @@ typedef struct gir_err {
 int gir_errf(gir_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefixes the existing message with context: "<context>: <old msg>". Returns -1. */
 int gir_err_prefix(gir_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Keeps the message one line: control characters (names quoted from a file may
+ * hold any byte) become '?'. Both functions above call it; so must any other
+ * writer of msg. */
+void gir_err_oneline(gir_err *e);
 
 #endif

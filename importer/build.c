@@ -16,6 +16,7 @@ int imp_fail(imp_ctx *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(c->err->msg, sizeof c->err->msg, fmt, ap);
   va_end(ap);
+  gir_err_oneline(c->err);
   return -1;
 }
 

@@ -134,21 +134,27 @@ int imp_read_tensor_file(const char *path, gir_arena *a, imp_tensor *out, gir_er
   return rc;
 }
 
+int imp_read_value_buffer(const uint8_t *buf, size_t n, const char *label, gir_arena *a, imp_known_input *out,
+                          gir_err *err) {
+  imp_tensor t;
+  int rc = decode_tensor(buf, n, label, a, &t, err);
+  if (rc == 0) {
+    *out = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};
+    return 0;
+  }
+  /* not a tensor: a sequence or an optional? */
+  gir_err le = {{0}};
+  rc = decode_list(buf, n, label, 0, a, out, &le);
+  if (rc == -1) *err = le; /* a list, but a bad one: that says more than "not a tensor" */
+  if (rc == 0) err->msg[0] = 0;
+  return rc < 0 ? -1 : 0;
+}
+
 int imp_read_value_file(const char *path, gir_arena *a, imp_known_input *out, gir_err *err) {
   size_t n;
   uint8_t *buf = read_all(path, &n, err);
   if (!buf) return -1;
-  imp_tensor t;
-  int rc = decode_tensor(buf, n, path, a, &t, err);
-  if (rc == 0) {
-    *out = (imp_known_input){.name = t.name, .dtype = t.dtype, .shape = t.shape, .data = t.data};
-  } else { /* not a tensor: a sequence or an optional? */
-    gir_err le = {{0}};
-    rc = decode_list(buf, n, path, 0, a, out, &le);
-    if (rc == -1) *err = le; /* a list, but a bad one: that says more than "not a tensor" */
-    if (rc == 0) err->msg[0] = 0;
-    rc = rc < 0 ? -1 : 0;
-  }
+  int rc = imp_read_value_buffer(buf, n, path, a, out, err);
   free(buf);
   return rc;
 }

@@ -19,5 +19,8 @@ int imp_read_tensor_file(const char *path, gir_arena *a, imp_tensor *out, gir_er
  * share one wire form, importer.h); its name is the proto's. 0, or -1 with a
  * message (a file that is none of them gets the tensor's). Everything lives in a. */
 int imp_read_value_file(const char *path, gir_arena *a, imp_known_input *out, gir_err *err);
+/* The same from n bytes in memory; label names them in messages. */
+int imp_read_value_buffer(const uint8_t *buf, size_t n, const char *label, gir_arena *a, imp_known_input *out,
+                          gir_err *err);
 
 #endif

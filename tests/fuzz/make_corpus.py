@@ -2,6 +2,11 @@
 """make_corpus.py — writes the seed corpus of the importer fuzzer into a folder.
 
 Usage: make_corpus.py OUT_DIR [--dict FILE]
+       make_corpus.py OUT_DIR --testdata
+
+With --testdata, the seeds are those of the test-data fuzzer (fuzz_testdata.c)
+instead: every input_N.pb / output_N.pb of the node tests under 64 KiB, one per
+distinct content (tensors of every element type, sequences, optionals).
 
 The seeds are small, valid models, so that the fuzzer starts from inputs that get
 deep into the importer (past the wire pre-scan and protobuf-c, into initializers,
@@ -194,6 +199,19 @@ def node_test_models():
                     yield f.read()
 
 
+def node_test_data():
+    base = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    for name in sorted(os.listdir(base)):
+        d = os.path.join(base, name, "test_data_set_0")
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            p = os.path.join(d, f)
+            if f.endswith(".pb") and os.path.getsize(p) <= MAX_SEED:
+                with open(p, "rb") as fh:
+                    yield fh.read()
+
+
 def write_dict(path):
     words = {"location", "offset", "length", "checksum", "value", "value_float", "value_int", "value_floats",
              "value_ints", "value_string", "value_strings", "sparse_value", "ai.onnx", "ai.onnx.ml", "../x", "/"}
@@ -210,18 +228,24 @@ def write_dict(path):
 
 def main():
     args = sys.argv[1:]
-    dict_path = None
+    dict_path, testdata = None, False
     if len(args) == 3 and args[1] == "--dict":
         dict_path = args[2]
         args = args[:1]
+    if len(args) == 2 and args[1] == "--testdata":
+        testdata = True
+        args = args[:1]
     if len(args) != 1:
-        sys.exit("usage: make_corpus.py OUT_DIR [--dict FILE]")
+        sys.exit("usage: make_corpus.py OUT_DIR [--dict FILE | --testdata]")
     out = args[0]
     if dict_path:
         write_dict(dict_path)
     os.makedirs(out, exist_ok=True)
-    blobs = [m.SerializeToString() for m in hand_made().values()]
-    blobs += list(node_test_models())
+    if testdata:
+        blobs = list(node_test_data())
+    else:
+        blobs = [m.SerializeToString() for m in hand_made().values()]
+        blobs += list(node_test_models())
     n = 0
     for b in blobs:
         if len(b) > MAX_SEED:

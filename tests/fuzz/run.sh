@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # run.sh FUZZER SECONDS [KILN] — a bounded fuzzing run, as CI does it, of the
-# importer (fuzz_importer) or of the bundle parsers (fuzz_bundle, which needs a
-# kiln compiler, KILN, to make its seed bundles).
+# importer (fuzz_importer), of the test-data reader (fuzz_testdata) or of the
+# bundle parsers (fuzz_bundle, which needs a kiln compiler, KILN, to make its
+# seed bundles).
 #
 # 1. Replays every committed regression input (tests/data/hostile/* for the
 #    importer, tests/data/hostile-bundles/* for bundles) through the fuzz target
-#    once: each was a crash, hang or leak once and must stay fixed.
+#    once (tests/data/hostile-testdata/* for test data): each was a crash, hang
+#    or leak once and must stay fixed.
 # 2. Writes the seed corpus (make_corpus.py, make_bundle_corpus.py) next to the
 #    fuzzer binary, never into the source tree, and fuzzes for SECONDS seconds.
 #    New interesting inputs are kept in FUZZ_BUILD/<fuzzer>-corpus/work, so later
@@ -50,6 +52,9 @@ if [ "$kind" = fuzz_bundle ]; then
   export KILN_FUZZ_BUNDLE="$corpus/reference.kiln"
   mkdir -p "$corpus"
   "$py" "$root/tests/fuzz/make_bundle_corpus.py" "$corpus/seed" --kiln "$kiln" --reference "$KILN_FUZZ_BUNDLE" || exit 1
+elif [ "$kind" = fuzz_testdata ]; then
+  regress="$root/tests/data/hostile-testdata"
+  corpus="$build/fuzz-testdata-corpus"
 else
   regress="$root/tests/data/hostile"
   corpus="$build/fuzz-corpus"
@@ -75,7 +80,9 @@ seed="$corpus/seed"
 work="$corpus/work"
 mkdir -p "$seed" "$work"
 dict=()
-if [ "$kind" != fuzz_bundle ]; then
+if [ "$kind" = fuzz_testdata ]; then
+  "$py" "$root/tests/fuzz/make_corpus.py" "$seed" --testdata || exit 1
+elif [ "$kind" != fuzz_bundle ]; then
   "$py" "$root/tests/fuzz/make_corpus.py" "$seed" --dict "$corpus/onnx.dict" || exit 1
   dict=(-dict="$corpus/onnx.dict")
 fi
