@@ -26,7 +26,7 @@ asan-build: setup
 
 fuzz-build: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer fuzz_bundle fuzz_testdata
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer fuzz_bundle fuzz_testdata fuzz_npy
 
 run: build
 	@scripts/run.sh $(BUILD)/kiln
@@ -47,6 +47,7 @@ fuzz: build fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_importer $(FUZZ_SECONDS)
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_bundle $(BUNDLE_FUZZ_SECONDS) $(BUILD)/kiln
 	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_testdata $(TESTDATA_FUZZ_SECONDS)
+	@tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_npy $(TESTDATA_FUZZ_SECONDS)
 
 # The whole ONNX backend node suite: a line per test, then the totals.
 # `make conformance README=1` also rewrites the per-op table in README.md.

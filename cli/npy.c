@@ -32,80 +32,88 @@ static const char *descr_of(kiln_dtype t) {
   return NULL;
 }
 
-#define FAIL(...) (snprintf(why, whylen, __VA_ARGS__), -1)
+#define FAIL(...) (snprintf(why, whylen, __VA_ARGS__), oneline(why), -1)
+
+/* Messages quote header text: keep them one line. */
+static void oneline(char *s) {
+  for (; s && *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+int npy_parse(const unsigned char *buf, size_t size, const char *path, kiln_dtype want, npy_array *out, char *why,
+              size_t whylen) {
+  memset(out, 0, sizeof *out);
+  size_t at = 10;
+  if (size < 10 || memcmp(buf, "\x93NUMPY", 6)) return FAIL("'%s' is not a .npy file", path);
+  uint32_t hlen;
+  if (buf[6] == 1) {
+    hlen = buf[8] | (uint32_t)buf[9] << 8;
+  } else if (buf[6] == 2 || buf[6] == 3) {
+    if (size < 12) return FAIL("'%s': truncated header", path);
+    hlen = buf[8] | (uint32_t)buf[9] << 8 | (uint32_t)buf[10] << 16 | (uint32_t)buf[11] << 24;
+    at = 12;
+  } else {
+    return FAIL("'%s': unknown .npy version %d", path, buf[6]);
+  }
+  if (hlen > (1u << 20)) return FAIL("'%s': header too large", path);
+  if (size - at < hlen) return FAIL("'%s': truncated header", path);
+  char *hdr = calloc(hlen + 1, 1);
+  if (!hdr) return FAIL("'%s': out of memory", path);
+  memcpy(hdr, buf + at, hlen);
+  at += hlen;
+  int rc = 0;
+  const char *d = strstr(hdr, "'descr':"), *fo = strstr(hdr, "'fortran_order':"), *sh = strstr(hdr, "'shape':");
+  if (!d || !fo || !sh) rc = FAIL("'%s': header lacks descr, fortran_order or shape", path);
+  else if (strncmp(fo + 16, " False", 6)) rc = FAIL("'%s': Fortran-order arrays are not supported", path);
+  else {
+    const char *q = strchr(d + 8, '\'');
+    out->dtype = KILN_DTYPE_COUNT;
+    int v1 = 0;
+    for (size_t i = 0; q && i < sizeof descrs / sizeof descrs[0]; i++)
+      if (!strncmp(q + 1, descrs[i].descr, 3) && q[4] == '\'') out->dtype = descrs[i].t, v1 = descrs[i].descr[1] == 'V';
+    if (out->dtype == KILN_DTYPE_UINT16 && want == KILN_DTYPE_BFLOAT16) out->dtype = KILN_DTYPE_BFLOAT16;
+    if ((v1 || out->dtype == KILN_DTYPE_UINT8 || out->dtype == KILN_DTYPE_INT8) && byte_coded(want))
+      out->dtype = want;
+    if (out->dtype == KILN_DTYPE_COUNT) rc = FAIL("'%s': unsupported dtype in header: %.40s", path, d);
+    const char *p = strchr(sh, '(');
+    if (rc == 0 && !p) rc = FAIL("'%s': bad shape", path);
+    for (p = p ? p + 1 : p; rc == 0 && p && *p && *p != ')';) {
+      while (*p == ' ' || *p == ',') p++;
+      if (*p == ')') break;
+      char *end;
+      long long v = strtoll(p, &end, 10);
+      if (end == p || v < 0) rc = FAIL("'%s': bad shape", path);
+      else if (out->rank == KILN_MAX_RANK) rc = FAIL("'%s': rank above %d", path, KILN_MAX_RANK);
+      else out->dims[out->rank++] = v;
+      p = end;
+    }
+  }
+  free(hdr);
+  if (rc) return rc;
+  int64_t n = (int64_t)kiln_dtype_size(out->dtype);
+  for (int i = 0; i < out->rank; i++) {
+    if (out->dims[i] && n > INT64_MAX / out->dims[i]) return FAIL("'%s': size overflows", path);
+    n *= out->dims[i];
+  }
+  if ((uint64_t)n > size - at) return FAIL("'%s': truncated data (%lld bytes, the header says %lld)", path,
+                                           (long long)(size - at), (long long)n);
+  out->bytes = n;
+  out->data = malloc((size_t)(n ? n : 1));
+  if (!out->data) return FAIL("'%s': out of memory", path);
+  if (n) memcpy(out->data, buf + at, (size_t)n);
+  return 0;
+}
 
 int npy_read(const char *path, kiln_dtype want, npy_array *out, char *why, size_t whylen) {
   memset(out, 0, sizeof *out);
   FILE *f = fopen(path, "rb");
   if (!f) return FAIL("cannot open '%s'", path);
-  unsigned char pre[12];
-  int rc = 0;
-  char *hdr = NULL;
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) rc = FAIL("'%s' is not a .npy file", path);
-  uint32_t hlen = 0;
-  if (rc == 0) {
-    if (pre[6] == 1) hlen = pre[8] | (uint32_t)pre[9] << 8;
-    else if (pre[6] == 2 || pre[6] == 3) {
-      if (fread(pre + 10, 1, 2, f) != 2) rc = FAIL("'%s': truncated header", path);
-      hlen = pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
-    } else
-      rc = FAIL("'%s': unknown .npy version %d", path, pre[6]);
-  }
-  if (rc == 0 && hlen > (1u << 20)) rc = FAIL("'%s': header too large", path);
-  if (rc == 0) {
-    hdr = calloc(hlen + 1, 1);
-    if (!hdr || fread(hdr, 1, hlen, f) != hlen) rc = FAIL("'%s': truncated header", path);
-  }
-  if (rc == 0) {
-    const char *d = strstr(hdr, "'descr':"), *fo = strstr(hdr, "'fortran_order':"), *sh = strstr(hdr, "'shape':");
-    if (!d || !fo || !sh) rc = FAIL("'%s': header lacks descr, fortran_order or shape", path);
-    else if (strncmp(fo + 16, " False", 6)) rc = FAIL("'%s': Fortran-order arrays are not supported", path);
-    else {
-      const char *q = strchr(d + 8, '\'');
-      out->dtype = KILN_DTYPE_COUNT;
-      int v1 = 0;
-      for (size_t i = 0; q && i < sizeof descrs / sizeof descrs[0]; i++)
-        if (!strncmp(q + 1, descrs[i].descr, 3) && q[4] == '\'')
-          out->dtype = descrs[i].t, v1 = descrs[i].descr[1] == 'V';
-      if (out->dtype == KILN_DTYPE_UINT16 && want == KILN_DTYPE_BFLOAT16) out->dtype = KILN_DTYPE_BFLOAT16;
-      if ((v1 || out->dtype == KILN_DTYPE_UINT8 || out->dtype == KILN_DTYPE_INT8) && byte_coded(want))
-        out->dtype = want;
-      if (out->dtype == KILN_DTYPE_COUNT) rc = FAIL("'%s': unsupported dtype in header: %.40s", path, d);
-      const char *p = strchr(sh, '(');
-      if (rc == 0 && !p) rc = FAIL("'%s': bad shape", path);
-      for (p = p ? p + 1 : p; rc == 0 && p && *p && *p != ')';) {
-        while (*p == ' ' || *p == ',') p++;
-        if (*p == ')') break;
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0) rc = FAIL("'%s': bad shape", path);
-        else if (out->rank == KILN_MAX_RANK) rc = FAIL("'%s': rank above %d", path, KILN_MAX_RANK);
-        else out->dims[out->rank++] = v;
-        p = end;
-      }
-    }
-  }
-  if (rc == 0) {
-    int64_t n = (int64_t)kiln_dtype_size(out->dtype);
-    for (int i = 0; i < out->rank; i++) {
-      if (out->dims[i] && n > INT64_MAX / out->dims[i]) {
-        rc = FAIL("'%s': size overflows", path);
-        break;
-      }
-      n *= out->dims[i];
-    }
-    if (rc == 0) {
-      out->bytes = n;
-      out->data = malloc((size_t)(n ? n : 1));
-      if (!out->data || (n && fread(out->data, 1, (size_t)n, f) != (size_t)n)) rc = FAIL("'%s': truncated data", path);
-    }
-  }
-  free(hdr);
+  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  unsigned char *buf = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
+  int ok = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
   fclose(f);
-  if (rc) {
-    free(out->data);
-    out->data = NULL;
-  }
+  int rc = ok ? npy_parse(buf, (size_t)size, path, want, out, why, whylen) : FAIL("cannot read '%s'", path);
+  free(buf);
   return rc;
 }
 

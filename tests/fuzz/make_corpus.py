@@ -3,10 +3,14 @@
 
 Usage: make_corpus.py OUT_DIR [--dict FILE]
        make_corpus.py OUT_DIR --testdata
+       make_corpus.py OUT_DIR --npy
 
 With --testdata, the seeds are those of the test-data fuzzer (fuzz_testdata.c)
 instead: every input_N.pb / output_N.pb of the node tests under 64 KiB, one per
-distinct content (tensors of every element type, sequences, optionals).
+distinct content (tensors of every element type, sequences, optionals). With --npy,
+those of the .npy fuzzer (fuzz_npy.c): NumPy's own files for each element type kiln
+reads, versions 1.0 and 2.0, scalars to rank 4, each after a byte naming the element
+type the model would expect.
 
 The seeds are small, valid models, so that the fuzzer starts from inputs that get
 deep into the importer (past the wire pre-scan and protobuf-c, into initializers,
@@ -212,6 +216,20 @@ def node_test_data():
                     yield fh.read()
 
 
+def npy_files():
+    import io
+    rng = np.random.default_rng(0)
+    types = ["<f4", "<f2", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"]
+    for k, t in enumerate(types):
+        for shape in [(), (3,), (2, 3), (1, 2, 2, 2)]:
+            a = (rng.standard_normal(shape) * 10).astype(np.dtype(t))
+            for version in [(1, 0), (2, 0)]:
+                f = io.BytesIO()
+                np.lib.format.write_array(f, a, version=version)
+                for want in (0, 10, 16, k):  # float32, bfloat16, a one-byte float8 code, the file's own
+                    yield bytes([want]) + f.getvalue()
+
+
 def write_dict(path):
     words = {"location", "offset", "length", "checksum", "value", "value_float", "value_int", "value_floats",
              "value_ints", "value_string", "value_strings", "sparse_value", "ai.onnx", "ai.onnx.ml", "../x", "/"}
@@ -232,17 +250,20 @@ def main():
     if len(args) == 3 and args[1] == "--dict":
         dict_path = args[2]
         args = args[:1]
-    if len(args) == 2 and args[1] == "--testdata":
-        testdata = True
+    npy = False
+    if len(args) == 2 and args[1] in ("--testdata", "--npy"):
+        testdata, npy = args[1] == "--testdata", args[1] == "--npy"
         args = args[:1]
     if len(args) != 1:
-        sys.exit("usage: make_corpus.py OUT_DIR [--dict FILE | --testdata]")
+        sys.exit("usage: make_corpus.py OUT_DIR [--dict FILE | --testdata | --npy]")
     out = args[0]
     if dict_path:
         write_dict(dict_path)
     os.makedirs(out, exist_ok=True)
     if testdata:
         blobs = list(node_test_data())
+    elif npy:
+        blobs = list(npy_files())
     else:
         blobs = [m.SerializeToString() for m in hand_made().values()]
         blobs += list(node_test_models())

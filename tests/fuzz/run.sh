@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # run.sh FUZZER SECONDS [KILN] — a bounded fuzzing run, as CI does it, of the
-# importer (fuzz_importer), of the test-data reader (fuzz_testdata) or of the
-# bundle parsers (fuzz_bundle, which needs a kiln compiler, KILN, to make its
-# seed bundles).
+# importer (fuzz_importer), of the test-data reader (fuzz_testdata), of the .npy
+# reader (fuzz_npy) or of the bundle parsers (fuzz_bundle, which needs a kiln
+# compiler, KILN, to make its seed bundles).
 #
 # 1. Replays every committed regression input (tests/data/hostile/* for the
 #    importer, tests/data/hostile-bundles/* for bundles) through the fuzz target
-#    once (tests/data/hostile-testdata/* for test data): each was a crash, hang
-#    or leak once and must stay fixed.
+#    once (tests/data/hostile-testdata/*, hostile-npy/* for the others): each was
+#    a crash, hang or leak once and must stay fixed.
 # 2. Writes the seed corpus (make_corpus.py, make_bundle_corpus.py) next to the
 #    fuzzer binary, never into the source tree, and fuzzes for SECONDS seconds.
 #    New interesting inputs are kept in FUZZ_BUILD/<fuzzer>-corpus/work, so later
@@ -52,9 +52,9 @@ if [ "$kind" = fuzz_bundle ]; then
   export KILN_FUZZ_BUNDLE="$corpus/reference.kiln"
   mkdir -p "$corpus"
   "$py" "$root/tests/fuzz/make_bundle_corpus.py" "$corpus/seed" --kiln "$kiln" --reference "$KILN_FUZZ_BUNDLE" || exit 1
-elif [ "$kind" = fuzz_testdata ]; then
-  regress="$root/tests/data/hostile-testdata"
-  corpus="$build/fuzz-testdata-corpus"
+elif [ "$kind" = fuzz_testdata ] || [ "$kind" = fuzz_npy ]; then
+  regress="$root/tests/data/hostile-${kind#fuzz_}"
+  corpus="$build/$kind-corpus"
 else
   regress="$root/tests/data/hostile"
   corpus="$build/fuzz-corpus"
@@ -80,8 +80,8 @@ seed="$corpus/seed"
 work="$corpus/work"
 mkdir -p "$seed" "$work"
 dict=()
-if [ "$kind" = fuzz_testdata ]; then
-  "$py" "$root/tests/fuzz/make_corpus.py" "$seed" --testdata || exit 1
+if [ "$kind" = fuzz_testdata ] || [ "$kind" = fuzz_npy ]; then
+  "$py" "$root/tests/fuzz/make_corpus.py" "$seed" "--${kind#fuzz_}" || exit 1
 elif [ "$kind" != fuzz_bundle ]; then
   "$py" "$root/tests/fuzz/make_corpus.py" "$seed" --dict "$corpus/onnx.dict" || exit 1
   dict=(-dict="$corpus/onnx.dict")
@@ -103,7 +103,9 @@ fi
 # A target whose libraries were compiled without -fsanitize=fuzzer-no-link sees
 # only its own few edges: it cannot find anything, so that is a failure too.
 cov=$(grep -a -o -E 'INITED cov: [0-9]+' "$log" | grep -o -E '[0-9]+$' | head -1)
-if [ "${cov:-0}" -lt 100 ]; then
+min_cov=100
+[ "$kind" = fuzz_npy ] && min_cov=20 # one small parser
+if [ "${cov:-0}" -lt $min_cov ]; then
   echo "run.sh: $kind is not instrumented (coverage ${cov:-0} after the seeds): compile every library" \
     "of the fuzz build with -fsanitize=fuzzer-no-link,address,undefined" >&2
   exit 1

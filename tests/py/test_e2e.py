@@ -250,6 +250,14 @@ def check_bad_inputs(args, checks, bundle, feeds, mdir):
     np.save(good, arr)
     cases.append(("unknown name", ["--input", "no_such_input=%s" % good], ["no_such_input"]))
     cases.append(("missing file", ["--input", "%s=%s" % (name, os.path.join(mdir, "absent.npy"))], ["absent.npy"]))
+    truncated = os.path.join(mdir, "truncated.npy")
+    with open(good, "rb") as f, open(truncated, "wb") as g:
+        g.write(f.read()[:-1])
+    cases.append(("truncated data", ["--input", "%s=%s" % (name, truncated)], ["truncated"]))
+    not_npy = os.path.join(mdir, "not.npy")
+    with open(not_npy, "wb") as f:
+        f.write(b"\x93NUMPZ not an array\n")
+    cases.append(("not a .npy file", ["--input", "%s=%s" % (name, not_npy)], ["not a .npy"]))
     for what, extra, words in cases:
         run = util.run_kiln(args.kiln, ["run", bundle, "--repeat", "1"] + extra, timeout=120)
         why = util.clean_failure(run)
