@@ -169,7 +169,9 @@ static gir_value *interleave(deconv *d, gir_value *const *parts, int i) {
 static int rewrite(gir_graph *g, gir_node *n, gir_err *err) {
   gir_value *x = n->in[0], *w = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL, *y0 = n->out[0];
   int r = x->shape.rank, k = r - 2;
-  if (k < 1 || k > 3 || x->dtype != GIR_F32 || w->dtype != GIR_F32 || !w->data || (bias && !bias->data)) return 0;
+  if (k < 1 || k > 3 || x->dtype != GIR_F32 || w->dtype != GIR_F32 || !w->data ||
+      (bias && (bias->dtype != GIR_F32 || !bias->data)))
+    return 0;
   deconv d = {.g = g, .err = err, .n = n, .k = k};
   int32_t ns, nd, np;
   const int64_t *st = gir_attr_ints(n, "strides", &ns), *dl = gir_attr_ints(n, "dilations", &nd);
