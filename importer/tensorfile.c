@@ -128,8 +128,7 @@ static uint8_t *read_all(const char *path, size_t *size, gir_err *err) {
 int imp_read_tensor_file(const char *path, gir_arena *a, imp_tensor *out, gir_err *err) {
   size_t n;
   uint8_t *buf = read_all(path, &n, err);
-  if (!buf) return -1;
-  int rc = decode_tensor(buf, n, path, a, out, err);
+  int rc = buf ? decode_tensor(buf, n, path, a, out, err) : -1;
   free(buf);
   return rc;
 }
@@ -153,8 +152,7 @@ int imp_read_value_buffer(const uint8_t *buf, size_t n, const char *label, gir_a
 int imp_read_value_file(const char *path, gir_arena *a, imp_known_input *out, gir_err *err) {
   size_t n;
   uint8_t *buf = read_all(path, &n, err);
-  if (!buf) return -1;
-  int rc = imp_read_value_buffer(buf, n, path, a, out, err);
+  int rc = buf ? imp_read_value_buffer(buf, n, path, a, out, err) : -1;
   free(buf);
   return rc;
 }

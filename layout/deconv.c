@@ -61,6 +61,22 @@ static gir_value *reshape(deconv *d, gir_value *x, int32_t rank, const int64_t *
   return finish(d, nn);
 }
 
+/* x[starts + i] for i < sizes on every axis (step 1); x itself when that is all of x. */
+static gir_value *crop(deconv *d, gir_value *x, const int64_t *starts, const int64_t *sizes) {
+  int r = x->shape.rank, whole = 1;
+  int64_t steps[GIR_MAX_RANK];
+  for (int j = 0; j < r; j++) {
+    steps[j] = 1;
+    whole &= starts[j] == 0 && sizes[j] == x->shape.dims[j];
+  }
+  if (whole) return x;
+  gir_node *sn = add_node(d, GIR_OP_slice, &x, 1);
+  gir_attr_set_ints(d->g, sn, "starts", starts, r);
+  gir_attr_set_ints(d->g, sn, "steps", steps, r);
+  gir_attr_set_ints(d->g, sn, "sizes", sizes, r);
+  return finish(d, sn);
+}
+
 /* The phase output [N, M, Q..] when no tap reaches x: the bias, or zeros. */
 static gir_value *empty_phase(deconv *d, const gir_value *bias, int64_t M) {
   int r = d->k + 2;
@@ -83,30 +99,20 @@ static gir_value *phase_conv(deconv *d, const int64_t *r, gir_value *x, const gi
   int64_t group = gir_attr_int(d->n, "group", 1), C = x->shape.dims[1], mg = w->shape.dims[1], M = mg * group;
   int64_t cg = C / group;
   phase_axis pa[GIR_MAX_RANK];
-  int64_t starts[GIR_MAX_RANK] = {0}, steps[GIR_MAX_RANK], sizes[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK];
-  int sliced = 0;
+  int64_t starts[GIR_MAX_RANK] = {0}, sizes[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK];
   sizes[0] = x->shape.dims[0];
   sizes[1] = C;
-  steps[0] = steps[1] = 1;
   for (int i = 0; i < k; i++) {
     pa[i] = plan_axis(d, i, r[i]);
     int64_t from = pa[i].lo > 0 ? pa[i].lo : 0, to = pa[i].hi < d->H[i] - 1 ? pa[i].hi : d->H[i] - 1;
     if (pa[i].T == 0 || from > to) return empty_phase(d, bias, M);
     starts[2 + i] = from;
-    steps[2 + i] = 1;
     sizes[2 + i] = to - from + 1;
-    sliced |= sizes[2 + i] != d->H[i];
     pads[i] = pa[i].lo < 0 ? -pa[i].lo : 0;
     pads[k + i] = pa[i].hi > d->H[i] - 1 ? pa[i].hi - (d->H[i] - 1) : 0;
   }
-  gir_value *xin = x;
-  if (sliced) {
-    gir_node *sn = add_node(d, GIR_OP_slice, &x, 1);
-    gir_attr_set_ints(d->g, sn, "starts", starts, rank);
-    gir_attr_set_ints(d->g, sn, "steps", steps, rank);
-    gir_attr_set_ints(d->g, sn, "sizes", sizes, rank);
-    if (!(xin = finish(d, sn))) return NULL;
-  }
+  gir_value *xin = crop(d, x, starts, sizes);
+  if (!xin) return NULL;
   /* w'[m, c, t..] = w[g*cg + c, m % mg, k0 + (T-1-t)*s ..], g = m / mg */
   gir_shape ws = {.rank = rank, .dims = {M, cg}};
   int64_t taps = 1, ktaps = 1;
@@ -207,21 +213,9 @@ static int rewrite(gir_graph *g, gir_node *n, gir_err *err) {
       if (!(part[j] = interleave(&d, part + j * d.s[i], i))) return -1;
     cnt = groups;
   }
-  gir_value *y = part[0];
-  int crop = 0;
-  int64_t starts[GIR_MAX_RANK] = {0}, steps[GIR_MAX_RANK], sizes[GIR_MAX_RANK];
-  for (int j = 0; j < r; j++) {
-    steps[j] = 1;
-    sizes[j] = y0->shape.dims[j];
-    crop |= y->shape.dims[j] != sizes[j];
-  }
-  if (crop) {
-    gir_node *sn = add_node(&d, GIR_OP_slice, &y, 1);
-    gir_attr_set_ints(g, sn, "starts", starts, r);
-    gir_attr_set_ints(g, sn, "steps", steps, r);
-    gir_attr_set_ints(g, sn, "sizes", sizes, r);
-    if (!(y = finish(&d, sn))) return -1;
-  }
+  int64_t starts[GIR_MAX_RANK] = {0};
+  gir_value *y = crop(&d, part[0], starts, y0->shape.dims);
+  if (!y) return -1;
   return gir_replace_uses(g, y0, y) < 0 ? 0 : 1;
 }
 
