@@ -524,17 +524,19 @@ typedef struct nest {
   tir_var *var[64];
 } nest;
 
-static tir_stmt *attached_at(lower_ctx *L, sch_stage *c, sch_iter *it) {
+/* The stages attached at c's loop it, in *out (NULL if none); -1 on error. */
+static int attached_at(lower_ctx *L, sch_stage *c, sch_iter *it, tir_stmt **out) {
   tir_stmt *acc = NULL;
   for (int i = 0; i < L->s->n_stages; i++) {
     sch_stage *p = L->s->stages[i];
     if (p->attach == SCH_AT && p->at_stage == c && p->at_iter == it && !L->info[p->id].emitted) {
       tir_stmt *s = emit_stage(L, p);
-      if (!s) return NULL;
+      if (!s) return -1;
       acc = acc ? tir_seq2(L->b, acc, s) : s;
     }
   }
-  return acc;
+  *out = acc;
+  return 0;
 }
 
 /* Lowered value of st's body (no reduction) or the reduction's src/cond. */
@@ -559,6 +561,38 @@ static void bind_roots(lower_ctx *L, const sch_stage *st, const region *reg, sta
     sv->vars[sv->n] = st->reduce_axes[i]->root;
     sv->vals[sv->n++] = v ? v : tir_i64(b, 0);
   }
+}
+
+/* The prefetches st asks for at the top of leaf k's loop body (sch_prefetch),
+ * prepended to body: indices are lowered with the leaves inside k at 0 and
+ * clamped into [0, size) of the tensor. Rewrites L->iter_val (the caller is past using it). */
+static int with_prefetches(lower_ctx *L, const sch_stage *st, int k, tir_var *const *lv, const int64_t *ext,
+                           tir_stmt **body) {
+  tir_builder *b = L->b;
+  int any = 0;
+  for (int i = 0; i < st->n_prefetch; i++) any |= st->prefetch[i].at == st->leaf[k];
+  if (!any) return 0;
+  for (int j = 0; j < L->n_iters; j++) L->iter_val[j] = NULL;
+  for (int j = 0; j < st->n_leaf; j++) L->iter_val[st->leaf[j]->id] = j <= k ? tir_var_ref(b, lv[j]) : tir_i64(b, 0);
+  tir_expr *sguard, *rguard;
+  derive_roots(L, st, ext, &sguard, &rguard);
+  stage_vals sv;
+  bind_roots(L, st, &L->info[st->id].reg, &sv);
+  tir_stmt *acc = NULL;
+  for (int i = 0; i < st->n_prefetch; i++) {
+    const sch_prefetch_rec *r = &st->prefetch[i];
+    if (r->at != st->leaf[k]) continue;
+    tir_buffer *buf = L->param_of[r->t->id];
+    if (!buf) return gir_errf(L->err, "prefetch: %s is not a parameter of the kernel", r->t->name);
+    tir_expr *ix = lower_expr(L, r->index, sv.vals, sv.vars, sv.n), *last = tir_i64(b, buf->size - 1);
+    for (int32_t c = 0; c < r->count; c++) {
+      tir_expr *e = c ? tir_bin(b, TE_ADD, ix, tir_i64(b, c * r->stride)) : ix;
+      e = tir_bin(b, TE_MAX, tir_bin(b, TE_MIN, e, last), tir_i64(b, 0));
+      acc = tir_seq2(b, acc, tir_prefetch(b, buf, e));
+    }
+  }
+  *body = tir_seq2(b, acc, *body);
+  return 0;
 }
 
 static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
@@ -672,8 +706,10 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   tir_stmt *s = update;
   for (int k = st->n_leaf - 1; k >= (init ? first_red : 0); k--) {
     sch_iter *it = st->leaf[k];
-    tir_stmt *att = attached_at(L, st, it);
+    tir_stmt *att;
+    if (attached_at(L, st, it, &att) < 0) return NULL;
     if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
+    if (with_prefetches(L, st, k, lv, ext, &s) < 0) return NULL;
     s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
   }
   if (init) {
@@ -690,8 +726,10 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
     s = tir_seq2(b, is, s);
     for (int k = first_red - 1; k >= 0; k--) {
       sch_iter *it = st->leaf[k];
-      tir_stmt *att = attached_at(L, st, it);
+      tir_stmt *att;
+      if (attached_at(L, st, it, &att) < 0) return NULL;
       if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
+      if (with_prefetches(L, st, k, lv, ext, &s) < 0) return NULL;
       s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
     }
   }

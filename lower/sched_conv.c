@@ -41,6 +41,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const gir_node *n = o->origin;
   if (!c.image_tile && red->n_reduce == 4 && o->shape[1] > 1 && n && n->op == GIR_OP_conv_nchwc)
     c.pixel_outer = gir_value_nbytes(n->in[0]) > gir_value_nbytes(n->in[1]);
+  /* with pixels outside, every tile reuses all the weights from L2: no window to fetch ahead for */
+  c.prefetch = red->n_reduce == 4 && !c.pixel_outer;
   return c;
 }
 
@@ -72,6 +74,60 @@ static int sched_pad(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *
     }
   }
   return 0;
+}
+
+/* The packed weights: the rank-6 kernel input the reduction loads. */
+static te_tensor *packed_weights(const te_expr *e) {
+  if (!e) return NULL;
+  te_tensor *t = NULL;
+  switch (e->kind) {
+  case TE_LOAD: return e->u.load.t->kind == TE_PLACEHOLDER && e->u.load.t->rank == 6 ? e->u.load.t : NULL;
+  case TE_UNARY: return packed_weights(e->u.un.a);
+  case TE_BINARY: return (t = packed_weights(e->u.bin.a)) ? t : packed_weights(e->u.bin.b);
+  case TE_CAST: return packed_weights(e->u.cast.a);
+  case TE_REDUCE: return packed_weights(e->u.red.src);
+  default: return NULL;
+  }
+}
+
+/* cfg->prefetch: at each kernel column (kw loop) of the reduction, P lines of the
+ * weights of the next window, at position u·P lines into it, where u counts the
+ * kernel columns of the current window and P·|u| lines cover one window:
+ *   rows of a block (the tile is one row piece of output block mo; the next window
+ *   is block mo + 1, S floats on): u = ((oh·OWO + owo)·CB + ib)·KH·KW + kh·KW + kw;
+ *   image_tile (the window is input block ib, reused by every row; the next one
+ *   follows it in memory): u = (oh·KH + kh)·KW + kw. */
+static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg *cfg) {
+  te_tensor *w = packed_weights(red->body);
+  if (!w || red->n_reduce != 4 || cfg->pixel_outer) return 0;
+  te_ctx *c = s->te;
+  const te_tensor *o = red->t;
+  int64_t MO = w->shape[0], CB = w->shape[1], KH = w->shape[2], KW = w->shape[3], blk = w->shape[4] * w->shape[5];
+  int64_t S = CB * KH * KW * blk, OH = o->shape[2], OWO = (o->shape[3] + cfg->ow_tile - 1) / cfg->ow_tile;
+  int64_t line = 64 / (int64_t)gir_dtype_size(w->dtype);
+  if (line < 1) line = 1;
+#define V(x) te_v(c, (x)->root)
+  te_expr *mo = V(red->root_axes[1]), *oh = V(red->root_axes[2]), *ib = V(red->reduce_axes[0]);
+  te_expr *col = te_add(c, te_mul(c, V(red->reduce_axes[1]), te_int(c, KW)), V(red->reduce_axes[2]));
+  te_expr *next, *u;
+  int64_t window;
+  if (cfg->image_tile) {
+    next = te_mul(c, te_add(c, te_add(c, te_mul(c, mo, te_int(c, CB)), ib), te_int(c, 1)), te_int(c, KH * KW * blk));
+    u = te_add(c, te_mul(c, oh, te_int(c, KH * KW)), col);
+    window = OH * KH * KW;
+  } else {
+    if (MO < 2) return 0;
+    te_expr *owo = te_div(c, V(red->root_axes[3]), te_int(c, cfg->ow_tile));
+    te_expr *tile = te_add(c, te_mul(c, oh, te_int(c, OWO)), owo);
+    next = te_mul(c, te_add(c, mo, te_int(c, 1)), te_int(c, S));
+    u = te_add(c, te_mul(c, te_add(c, te_mul(c, tile, te_int(c, CB)), ib), te_int(c, KH * KW)), col);
+    window = OH * OWO * CB * KH * KW;
+  }
+#undef V
+  int64_t lines = (cfg->image_tile ? KH * KW * blk : S) / line, per = (lines + window - 1) / window;
+  if (per > 16) per = 16;
+  te_expr *ix = te_add(c, next, te_mul(c, u, te_int(c, per * line)));
+  return sch_prefetch(s, red, red->reduce_axes[2], w, ix, (int32_t)per, line);
 }
 
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
@@ -121,5 +177,5 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
     sch_iter *kw = red->reduce_axes[red->n_reduce == 4 ? 2 : 1];
     if (sch_annotate(s, red, kw, TIR_UNROLLED) < 0) return -1;
   }
-  return 0;
+  return cfg->prefetch ? sched_prefetch(s, red, cfg) : 0;
 }

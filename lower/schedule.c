@@ -350,6 +350,21 @@ int sch_set_scope(sch_schedule *s, sch_stage *st, tir_scope scope) {
   return 0;
 }
 
+int sch_prefetch(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *index, int32_t count,
+                 int64_t stride) {
+  if (leaf_pos(st, at) < 0) return gir_errf(s->err, "prefetch: %s is not a loop of stage %s", at->name, st->t->name);
+  if (t->kind != TE_PLACEHOLDER) return gir_errf(s->err, "prefetch: %s is not a kernel input", t->name);
+  if (index->dtype != GIR_I64) return gir_errf(s->err, "prefetch: the index into %s is not int64", t->name);
+  if (count < 1 || count > 64 || stride < 1) return gir_errf(s->err, "prefetch: %d lines %lld apart", count, (long long)stride);
+  sch_prefetch_rec *r = gir_arena_alloc(s->arena, sizeof *r * (size_t)(st->n_prefetch + 1));
+  if (!r) return gir_errf(s->err, "out of memory");
+  for (int i = 0; i < st->n_prefetch; i++) r[i] = st->prefetch[i];
+  r[st->n_prefetch] = (sch_prefetch_rec){at, t, index, count, stride};
+  st->prefetch = r;
+  st->n_prefetch++;
+  return 0;
+}
+
 /* A load of p's tensor becomes p's body at the loaded indices. */
 static te_expr *inline_load(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
   const sch_stage *p = arg;
@@ -443,6 +458,9 @@ void sch_print(const sch_schedule *s, FILE *f) {
     for (int k = 0; k < st->n_leaf; k++)
       fprintf(f, " %s%d(%lld%s%s)", st->leaf[k]->name, st->leaf[k]->id, (long long)st->leaf[k]->extent,
               st->leaf[k]->reduce ? " r" : "", kinds[st->leaf[k]->kind]);
+    for (int k = 0; k < st->n_prefetch; k++)
+      fprintf(f, " prefetch(%s at %s, %d x %lld)", st->prefetch[k].t->name, st->prefetch[k].at->name,
+              st->prefetch[k].count, (long long)st->prefetch[k].stride);
     fputc('\n', f);
   }
 }

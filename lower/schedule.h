@@ -44,6 +44,17 @@ typedef struct sch_rel {
 
 typedef enum sch_attach { SCH_ROOT, SCH_INLINE, SCH_AT } sch_attach;
 
+/* A software prefetch (sch_prefetch): at the top of each iteration of loop
+ * `at`, count cache lines of placeholder t, from element `index` on, stride
+ * elements apart; each address is clamped into t. */
+typedef struct sch_prefetch_rec {
+  sch_iter *at;
+  te_tensor *t;
+  te_expr *index;   /* int64, over the stage's root and reduce variables */
+  int32_t count;
+  int64_t stride;
+} sch_prefetch_rec;
+
 struct sch_stage {
   int32_t id;
   te_tensor *t;
@@ -60,6 +71,8 @@ struct sch_stage {
   sch_iter *at_iter;
   tir_scope scope;
   int is_output;
+  sch_prefetch_rec *prefetch;
+  int32_t n_prefetch;
 };
 
 typedef struct sch_schedule {
@@ -98,6 +111,14 @@ int sch_compute_at(sch_schedule *s, sch_stage *producer, sch_stage *consumer, sc
 int sch_compute_inline(sch_schedule *s, sch_stage *st);
 int sch_compute_root(sch_schedule *s, sch_stage *st);
 int sch_set_scope(sch_schedule *s, sch_stage *st, tir_scope scope);
+/* Prefetch hints (TVM's prefetch, made explicit): at the top of each iteration
+ * of st's loop `at`, prefetch `count` lines of placeholder t starting at element
+ * `index` (an int64 TE expression over st's root and reduce variables; loops
+ * inside `at` count as 0 there), `stride` elements apart, each address clamped
+ * into the tensor. Schedules use it to
+ * fetch the next reuse window's data while computing on the current one. */
+int sch_prefetch(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *index, int32_t count,
+                 int64_t stride);
 /* cache_read: a new stage copying t for the readers listed (scope as given);
  * readers then load the copy. cache_write: st's computation moves into a new
  * stage (returned) in `scope`, st becomes a copy of it (e.g. accumulate in

@@ -57,6 +57,11 @@ typedef struct lower_conv_cfg {
                           read from memory once for all blocks (whose weights stay in L2), where channel blocks
                           outside would read the whole input once per block; pays when the input outweighs
                           the weights (the large early images) */
+  int32_t prefetch;    /* software-prefetch the weights the next reuse window needs (the next output-channel
+                          block's, or with image_tile the next input-channel block's) a few lines per kernel
+                          column, spread over the current window: the weights are read from memory once and
+                          then reused from cache, so without it each window's first pass waits on a burst of
+                          memory traffic while the rest of the window leaves the memory bus idle */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);

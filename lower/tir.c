@@ -192,6 +192,14 @@ tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body) {
   return s;
 }
 
+tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index) {
+  assert(index->dtype == GIR_I64 && index->lanes == 1);
+  tir_stmt *s = stmt(b, TIR_PREFETCH);
+  s->u.prefetch.buf = buf;
+  s->u.prefetch.index = index;
+  return s;
+}
+
 tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *xs, int32_t n) {
   int32_t cnt = 0;
   for (int i = 0; i < n; i++)
@@ -303,6 +311,11 @@ void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
     fputs("] = ", f);
     tir_print_expr(s->u.store.value, f);
     fputc('\n', f);
+    break;
+  case TIR_PREFETCH:
+    fprintf(f, "%*sprefetch %s[", ind, "", s->u.prefetch.buf->name);
+    tir_print_expr(s->u.prefetch.index, f);
+    fputs("]\n", f);
     break;
   case TIR_ALLOCATE:
     fprintf(f, "%*sallocate %s: %s[%lld] %s\n", ind, "", s->u.alloc.buf->name, gir_dtype_name(s->u.alloc.buf->dtype),

@@ -70,7 +70,11 @@ struct tir_expr {
   } u;
 };
 
-typedef enum tir_stmt_kind { TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_STMT_KIND_COUNT } tir_stmt_kind;
+/* TIR_PREFETCH: a hint that buf[index] (scalar index, in bounds) will be read
+ * soon; targets without prefetch instructions drop it. */
+typedef enum tir_stmt_kind {
+  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_STMT_KIND_COUNT
+} tir_stmt_kind;
 typedef enum tir_for_kind { TIR_SERIAL, TIR_PARALLEL, TIR_VECTORIZED, TIR_UNROLLED, TIR_FOR_KIND_COUNT } tir_for_kind;
 
 typedef struct tir_stmt tir_stmt;
@@ -82,6 +86,7 @@ struct tir_stmt {
     struct { tir_expr *cond; tir_stmt *then_s, *else_s; } ifs;  /* else_s may be NULL */
     struct { tir_buffer *buf; tir_expr *index, *value; } store;
     struct { tir_buffer *buf; tir_stmt *body; } alloc;
+    struct { tir_buffer *buf; tir_expr *index; } prefetch;
     struct { int32_t n; tir_stmt **s; } seq;
   } u;
 };
@@ -124,6 +129,7 @@ tir_stmt *tir_let(tir_builder *b, tir_var *v, tir_expr *value, tir_stmt *body);
 tir_stmt *tir_if(tir_builder *b, tir_expr *cond, tir_stmt *then_s, tir_stmt *else_s);
 tir_stmt *tir_store(tir_builder *b, tir_buffer *buf, tir_expr *index, tir_expr *value);
 tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
+tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index);
 tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *s, int32_t n); /* flattens nested seqs, drops NULLs */
 tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y);
 

@@ -198,6 +198,11 @@ static int run(tir_env *env, const tir_stmt *s) {
   }
   case TIR_STORE: return run_store(env, s);
   case TIR_ALLOCATE: return run_allocate(env, s);
+  case TIR_PREFETCH: { /* no effect, but the index must be in bounds */
+    int64_t ix = tir_eval_expr(env, s->u.prefetch.index, 0).i;
+    if (env->failed || !buffer(env, s->u.prefetch.buf)) return -1;
+    return in_bounds(env, s->u.prefetch.buf, ix, "prefetch") ? 0 : -1;
+  }
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)
       if (run(env, s->u.seq.s[i]) < 0) return -1;

@@ -705,6 +705,7 @@ int tir_stmt_uses_var(const tir_stmt *s, const tir_var *v) {
     return arith_uses_var(s->u.ifs.cond, v) || tir_stmt_uses_var(s->u.ifs.then_s, v) ||
            tir_stmt_uses_var(s->u.ifs.else_s, v);
   case TIR_STORE: return arith_uses_var(s->u.store.index, v) || arith_uses_var(s->u.store.value, v);
+  case TIR_PREFETCH: return arith_uses_var(s->u.prefetch.index, v);
   case TIR_ALLOCATE: return tir_stmt_uses_var(s->u.alloc.body, v);
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)
@@ -788,6 +789,7 @@ static tir_stmt *ss(simp *s, tir_stmt *st) {
   case TIR_IF: return ss_if(s, st);
   case TIR_STORE:
     return tir_store(s->b, st->u.store.buf, simplify_fix(s, st->u.store.index), simplify_fix(s, st->u.store.value));
+  case TIR_PREFETCH: return tir_prefetch(s->b, st->u.prefetch.buf, simplify_fix(s, st->u.prefetch.index));
   case TIR_ALLOCATE: {
     tir_stmt *body = ss(s, st->u.alloc.body);
     return tir_stmt_is_nop(body) ? body : tir_allocate(s->b, st->u.alloc.buf, body);
@@ -921,6 +923,10 @@ static tir_stmt *sub_s(tir_builder *b, const subst *m, tir_stmt *s) {
     tir_expr *ix = sub_e(b, m, s->u.store.index), *v = sub_e(b, m, s->u.store.value);
     if (ix == s->u.store.index && v == s->u.store.value) return s;
     return tir_store(b, s->u.store.buf, ix, v);
+  }
+  case TIR_PREFETCH: {
+    tir_expr *ix = sub_e(b, m, s->u.prefetch.index);
+    return ix == s->u.prefetch.index ? s : tir_prefetch(b, s->u.prefetch.buf, ix);
   }
   case TIR_ALLOCATE: {
     tir_stmt *body = sub_s(b, m, s->u.alloc.body);

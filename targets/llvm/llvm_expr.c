@@ -733,6 +733,16 @@ static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) {
   return from_mem(g, buf->dtype, v, n);
 }
 
+/* llvm.prefetch(ptr, read, locality 2, data): toward L2 (prefetcht1 on x86,
+ * PRFM PLDL2KEEP on AArch64); the schedules prefetch data a whole reuse window
+ * ahead, which would only crowd L1. Targets without such an instruction drop it. */
+void tgt_llvm_prefetch(tgt_lcg *g, const tir_stmt *s) {
+  LLVMValueRef p = elem_ptr(g, s->u.prefetch.buf, emit(g, s->u.prefetch.index, -1));
+  LLVMTypeRef over[1] = {LLVMTypeOf(p)};
+  LLVMValueRef args[4] = {p, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 2, 0), LLVMConstInt(g->t_i32, 1, 0)};
+  intrin(g, "llvm.prefetch", over, 1, args, 4);
+}
+
 void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s) {
   const tir_buffer *buf = s->u.store.buf;
   const tir_expr *ix = s->u.store.index;

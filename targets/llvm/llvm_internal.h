@@ -45,6 +45,7 @@ LLVMTypeRef tgt_llvm_reg_type(tgt_lcg *g, gir_dtype t, int lanes);
 LLVMTypeRef tgt_llvm_mem_type(tgt_lcg *g, gir_dtype t);
 LLVMValueRef tgt_llvm_expr(tgt_lcg *g, const tir_expr *e);
 void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s);
+void tgt_llvm_prefetch(tgt_lcg *g, const tir_stmt *s);
 /* An alloca in the current function's entry block. */
 LLVMValueRef tgt_llvm_alloca(tgt_lcg *g, LLVMTypeRef t, unsigned align, const char *name);
 /* Converts an integer value to the integer type `to` (sign-extending). */

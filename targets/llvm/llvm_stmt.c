@@ -146,6 +146,11 @@ static void check_stmt(checker *c, const tir_stmt *s) {
     check_expr(c, s->u.store.index);
     check_expr(c, s->u.store.value);
     break;
+  case TIR_PREFETCH:
+    check_use(c, s->u.prefetch.buf);
+    check_expr(c, s->u.prefetch.index);
+    if (!c->failed && s->u.prefetch.index->lanes != 1) return cfail(c, "a prefetch's index must be a scalar");
+    break;
   case TIR_ALLOCATE: {
     const tir_buffer *b = s->u.alloc.buf;
     if (!buf_ok(c, b)) return;
@@ -243,6 +248,10 @@ static void free_stmt(freeset *fs, const tir_stmt *s) {
     if (!fs->buf_bound[s->u.store.buf->id]) fs->buf_used[s->u.store.buf->id] = s->u.store.buf;
     free_expr(fs, s->u.store.index);
     free_expr(fs, s->u.store.value);
+    break;
+  case TIR_PREFETCH:
+    if (!fs->buf_bound[s->u.prefetch.buf->id]) fs->buf_used[s->u.prefetch.buf->id] = s->u.prefetch.buf;
+    free_expr(fs, s->u.prefetch.index);
     break;
   case TIR_ALLOCATE: {
     int local = s->u.alloc.buf->scope != TIR_GLOBAL;
@@ -518,6 +527,7 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
     for (int i = 0; i < s->u.seq.n; i++) stmt(g, s->u.seq.s[i]);
     break;
   case TIR_STORE: tgt_llvm_store(g, s); break;
+  case TIR_PREFETCH: tgt_llvm_prefetch(g, s); break;
   case TIR_LET: {
     const tir_var *v = s->u.let.var;
     LLVMValueRef val = tgt_llvm_expr(g, s->u.let.value), old = g->vars[v->id];

@@ -3,9 +3,11 @@
  * padding as a separate stage, a two-pass normalisation) get random schedules —
  * splits with dividing and non-dividing factors, reorders, fuses, compute_at at a
  * random consumer loop (bound inference), compute_inline, cache_write,
- * parallel, vectorize (the vectorize pass) — are lowered, compiled with the LLVM
- * backend, run, and compared bit-exactly (integer arithmetic: order does not
- * matter) with the TE interpreter's result of the unscheduled definition. */
+ * parallel, vectorize (the vectorize pass), prefetch hints — are lowered,
+ * compiled with the LLVM backend, run, and compared bit-exactly (integer
+ * arithmetic: order does not matter) with the TE interpreter's result of the
+ * unscheduled definition. The loop IR also runs in the loop-IR interpreter,
+ * which checks every access, prefetches included, against its buffer. */
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
@@ -13,6 +15,7 @@
 #include "tir_passes.h"
 #include "schedule.h"
 #include "te_eval.h"
+#include "tir_eval.h"
 
 typedef struct program {
   te_tensor *in[4], *out;
@@ -84,13 +87,24 @@ static int64_t numel(const te_tensor *t) {
 
 /* Random primitives on one stage; failures of individual primitives (e.g. an
  * illegal fuse) are fine: they must leave the schedule valid. */
-static void random_schedule(sch_schedule *s, unsigned *seed, char *log, size_t loglen) {
+/* A prefetch of input t at loop it of st: an index over st's variables that
+ * strays out of t on both sides (the lowering clamps it). */
+static int random_prefetch(sch_schedule *s, sch_stage *st, sch_iter *it, te_tensor *t, unsigned *seed) {
+  te_ctx *c = s->te;
+  te_expr *ix = te_int(c, -3);
+  for (int i = 0; i < st->n_root; i++)
+    ix = te_add(c, ix, te_mul(c, te_v(c, st->root_axes[i]->root), te_int(c, 1 + rand_r(seed) % 5)));
+  for (int i = 0; i < st->n_reduce; i++) ix = te_add(c, ix, te_v(c, st->reduce_axes[i]->root));
+  return sch_prefetch(s, st, it, t, ix, 1 + rand_r(seed) % 3, 1 + rand_r(seed) % 4);
+}
+
+static void random_schedule(sch_schedule *s, const program *p, unsigned *seed, char *log, size_t loglen) {
   size_t o = 0;
   for (int step = 0; step < 6; step++) {
     sch_stage *st = s->stages[rand_r(seed) % s->n_stages];
     if (st->attach == SCH_INLINE || st->n_leaf == 0) continue;
     sch_iter *it = st->leaf[rand_r(seed) % st->n_leaf];
-    int op = rand_r(seed) % 8;
+    int op = rand_r(seed) % 9;
     gir_err e = {{0}};
     s->err = &e;
     switch (op) {
@@ -127,6 +141,10 @@ static void random_schedule(sch_schedule *s, unsigned *seed, char *log, size_t l
     case 7:
       if (sch_annotate(s, st, st->leaf[st->n_leaf - 1], TIR_VECTORIZED) == 0)
         o += (size_t)snprintf(log + o, loglen - o, " vectorize(%s)", st->t->name);
+      break;
+    case 8:
+      if (random_prefetch(s, st, it, p->in[rand_r(seed) % p->n_in], seed) == 0)
+        o += (size_t)snprintf(log + o, loglen - o, " prefetch(%s,%s)", st->t->name, it->name);
       break;
     }
   }
@@ -174,7 +192,7 @@ static void run_trials(program (*make)(te_ctx *), int trials, unsigned seed0, in
       sch_stage *o = sch_stage_of(s, p.out);
       if (o->n_reduce) sch_cache_write(s, o, TIR_LOCAL);
     }
-    random_schedule(s, &seed, log, sizeof log);
+    random_schedule(s, &p, &seed, log, sizeof log);
     tir_builder b;
     tir_builder_init(&b, a);
     gir_err le = {{0}};
@@ -189,6 +207,21 @@ static void run_trials(program (*make)(te_ctx *), int trials, unsigned seed0, in
       continue;
     }
     f->body = tir_vectorize(&b, f->body);
+    { /* the interpreter checks every access, prefetches included */
+      void *bufs[16];
+      int nb = 0;
+      for (int i = 0; i < p.n_in; i++) bufs[nb++] = in[i];
+      bufs[nb++] = got;
+      for (int i = nb; i < f->n_params; i++)
+        bufs[nb++] = gir_arena_alloc(a, (size_t)(f->params[i]->size * (int64_t)gir_dtype_size(f->params[i]->dtype) + 64));
+      gir_err ie = {{0}};
+      memset(got, 0x5a, (size_t)no * 4);
+      int rc = tir_eval_func(f, bufs, a, 0, &ie);
+      CHECKF(rc == 0, "%s trial %d:%s: the loop-IR interpreter failed: %s", p.name, t, log, ie.msg);
+      int bad = 0;
+      for (int64_t k = 0; rc == 0 && k < no; k++) bad += got[k] != ref[k];
+      CHECKF(bad == 0, "%s trial %d:%s: the interpreter's %d of %lld elements differ", p.name, t, log, bad, (long long)no);
+    }
     const tir_func *fns[1] = {f};
     tgt_llvm_module *m = tgt_llvm_compile(fns, 1, NULL, &err);
     tgt_llvm_jit *j = m ? tgt_llvm_jit_new(m, &err) : NULL;
