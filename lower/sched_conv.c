@@ -104,30 +104,20 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
   const te_tensor *o = red->t;
   int64_t MO = w->shape[0], CB = w->shape[1], KH = w->shape[2], KW = w->shape[3], blk = w->shape[4] * w->shape[5];
   int64_t S = CB * KH * KW * blk, OH = o->shape[2], OWO = (o->shape[3] + cfg->ow_tile - 1) / cfg->ow_tile;
-  int64_t line = 64 / (int64_t)gir_dtype_size(w->dtype);
-  if (line < 1) line = 1;
 #define V(x) te_v(c, (x)->root)
   te_expr *mo = V(red->root_axes[1]), *oh = V(red->root_axes[2]), *ib = V(red->reduce_axes[0]);
   te_expr *col = te_add(c, te_mul(c, V(red->reduce_axes[1]), te_int(c, KW)), V(red->reduce_axes[2]));
-  te_expr *next, *u;
-  int64_t window;
   if (cfg->image_tile) {
-    next = te_mul(c, te_add(c, te_add(c, te_mul(c, mo, te_int(c, CB)), ib), te_int(c, 1)), te_int(c, KH * KW * blk));
-    u = te_add(c, te_mul(c, oh, te_int(c, KH * KW)), col);
-    window = OH * KH * KW;
-  } else {
-    if (MO < 2) return 0;
-    te_expr *owo = te_div(c, V(red->root_axes[3]), te_int(c, cfg->ow_tile));
-    te_expr *tile = te_add(c, te_mul(c, oh, te_int(c, OWO)), owo);
-    next = te_mul(c, te_add(c, mo, te_int(c, 1)), te_int(c, S));
-    u = te_add(c, te_mul(c, te_add(c, te_mul(c, tile, te_int(c, CB)), ib), te_int(c, KH * KW)), col);
-    window = OH * OWO * CB * KH * KW;
+    te_expr *next = te_mul(c, te_add(c, te_add(c, te_mul(c, mo, te_int(c, CB)), ib), te_int(c, 1)), te_int(c, KH * KW * blk));
+    te_expr *u = te_add(c, te_mul(c, oh, te_int(c, KH * KW)), col);
+    return lower_prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * KH * KW, KH * KW * blk);
   }
+  if (MO < 2) return 0;
+  te_expr *tile = te_add(c, te_mul(c, oh, te_int(c, OWO)), te_div(c, V(red->root_axes[3]), te_int(c, cfg->ow_tile)));
+  te_expr *next = te_mul(c, te_add(c, mo, te_int(c, 1)), te_int(c, S));
+  te_expr *u = te_add(c, te_mul(c, te_add(c, te_mul(c, tile, te_int(c, CB)), ib), te_int(c, KH * KW)), col);
 #undef V
-  int64_t lines = (cfg->image_tile ? KH * KW * blk : S) / line, per = (lines + window - 1) / window;
-  if (per > 16) per = 16;
-  te_expr *ix = te_add(c, next, te_mul(c, u, te_int(c, per * line)));
-  return sch_prefetch(s, red, red->reduce_axes[2], w, ix, (int32_t)per, line);
+  return lower_prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * OWO * CB * KH * KW, S);
 }
 
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {

@@ -51,6 +51,13 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
   for (int i = 0; i < 8; i++)
     if (rows[i] <= max_rows) cand[nc++] = rows[i];
   c.mr = M < cand[0] ? (int32_t)M : pick_divisor(M, cand, nc);
+  /* k in steps of 4: the loop overhead amortised over 4·mr·nr_vecs FMAs */
+  int64_t K = red->reduce_axes[0]->extent;
+  c.k_unroll = K % 4 == 0 ? 4 : K % 2 == 0 ? 2 : 1;
+  /* panels outside rows when B (K × N) outweighs A (M × K): each panel of B is
+   * then read once and stays in cache for every row tile, where rows outside
+   * would stream all of B once per row tile */
+  c.panel_outer = M > c.mr && N >= M;
   return c;
 }
 
@@ -62,9 +69,9 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
   if (sch_split(s, epi, epi->root_axes[r - 2], cfg->mr, &mo, &mi) < 0 ||
       sch_split(s, epi, epi->root_axes[r - 1], nr, &no, &ni) < 0)
     return -1;
-  sch_iter *order[4] = {mo, no, mi, ni};
+  sch_iter *order[4] = {cfg->panel_outer ? no : mo, cfg->panel_outer ? mo : no, mi, ni};
   if (sch_reorder(s, epi, order, 4) < 0) return -1;
-  sch_iter *tile = lower_fuse_through(s, epi, no);
+  sch_iter *tile = lower_fuse_through(s, epi, order[1]);
   if (!tile) return -1;
   if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
   if (sch_split(s, epi, ni, cfg->vec, &nio, &nii) < 0) return -1;

@@ -33,6 +33,9 @@ typedef struct lower_matmul_cfg {
   int32_t vec;       /* lanes per vector (1: scalar) */
   int32_t k_unroll;  /* unroll of the k loop (1: none) */
   int32_t parallel;  /* run the tile loops in parallel */
+  int32_t panel_outer; /* tiles ordered column panel, then rows: each panel of B is read from memory once
+                          and reused from cache by every row tile (else rows, then panels: B is read
+                          once per row tile, from cache when it fits) */
 } lower_matmul_cfg;
 
 lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *t);
