@@ -11,7 +11,10 @@
  * The zero-padded input (stage tag "conv_pad") is a stage, so the inner loops
  * carry no bounds test: computed once, in parallel, before the convolution, or
  * (depthwise) per tile, where the few rows a tile reads stay in L1 instead of a
- * padded copy of the whole input going out to memory and back. */
+ * padded copy of the whole input going out to memory and back.
+ * The weights are read from memory once and then reused from cache over a window
+ * (the rows of an output block; with image_tile the rows of an input block); the
+ * next window's weights are prefetched while the current one computes. */
 #include <string.h>
 #include "lower.h"
 

@@ -5,7 +5,8 @@
  * load of B per column vector, one broadcast of A per row and mr·nr_vecs FMAs that
  * LLVM keeps in registers. The epilogue (bias, activation) then reads the tile from
  * registers and writes the output once. Tiles are independent: the batch and tile
- * loops are fused into one parallel loop. */
+ * loops are fused into one parallel loop, rows outside column panels, or panels
+ * outside rows when B outweighs A (each panel then stays in cache for all rows). */
 #include "lower.h"
 
 /* The largest of the candidates that divides n, else the first. */
