@@ -1115,7 +1115,13 @@ def conv_cases():
             ("group2/stride2/48-out", (1, 64, 8, 8), (48, 32, 3, 3), {"group": 2, "pads": [1, 1, 1, 1],
                                                                       "strides": [2, 2]}),
             ("group32/resnext", (1, 128, 14, 14), (128, 4, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
-            ("group3/narrow", (1, 12, 7, 7), (6, 4, 3, 3), {"group": 3})]):
+            ("group3/narrow", (1, 12, 7, 7), (6, 4, 3, 3), {"group": 3}),
+            # the conv template's weight prefetch: rows of 3 output blocks (the next
+            # block's weights spread over this block's rows), a small image (the next
+            # input block's), a strided 1x1 onto a small image
+            ("prefetch/row-blocks", (1, 64, 14, 14), (96, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("prefetch/image-tile", (1, 64, 7, 7), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("prefetch/1x1-stride2", (1, 64, 14, 14), (128, 64, 1, 1), {"strides": [2, 2]})]):
         cs.append(one("conv/Conv/2d/const-weights/%s/f32/%s*%s" % (tag, sh(xs), sh(ws)), "conv", "Conv",
                       ["x", "w", "b"], [("x", rnd(xs))],
                       [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(20 + k))),
@@ -1204,6 +1210,12 @@ def matmul_cases():
     cs.append(one("matmul/Gemm/const-weights/f32/3x13@13x7+7", "matmul", "Gemm", ["a", "b", "c"],
                   [("a", rnd((3, 13)))], [("b", rnd((7, 13), "f32", -1, 1)(np.random.default_rng(3))),
                                           ("c", rnd((7,))(np.random.default_rng(4)))], {"transB": 1}))
+    # constant B (packed in panels): column panels outside row tiles with k in
+    # steps of 4 (B outweighs A), a batch of ragged rows with k in steps of 2, rows
+    # outside panels with an odd k
+    for k, (sa, sb) in enumerate([((40, 64), (64, 96)), ((2, 19, 30), (30, 64)), ((64, 33), (33, 32))]):
+        cs.append(one("matmul/MatMul/const-weights/f32/%s@%s" % (sh(sa), sh(sb)), "matmul", "MatMul", ["a", "b"],
+                      [("a", rnd(sa, "f32", -1, 1))], [("b", rnd(sb, "f32", -1, 1)(np.random.default_rng(60 + k)))]))
     # Einsum → matmul
     for eq, shapes in [("ij,jk->ik", [(4, 6), (6, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
                        ("ij,kj->ik", [(3, 5), (4, 5)]), ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)])]:
