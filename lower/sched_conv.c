@@ -37,8 +37,10 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     }
   /* no divisor worth having: a guarded tail beats tiny tiles */
   if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
-  /* depthwise (no channel reduction): each tile's padded rows are its own */
-  c.pad_tile = red->n_reduce == 2;
+  /* depthwise (no channel reduction): each tile's padded rows are its own, and the
+   * kernel columns unrolled let LLVM load each input vector of a row once for the
+   * (up to) kw taps that read it, instead of once per tap */
+  c.pad_tile = c.unroll_kw = red->n_reduce == 2;
   /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide */
   c.image_tile = red->n_reduce == 4 && o->shape[2] * ow <= 64 && c.ow_tile == ow && o->shape[2] > 1;
   const gir_node *n = o->origin;

@@ -1121,7 +1121,12 @@ def conv_cases():
             # input block's), a strided 1x1 onto a small image
             ("prefetch/row-blocks", (1, 64, 14, 14), (96, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
             ("prefetch/image-tile", (1, 64, 7, 7), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
-            ("prefetch/1x1-stride2", (1, 64, 14, 14), (128, 64, 1, 1), {"strides": [2, 2]})]):
+            ("prefetch/1x1-stride2", (1, 64, 14, 14), (128, 64, 1, 1), {"strides": [2, 2]}),
+            # depthwise in NCHW[x]c, kernel columns unrolled: one-vector blocks (144
+            # channels), two-vector blocks with stride 2
+            ("depthwise/144", (1, 144, 11, 11), (144, 1, 3, 3), {"group": 144, "pads": [1, 1, 1, 1]}),
+            ("depthwise/96/stride2", (1, 96, 13, 13), (96, 1, 3, 3), {"group": 96, "pads": [1, 1, 1, 1],
+                                                                      "strides": [2, 2]})]):
         cs.append(one("conv/Conv/2d/const-weights/%s/f32/%s*%s" % (tag, sh(xs), sh(ws)), "conv", "Conv",
                       ["x", "w", "b"], [("x", rnd(xs))],
                       [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(20 + k))),
