@@ -155,13 +155,18 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
 
 /* Bytes the kernels write into intermediate tensors per run: every kernel
  * output that is neither a graph output nor a constant (what fusion saves). */
-static int64_t intermediate_bytes(const lower_program *p) {
+/* Bytes the kernels that the plan calls write to intermediates (a dropped kernel,
+ * a view or a concat written in place by its inputs' producers, writes none). */
+static int64_t intermediate_bytes(const lower_program *p, const pack_plan *plan) {
   int64_t bytes = 0;
-  for (int k = 0; k < p->n_kernels; k++)
+  for (int k = 0, c = 0; k < p->n_kernels; k++) {
+    if (c >= plan->n_calls || strcmp(plan->calls[c].name, p->kernels[k].fn->name)) continue; /* calls keep kernel order */
+    c++;
     for (int j = 0; j < p->kernels[k].n_out; j++) {
       const gir_value *v = p->kernels[k].out[j];
       if (v && !v->is_output && !v->data) bytes += gir_value_nbytes(v);
     }
+  }
   return bytes;
 }
 
@@ -183,7 +188,6 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
   g = f.g;
   a = f.arena;
   lower_program p = f.prog;
-  if (intermediates) *intermediates = intermediate_bytes(&p);
 
   /* codegen: loop IR → LLVM IR → optimized object for the target */
   const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
@@ -206,6 +210,8 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
   res->arena_lower_bound = plan.mem.lower_bound;
   res->weights_bytes = plan.params_bytes;
   res->workspace_bytes = plan.workspace_bytes;
+  res->calls = plan.n_calls;
+  if (intermediates) *intermediates = intermediate_bytes(&p, &plan);
   if (dumping(o, "plan"))
     fprintf(dump, "arena %lld bytes (liveness lower bound %lld), params %lld bytes, %d calls\n",
             (long long)plan.mem.arena_bytes, (long long)plan.mem.lower_bound, (long long)plan.params_bytes, plan.n_calls);
@@ -282,7 +288,9 @@ int kiln_cmd_compile(int argc, char **argv) {
     return 1;
   }
   printf("compiled %s -> %s\n", o.model_path, o.output_path);
-  printf("  kernels: %d (%d nodes folded at compile time)\n", r.kernels, r.folded_nodes);
+  printf("  kernels: %d (%d nodes folded at compile time)", r.kernels, r.folded_nodes);
+  if (r.calls != r.kernels) printf(", %d called (the rest move no bytes: views, concats written in place)", r.calls);
+  printf("\n");
   printf("  arena: %.2f MiB (liveness lower bound %.2f MiB)\n", r.arena_bytes / 1048576.0, r.arena_lower_bound / 1048576.0);
   printf("  intermediates: %.1f MiB written per run\n", intermediates / 1048576.0);
   printf("  weights: %.2f MiB\n", r.weights_bytes / 1048576.0);

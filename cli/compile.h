@@ -21,7 +21,7 @@ typedef struct kiln_compile_options {
 } kiln_compile_options;
 
 typedef struct kiln_compile_result {
-  int32_t kernels;
+  int32_t kernels, calls; /* calls: the plan's (kernels that move no bytes are dropped) */
   int64_t arena_bytes, arena_lower_bound, weights_bytes, workspace_bytes, code_bytes, flops;
   int32_t folded_nodes;
 } kiln_compile_result;

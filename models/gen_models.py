@@ -17,6 +17,9 @@ once; main() checks that, and onnx.checker checks each model.
     gru          bidirectional GRU (linear_before_reset), mean over time, head
     misc         the remaining element-wise, logical, reduction and data-movement ops,
                  with an int32 and a bool output
+    concats      channel concats of conv branches that the bundle's plan drops (the
+                 branches write into the concat's storage) and ones it must keep: an
+                 input read twice, a concat of a concat, a graph input, a graph output
 
 INPUT_SHAPES gives the shapes to bind for symbolic dims (passed to `kiln compile
 --input-shape` and used for the reference run); the other inputs have static shapes.
@@ -265,7 +268,32 @@ def misc():
                     out("differs", TensorProto.BOOL, [2, 3, 8, 8])], 18)
 
 
-MODELS = {"cnn": cnn, "mlp": mlp, "transformer": transformer, "lstm": lstm, "gru": gru, "misc": misc}
+def concats():
+    b = Builder(7)
+    x = "x"                                                                         # 16x8x8
+
+    def branch(src, cin, k=1):
+        return b.op("Relu", [b.conv(src, cin, 32, k, pads=[k // 2] * 4)])
+    # dropped: two branches read by the concat alone (a fire module)
+    c1 = b.conv(b.op("Concat", [branch(x, 16), branch(x, 16, 3)], axis=1), 64, 32, 1)
+    # kept: d is read by the concat and by the add
+    d = branch(x, 16)
+    f = b.op("Add", [d, c1])
+    c2 = b.conv(b.op("Concat", [d, branch(c1, 32)], axis=1), 64, 32, 3, pads=[1, 1, 1, 1])
+    # a concat of a concat: the inner one dropped, the outer kept
+    inner = b.op("Concat", [branch(c2, 32), branch(f, 32)], axis=1)
+    outer = b.op("Concat", [inner, branch(c2, 32, 3)], axis=1)                     # 96x8x8
+    # a graph input as a concat input, and a concat that is a graph output
+    with_x = b.op("Concat", [x, branch(f, 32)], axis=1)                            # 48x8x8
+    y = b.op("Add", [b.conv(outer, 96, 32, 1), b.conv(with_x, 48, 32, 1)])
+    b.nodes.append(helper.make_node("Concat", [y, c2], ["cat"], axis=1))
+    b.nodes.append(helper.make_node("GlobalAveragePool", [y], ["pooled"]))
+    return b.model("concats", [out("x", F, [1, 16, 8, 8])], [out("pooled", F, [1, 32, 1, 1]),
+                                                               out("cat", F, [1, 64, 8, 8])], 17)
+
+
+MODELS = {"cnn": cnn, "mlp": mlp, "transformer": transformer, "lstm": lstm, "gru": gru, "misc": misc,
+          "concats": concats}
 
 
 def generate(out_dir):

@@ -2,13 +2,16 @@
  * kernel steps: an intermediate lives from the kernel that writes it to the last
  * kernel that reads it; a kernel's workspace lives during that kernel only. Graph
  * inputs and outputs are the runtime's buffers, constants go to params.bin (each
- * 64-byte aligned, each stored once however many kernels read it). */
+ * 64-byte aligned, each stored once however many kernels read it). Two kinds of
+ * kernel move no bytes and are dropped: re-views (a reshape), and concats whose
+ * inputs are consecutive ranges of their output, whose producers then write
+ * straight into the concat's storage. */
 #include <string.h>
 #include "plan.h"
 
 typedef struct loc {
   pack_arg_kind kind;
-  int64_t index, offset, bytes;
+  int64_t index, offset, bytes; /* arena values: offset within their memplan tensor */
   int32_t tensor; /* memplan index for arena values, -1 otherwise */
 } loc;
 
@@ -33,6 +36,63 @@ static int is_view_kernel(const lower_kernel *kr) {
     if (!(n = n->in[0]->producer)) return 0;
   }
   return 0;
+}
+
+/* Whether kernel kr is one concat whose inputs are consecutive byte ranges of its
+ * output (only unit dims before the axis: a channel concat at batch 1, in NCHW or
+ * NCHW[x]c), each at a 64-byte aligned offset (kernels assume aligned buffers). */
+static int is_range_concat(const lower_kernel *kr) {
+  const gir_node *n = kr->node;
+  if (!n || n->op != GIR_OP_concat || kr->n_out != 1 || kr->n_ws || kr->out[0] != n->out[0] || kr->n_in != n->n_in)
+    return 0;
+  int64_t axis = gir_attr_int(n, "axis", 0), off = 0;
+  const gir_shape *s = &n->out[0]->shape;
+  if (axis < 0) axis += s->rank;
+  for (int64_t d = 0; d < axis; d++)
+    if (s->dims[d] != 1) return 0;
+  for (int i = 0; i < n->n_in; i++) {
+    if (kr->in[i] != n->in[i] || off % PACK_ALIGN) return 0;
+    for (int j = 0; j < i; j++)
+      if (n->in[j] == n->in[i]) return 0;
+    off += gir_value_nbytes(n->in[i]);
+  }
+  return off == gir_value_nbytes(n->out[0]);
+}
+
+/* Concat elision: for each value that a dropped concat takes in, the concat's
+ * output (into[]) and the byte offset there (at[]). A concat is dropped when
+ * each input is an intermediate that a kernel other than a view or a dropped
+ * concat writes and that the concat alone reads, and its output is an
+ * intermediate too. */
+static void elide_concats(const gir_graph *g, const lower_program *p, const char *view, const loc *where, char *elided,
+                          const gir_value **into, int64_t *at, gir_arena *a) {
+  int32_t *readers = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *readers);
+  int32_t *writer = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *writer);
+  if (!readers || !writer) return; /* nothing elided: correct, only slower */
+  for (int i = 0; i < g->n_values; i++) writer[i] = -1;
+  for (int k = 0; k < p->n_kernels; k++) {
+    for (int i = 0; i < p->kernels[k].n_in; i++)
+      if (p->kernels[k].in[i]) readers[p->kernels[k].in[i]->id]++;
+    for (int i = 0; i < p->kernels[k].n_out; i++) writer[p->kernels[k].out[i]->id] = k;
+  }
+  for (int k = 0; k < p->n_kernels; k++) {
+    const lower_kernel *kr = &p->kernels[k];
+    if (!is_range_concat(kr) || where[kr->out[0]->id].kind != PACK_ARG_KIND_COUNT) continue;
+    int ok = 1;
+    for (int i = 0; i < kr->n_in && ok; i++) {
+      const gir_value *v = kr->in[i];
+      int32_t w = writer[v->id];
+      ok = where[v->id].kind == PACK_ARG_KIND_COUNT && readers[v->id] == 1 && w >= 0 && !view[w] && !elided[w];
+    }
+    if (!ok) continue;
+    elided[k] = 1;
+    int64_t off = 0;
+    for (int i = 0; i < kr->n_in; i++) {
+      into[kr->in[i]->id] = kr->out[0];
+      at[kr->in[i]->id] = off;
+      off += gir_value_nbytes(kr->in[i]);
+    }
+  }
 }
 
 int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pack_plan *out, gir_err *err) {
@@ -66,6 +126,11 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
     const lower_kernel *kr = &p->kernels[k];
     view[k] = is_view_kernel(kr) && where[kr->out[0]->id].kind == PACK_ARG_KIND_COUNT;
   }
+  char *elided = gir_arena_calloc(a, (size_t)p->n_kernels + 1, 1);
+  const gir_value **into = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *into);
+  int64_t *at = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *at);
+  if (!view || !elided || !into || !at) return gir_errf(err, "plan: out of memory");
+  elide_concats(g, p, view, where, elided, into, at, a);
   /* intermediates and workspace → memplan tensors */
   int32_t nt = 0, cap = 64;
   pack_tensor *t = gir_arena_calloc(a, (size_t)cap, sizeof *t);
@@ -78,9 +143,25 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
       continue;
     }
     view[k] = 0;
+    if (elided[k]) { /* its inputs' writers made its output's tensor */
+      ws_tensor[k] = NULL;
+      continue;
+    }
     for (int i = 0; i < kr->n_out; i++) {
-      const gir_value *v = kr->out[i];
+      const gir_value *v = kr->out[i], *o = into[v->id];
       if (where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
+      if (o && where[o->id].kind == PACK_ARG_KIND_COUNT) { /* the first writer of a dropped concat's input */
+        if (nt == cap) {
+          t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
+          cap *= 2;
+        }
+        where[o->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(o), nt};
+        t[nt++] = (pack_tensor){.bytes = gir_value_nbytes(o), .first = k, .last = k};
+      }
+      if (o) {
+        where[v->id] = (loc){PACK_ARG_ARENA, 0, at[v->id], gir_value_nbytes(v), where[o->id].tensor};
+        continue;
+      }
       if (nt == cap) {
         t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
         cap *= 2;
@@ -117,7 +198,7 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   out->calls = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *out->calls);
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
-    if (view[k]) continue;
+    if (view[k] || elided[k]) continue;
     pack_call *c = &out->calls[out->n_calls++];
     c->name = kr->fn->name;
     c->symbol = kr->fn->name;
@@ -132,7 +213,7 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
       x->kind = l->kind;
       x->index = l->index;
       x->bytes = l->bytes;
-      x->offset = l->kind == PACK_ARG_ARENA ? t[l->tensor].offset : l->offset;
+      x->offset = l->kind == PACK_ARG_ARENA ? t[l->tensor].offset + l->offset : l->offset;
     }
     for (int i = 0; i < kr->n_ws; i++)
       c->args[j++] = (pack_arg){PACK_ARG_ARENA, 0, t[ws_tensor[k][i]].offset, kr->ws_bytes[i]};

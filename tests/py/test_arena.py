@@ -1,4 +1,5 @@
-"""test_arena.py — the memory planner packs light ResNet-50 tightly.
+"""test_arena.py — the memory planner packs light ResNet-50 tightly, and the plan
+drops the concats of light SqueezeNet.
 
 `kiln compile` prints the arena it planned and the liveness lower bound (the largest
 sum of sizes of the values alive at one step: no plan can be smaller). The planner is
@@ -10,6 +11,12 @@ the light ResNet-50 (its placeholder weights do not matter to the plan) with
   - the arena is not below the lower bound (that would be a wrong bound or a wrong plan),
   - the bytes in the dump agree with the MiB figures, and the bundle's manifest states
     the same arena size.
+
+Then it compiles the light SqueezeNet, whose eight fire modules each end in a channel
+concat of two conv branches: in NCHW[x]c at batch 1 the branches are consecutive
+ranges of the concat's output, so the plan has the convs write there and drops the
+concat calls: plan.json must hold no concat kernel and eight calls fewer than the
+kernels compiled (test_e2e checks the numbers against ONNX Runtime).
 
 Both numbers are printed. Closing line: test_arena: N passed, M failed.
 """
@@ -86,7 +93,31 @@ def main():
                              arena_b, bound_b, arena_mib, bound_mib))
             man = manifest_arena(bundle)
             checks.check(man == arena_b, "the manifest states arena %s, compile printed %d bytes" % (man, arena_b))
+        check_concats_dropped(args, checks, work)
     checks.finish()
+
+
+def check_concats_dropped(args, checks, work):
+    model = os.path.join(util.onnx_data_dir("light"), "light_squeezenet.onnx")
+    bundle = os.path.join(work, "squeezenet.kiln")
+    run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle, "--dump-after=plan"], timeout=600)
+    if not checks.check(run.rc == 0, "compile light_squeezenet: %s" % run.describe()):
+        return
+    k = re.search(r"kernels: (\d+)", run.out)
+    c = re.search(r"(\d+) calls", run.out)
+    if not checks.check(k is not None and c is not None, "no 'kernels: N' or 'N calls' in the compile output"):
+        return
+    try:
+        with tarfile.open(bundle) as tar:
+            calls = json.load(tar.extractfile("plan.json"))["kernels"]
+    except (OSError, KeyError, tarfile.TarError, ValueError) as e:
+        checks.check(False, "plan.json of the SqueezeNet bundle: %s" % e)
+        return
+    names = [x if isinstance(x, str) else x.get("name", "") for x in calls]
+    print("light_squeezenet: %s kernels compiled, %s calls in the plan" % (k.group(1), c.group(1)), flush=True)
+    checks.check(int(k.group(1)) - int(c.group(1)) == 8 and len(names) == int(c.group(1)),
+                 "expected the 8 fire-module concats dropped: %s kernels, %s calls" % (k.group(1), c.group(1)))
+    checks.check(not [n for n in names if "concat" in n], "concat kernels left in the plan: %s" % names)
 
 
 if __name__ == "__main__":
