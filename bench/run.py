@@ -16,7 +16,9 @@ folder is under build/, which git ignores: ResNet-50 alone is 100 MB):
     bert_encoder  a 4-layer BERT-like encoder, d=256, seq 128 (models/gen_bench_models.py)
 
 and, when named in --models: dcgan_decoder (four 4x4 stride-2 ConvTransposes) and
-resnext_blocks (group-32 3x3 convs at 28x28), generated the same way.
+resnext_blocks (group-32 3x3 convs at 28x28), generated the same way, and the light
+DenseNet-121 and Inception v1 (GoogLeNet), randomized like ResNet-50: channel concats
+everywhere.
 
 For each model: `kiln bench MODEL --compare onnxruntime --json` (kiln and ONNX Runtime on
 the same inputs and thread count, alternating batches of runs; see bench/README.md). Then:
@@ -43,8 +45,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 
 MODELS = ["resnet50", "squeezenet", "mobilenetv2", "bert_encoder"]
-EXTRA = ["dcgan_decoder", "resnext_blocks"]  # generated too; run when named in --models
-LIGHT = {"resnet50": "light_resnet50", "squeezenet": "light_squeezenet"}
+EXTRA = ["dcgan_decoder", "resnext_blocks", "densenet121", "inception_v1"]  # run when named in --models
+LIGHT = {"resnet50": "light_resnet50", "squeezenet": "light_squeezenet", "densenet121": "light_densenet121",
+         "inception_v1": "light_inception_v1"}
 
 
 def light_model_path(name):

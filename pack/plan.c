@@ -61,20 +61,18 @@ static int is_range_concat(const lower_kernel *kr) {
 
 /* Concat elision: for each value that a dropped concat takes in, the concat's
  * output (into[]) and the byte offset there (at[]). A concat is dropped when
- * each input is an intermediate that a kernel other than a view or a dropped
- * concat writes and that the concat alone reads, and its output is an
- * intermediate too. */
+ * its output is an intermediate and each input is an intermediate that a kernel
+ * other than a view writes (or a dropped concat: nested concats nest their
+ * storage, DenseNet's chains) and that no earlier dropped concat took: a value
+ * lives in one place. Other readers of an input read it inside the concat's
+ * storage, which lives as long as any part of it is read. */
 static void elide_concats(const gir_graph *g, const lower_program *p, const char *view, const loc *where, char *elided,
                           const gir_value **into, int64_t *at, gir_arena *a) {
-  int32_t *readers = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *readers);
   int32_t *writer = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *writer);
-  if (!readers || !writer) return; /* nothing elided: correct, only slower */
+  if (!writer) return; /* nothing elided: correct, only slower */
   for (int i = 0; i < g->n_values; i++) writer[i] = -1;
-  for (int k = 0; k < p->n_kernels; k++) {
-    for (int i = 0; i < p->kernels[k].n_in; i++)
-      if (p->kernels[k].in[i]) readers[p->kernels[k].in[i]->id]++;
+  for (int k = 0; k < p->n_kernels; k++)
     for (int i = 0; i < p->kernels[k].n_out; i++) writer[p->kernels[k].out[i]->id] = k;
-  }
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (!is_range_concat(kr) || where[kr->out[0]->id].kind != PACK_ARG_KIND_COUNT) continue;
@@ -82,7 +80,7 @@ static void elide_concats(const gir_graph *g, const lower_program *p, const char
     for (int i = 0; i < kr->n_in && ok; i++) {
       const gir_value *v = kr->in[i];
       int32_t w = writer[v->id];
-      ok = where[v->id].kind == PACK_ARG_KIND_COUNT && readers[v->id] == 1 && w >= 0 && !view[w] && !elided[w];
+      ok = where[v->id].kind == PACK_ARG_KIND_COUNT && !into[v->id] && w >= 0 && !view[w];
     }
     if (!ok) continue;
     elided[k] = 1;
@@ -93,6 +91,28 @@ static void elide_concats(const gir_graph *g, const lower_program *p, const char
       off += gir_value_nbytes(kr->in[i]);
     }
   }
+}
+
+/* Gives v (written at step k) its storage: inside the dropped concat that takes
+ * it (placing that one first), else a memplan tensor of its own. */
+static int place(const gir_value *v, int k, loc *where, const gir_value **into, const int64_t *at, pack_tensor **t,
+                 int32_t *nt, int32_t *cap, gir_arena *a) {
+  if (where[v->id].kind != PACK_ARG_KIND_COUNT) return 0;
+  const gir_value *o = into[v->id];
+  if (o) {
+    if (place(o, k, where, into, at, t, nt, cap, a) < 0) return -1;
+    where[v->id] = (loc){PACK_ARG_ARENA, 0, where[o->id].offset + at[v->id], gir_value_nbytes(v), where[o->id].tensor};
+    return 0;
+  }
+  if (*nt == *cap) {
+    pack_tensor *grown = gir_arena_grow(a, *t, (size_t)*nt, (size_t)*cap * 2, sizeof **t);
+    if (!grown) return -1;
+    *t = grown;
+    *cap *= 2;
+  }
+  where[v->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(v), *nt};
+  (*t)[(*nt)++] = (pack_tensor){.bytes = gir_value_nbytes(v), .first = k, .last = k};
+  return 0;
 }
 
 int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pack_plan *out, gir_err *err) {
@@ -147,28 +167,8 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
       ws_tensor[k] = NULL;
       continue;
     }
-    for (int i = 0; i < kr->n_out; i++) {
-      const gir_value *v = kr->out[i], *o = into[v->id];
-      if (where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
-      if (o && where[o->id].kind == PACK_ARG_KIND_COUNT) { /* the first writer of a dropped concat's input */
-        if (nt == cap) {
-          t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
-          cap *= 2;
-        }
-        where[o->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(o), nt};
-        t[nt++] = (pack_tensor){.bytes = gir_value_nbytes(o), .first = k, .last = k};
-      }
-      if (o) {
-        where[v->id] = (loc){PACK_ARG_ARENA, 0, at[v->id], gir_value_nbytes(v), where[o->id].tensor};
-        continue;
-      }
-      if (nt == cap) {
-        t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
-        cap *= 2;
-      }
-      where[v->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(v), nt};
-      t[nt++] = (pack_tensor){.bytes = gir_value_nbytes(v), .first = k, .last = k};
-    }
+    for (int i = 0; i < kr->n_out; i++)
+      if (place(kr->out[i], k, where, into, at, &t, &nt, &cap, a) < 0) return gir_errf(err, "plan: out of memory");
     ws_tensor[k] = gir_arena_calloc(a, (size_t)kr->n_ws + 1, sizeof **ws_tensor);
     for (int i = 0; i < kr->n_ws; i++) {
       if (nt == cap) {
