@@ -248,7 +248,40 @@ static void run_trials(program (*make)(te_ctx *), int trials, unsigned seed0, in
   }
 }
 
+/* sch_prefetch refuses what it cannot lower, with a message */
+static void prefetch_refusals(void) {
+  gir_arena *a = gir_arena_new();
+  gir_err err = {{0}};
+  te_ctx c;
+  te_ctx_init(&c, a, &err);
+  program p = prog_conv(&c); /* stages P (the padding) and Y */
+  sch_schedule *s = sch_create(&c, p.in, p.n_in, &p.out, 1, &err);
+  sch_stage *st = sch_stage_of(s, p.out), *other = NULL;
+  for (int i = 0; i < s->n_stages; i++)
+    if (s->stages[i] != st) other = s->stages[i];
+  te_expr *ix = te_v(&c, st->root_axes[0]->root);
+  struct { const char *what; sch_iter *at; te_tensor *t; te_expr *ix; int32_t count; int64_t stride; } bad[] = {
+      {"a loop of another stage", other ? other->leaf[0] : NULL, p.in[0], ix, 1, 16},
+      {"a computed tensor", st->leaf[0], p.out, ix, 1, 16},
+      {"a float index", st->leaf[0], p.in[0], te_const(&c, GIR_F32, 1.0), 1, 16},
+      {"no lines", st->leaf[0], p.in[0], ix, 0, 16},
+      {"too many lines", st->leaf[0], p.in[0], ix, 65, 16},
+      {"a zero stride", st->leaf[0], p.in[0], ix, 1, 0},
+  };
+  CHECK(other != NULL);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (!bad[i].at) continue;
+    gir_err e = {{0}};
+    s->err = &e;
+    CHECKF(sch_prefetch(s, st, bad[i].at, bad[i].t, bad[i].ix, bad[i].count, bad[i].stride) < 0 && e.msg[0],
+           "sch_prefetch accepted %s", bad[i].what);
+  }
+  CHECK(st->n_prefetch == 0);
+  gir_arena_free(a);
+}
+
 int main(void) {
+  prefetch_refusals();
   run_trials(prog_chain, 40, 1, 0);
   run_trials(prog_matmul, 40, 2, 0);
   run_trials(prog_matmul, 30, 3, 1);
