@@ -89,6 +89,9 @@ int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
   if (n->n_in > 2 && n->in[2] &&
       (n->in[2]->shape.rank != 2 || n->in[2]->shape.dims[0] != wt->dims[0] || n->in[2]->shape.dims[1] != ob))
     return gir_errf(err, "conv_nchwc: bias must be [M/ob, ob]");
+  int64_t real = gir_attr_int(n, "channels", 0); /* input padded to whole blocks: the real channels */
+  if (real < 0 || real > channels || (real && group != 1))
+    return gir_errf(err, "conv_nchwc: %lld real channels of %lld", (long long)real, (long long)channels);
   window w;
   if (read_window(n, 2, wt->dims + 2, &w, err) < 0) return -1;
   gir_shape s = {.rank = 5, .dims = {x->dims[0], wt->dims[0], 0, 0, ob}};

@@ -98,7 +98,11 @@ static int rewrite_conv(lay *L, gir_node *n) {
    * output block: two vectors when they divide M (a 2-vector register tile
    * halves the broadcasts per FMA), else one */
   int64_t in_b = 0, ib, ob;
-  if (blocked_source(x, &in_b) && (dw ? C : cpg) % in_b) in_b = 0;
+  /* a producer that padded its channels to whole blocks (below): a dense conv reads
+   * the blocks as they are, its reduction skipping the padding (attribute
+   * "channels"); a depthwise conv computes the padding channels too (zero weights),
+   * its consumers never read them; a grouped conv re-blocks */
+  if (blocked_source(x, &in_b) && (dw ? C : cpg) % in_b && group != 1 && !dw) in_b = 0;
   if (dw) {
     ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
   } else if (group != 1) {
@@ -107,15 +111,18 @@ static int rewrite_conv(lay *L, gir_node *n) {
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
     ob = pick_block(M, 2 * (int64_t)L->block);
-    /* many output channels that no full vector divides (SqueezeNet's 1000): pad
-     * them up to whole vectors, with zero weights and bias, rather than run
-     * narrow. Few (MobileNet's 24) stay narrow: the next conv would have to
-     * re-block the padded tensor, which costs more than the narrow vectors. */
-    if (ob < L->block && M >= 4 * (int64_t)L->block) ob = L->block;
+    /* output channels that no full vector divides (MobileNet's 24, SqueezeNet's
+     * 1000): padded up to whole vectors, with zero weights and bias, rather than
+     * run narrow: two vectors when that pads at most a third more, else one. Up
+     * to half a vector (4 or 8 channels) stays narrow. */
+    if (ob < L->block && 2 * M > L->block) {
+      int64_t two = 2 * (int64_t)L->block, up = (M + two - 1) / two * two;
+      ob = (up - M) * 3 <= M ? two : L->block;
+    }
   }
   if (!ob || !ib) return 0;
-  int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob;
-  gir_shape ws = {.rank = 6, .dims = {Mp / ob, cg / wb, KH, KW, wb, ob}};
+  int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob, CB = (cg + wb - 1) / wb;
+  gir_shape ws = {.rank = 6, .dims = {Mp / ob, CB, KH, KW, wb, ob}};
   gir_value *wv = gir_const_new(g, NULL, GIR_F32, &ws, NULL); /* packed in place, padding zero */
   float *wp = wv->data;
   memset(wp, 0, (size_t)gir_value_nbytes(wv));
@@ -123,7 +130,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
   for (int64_t m = 0; m < M; m++)
     for (int64_t c = 0; c < cg; c++)
       for (int64_t t = 0; t < KH * KW; t++) {
-        int64_t dst = ((((m / ob) * (cg / wb) + c / wb) * KH * KW + t) * wb + c % wb) * ob + m % ob;
+        int64_t dst = ((((m / ob) * CB + c / wb) * KH * KW + t) * wb + c % wb) * ob + m % ob;
         wp[dst] = wd[(m * cg + c) * KH * KW + t];
       }
   gir_value *ins[3];
@@ -138,6 +145,8 @@ static int rewrite_conv(lay *L, gir_node *n) {
     memcpy(ins[2]->data, bias->data, (size_t)M * sizeof(float));
   }
   gir_node *cn = new_node(L, GIR_OP_conv_nchwc, ins, bias ? 3 : 2, n);
+  if (dw && Mp != C) gir_attr_set_int(g, cn, "group", Mp);           /* every (padded) channel its own group */
+  if (!dw && group == 1 && C % ib) gir_attr_set_int(g, cn, "channels", C); /* the real ones of CB·ib */
   gir_value *y = finish(L, cn);
   if (!y || !(y = relayout(L, y, ob, 0, M, n))) return -1;
   if (gir_replace_uses(g, n->out[0], y) < 0) return 0;

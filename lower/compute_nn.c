@@ -122,7 +122,13 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
   wi[5] = te_v(c, ax[4]);
   gir_dtype t = acc_type(x->dtype);
   te_expr *prod = te_mul(c, te_cast(c, t, te_load(c, xp, xi)), te_cast(c, t, te_load(c, w, wi)));
-  te_expr *body = te_reduce(c, TE_SUM, rv, nr, prod, NULL);
+  /* an input padded to whole blocks: the reduction stops at the real channels (the
+   * padding holds whatever its producer computed there, NaN included) */
+  int64_t real = gir_attr_int(n, "channels", 0);
+  te_expr *cond = NULL;
+  if (!depthwise && real > 0 && real < w->shape[1] * w->shape[4])
+    cond = te_bin(c, TE_LT, te_add(c, te_mul(c, te_v(c, rv[0]), te_int(c, w->shape[4])), te_v(c, rv[3])), te_int(c, real));
+  te_expr *body = te_reduce(c, TE_SUM, rv, nr, prod, cond);
   if (b) {
     te_expr *bi[2] = {te_v(c, ax[1]), te_v(c, ax[4])};
     body = te_add(c, body, te_cast(c, t, te_load(c, b, bi)));

@@ -1131,6 +1131,20 @@ def conv_cases():
                       ["x", "w", "b"], [("x", rnd(xs))],
                       [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(20 + k))),
                        ("b", rnd((ws[0],))(np.random.default_rng(40 + k)))], attrs))
+    # 24 and 40 output channels are padded to whole vectors (32, 48) in NCHW[x]c and
+    # the next convs read the padded blocks: the reciprocal makes the padding infinite
+    # (1/0), the depthwise conv turns it into NaN (inf * 0), and the last conv must
+    # stop its reduction at the real channels
+    for k, (cin, mid, cout) in enumerate([(8, 24, 16), (16, 40, 24)]):
+        g = np.random.default_rng(70 + k)
+        inits = [("w1", rnd((mid, cin, 1, 1), "f32", -1, 1)(g)), ("b1", rnd((mid,))(g)),
+                 ("wd", rnd((mid, 1, 3, 3), "f32", -1, 1)(g)),
+                 ("w2", rnd((cout, mid, 1, 1), "f32", -1, 1)(g)), ("b2", rnd((cout,))(g))]
+        cs.append(Case("conv/Conv/2d/const-weights/padded-channels/f32/%d-%d-%d" % (cin, mid, cout), "conv",
+                       [node("Conv", ["x", "w1", "b1"], ["t"]), node("Reciprocal", ["t"], ["r"]),
+                        node("Conv", ["r", "wd"], ["d"], group=mid, pads=[1, 1, 1, 1]),
+                        node("Conv", ["d", "w2", "b2"], ["y"])],
+                       [("x", rnd((1, cin, 6, 6), "f32", -1, 1))], ["y"], inits))
     return cs
 
 

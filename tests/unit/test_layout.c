@@ -594,12 +594,12 @@ static void test_left_alone(void) {
     CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
     gir_graph_free(g);
   }
-  /* output channels no block of 4 or more divides (6) */
+  /* output channels no block of 4 or more divides (6), under half a vector of 16 */
   {
     gir_graph *g = gir_graph_new("m6");
     gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
     gir_graph_add_output(g, relu(g, conv(g, x, 6, 3, &rr)));
-    UNCHANGED(g, 8);
+    UNCHANGED(g, 16);
     gir_graph_free(g);
   }
   /* 1-D conv (rank 3) */
@@ -878,11 +878,14 @@ static void test_mixed_blocks(void) {
 
 /* --- padded output channels, packed matmul weights --- */
 
-/* 36 output channels, which no 8-float vector divides: the conv pads them to 40
- * (zero weights and bias), the blocked region spreads through relu, an add of a
+/* 36 output channels, which no 8-float vector divides: the conv pads them to 48
+ * (three 16-float blocks, two vectors each: 12 more is at most a third; zero
+ * weights and bias), the blocked region spreads through relu, an add of a
  * per-channel constant and a global mean, and the relayout back crops to 36. A
- * concat on channels must not take the padded tensor. Few channels (12) stay
- * in narrow blocks. */
+ * concat on channels must not take the padded tensor. 12 channels pad to one
+ * 16-float block; 6 (under half a vector) would stay plain. A conv reading the
+ * padded 36 takes its blocks as they are and reduces over the real channels
+ * only. */
 static void test_padded_channels(void) {
   rng rr = {21};
   gir_graph *g = gir_graph_new("padded");
@@ -891,26 +894,32 @@ static void test_padded_channels(void) {
   gir_graph_add_output(g, reduce(g, a, GIR_REDUCE_MEAN, INTS(2, 3), 1));
   gir_graph_add_output(g, concat(g, a, x, 1));
   gir_graph_add_output(g, conv(g, x, 12, 1, &rr));
+  gir_graph_add_output(g, conv(g, relu(g, a), 10, 1, &rr)); /* reads the padded blocks */
   ref r = REFERENCE(g, 21);
   LAYOUT(g, 8);
   fold(g);
-  gir_node *c = nth(g, GIR_OP_conv_nchwc, 0), *c12 = nth(g, GIR_OP_conv_nchwc, 1);
+  gir_node *c = nth(g, GIR_OP_conv_nchwc, 0), *c12 = nth(g, GIR_OP_conv_nchwc, 1), *c10 = nth(g, GIR_OP_conv_nchwc, 2);
   if (CHECK(c)) {
-    CHECK_INT(c->in[1]->shape.dims[0], 5); /* 40 / 8 blocks */
-    CHECK_INT(c->in[1]->shape.dims[5], 8);
-    CHECK_INT(c->out[0]->shape.dims[1], 5);
-    CHECK(c->n_in == 3 && c->in[2]->shape.dims[0] == 5 && c->in[2]->shape.dims[1] == 8);
+    CHECK_INT(c->in[1]->shape.dims[0], 3); /* 48 / 16 blocks */
+    CHECK_INT(c->in[1]->shape.dims[5], 16);
+    CHECK_INT(c->out[0]->shape.dims[1], 3);
+    CHECK(c->n_in == 3 && c->in[2]->shape.dims[0] == 3 && c->in[2]->shape.dims[1] == 16);
     /* the padded weights and bias are zero */
     const float *w = c->in[1]->data, *b = c->in[2]->data;
     int zero = 1;
-    for (int64_t i = 36; i < 40; i++) zero &= b[i] == 0.0f;
-    int64_t per_block = gir_value_numel(c->in[1]) / 5;
-    for (int64_t i = 4 * per_block; i < 5 * per_block; i++)
-      if ((i % 8) >= 4) zero &= w[i] == 0.0f;
+    for (int64_t i = 36; i < 48; i++) zero &= b[i] == 0.0f;
+    int64_t per_block = gir_value_numel(c->in[1]) / 3;
+    for (int64_t i = 2 * per_block; i < 3 * per_block; i++)
+      if ((i % 16) >= 4) zero &= w[i] == 0.0f;
     CHECK(zero);
   }
-  if (CHECK(c12)) CHECK_INT(c12->in[1]->shape.dims[5], 4); /* 12: blocks of 4, no padding */
-  CHECK(is_relayout(g->outputs[0], 8, 0) && gir_attr_int(g->outputs[0]->producer, "channels", 0) == 36);
+  if (CHECK(c12)) CHECK_INT(c12->in[1]->shape.dims[5], 16); /* 12: one block of 16, 4 padding */
+  if (CHECK(c10)) { /* input blocks of 16 over 36 channels: 3, the reduction stops at 36 */
+    CHECK_INT(c10->in[0]->shape.dims[1], 3);
+    CHECK_INT(c10->in[1]->shape.dims[1], 3);
+    CHECK_INT(gir_attr_int(c10, "channels", 0), 36);
+  }
+  CHECK(is_relayout(g->outputs[0], 16, 0) && gir_attr_int(g->outputs[0]->producer, "channels", 0) == 36);
   CHECK(producer_op(g->outputs[0]->producer->in[0]) == GIR_OP_reduce);
   gir_node *cat = nth(g, GIR_OP_concat, 0);
   CHECK(cat && cat->out[0]->shape.rank == 4);
