@@ -41,8 +41,11 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * kernel columns unrolled let LLVM load each input vector of a row once for the
    * (up to) kw taps that read it, instead of once per tap */
   c.pad_tile = c.unroll_kw = red->n_reduce == 2;
-  /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide */
-  c.image_tile = red->n_reduce == 4 && o->shape[2] * ow <= 64 && c.ow_tile == ow && o->shape[2] > 1;
+  /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide, when
+   * there are output blocks enough for every thread to get four (fewer, as
+   * MobileNet's 160 channels in 5 blocks, split 3:2 over two threads) */
+  c.image_tile = red->n_reduce == 4 && o->shape[2] * ow <= 64 && c.ow_tile == ow && o->shape[2] > 1 &&
+                 o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads;
   const gir_node *n = o->origin;
   if (!c.image_tile && red->n_reduce == 4 && o->shape[1] > 1 && n && n->op == GIR_OP_conv_nchwc)
     c.pixel_outer = gir_value_nbytes(n->in[0]) > gir_value_nbytes(n->in[1]);

@@ -1117,11 +1117,11 @@ def conv_cases():
             ("group32/resnext", (1, 128, 14, 14), (128, 4, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
             ("group3/narrow", (1, 12, 7, 7), (6, 4, 3, 3), {"group": 3}),
             # the conv template's weight prefetch: rows of 3 output blocks (the next
-            # block's weights spread over this block's rows), a small image (the next
-            # input block's), a strided 1x1 onto a small image
+            # block's weights spread over this block's rows), a small image in 8 output
+            # blocks (image_tile: the next input block's), a strided 1x1 onto one
             ("prefetch/row-blocks", (1, 64, 14, 14), (96, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
-            ("prefetch/image-tile", (1, 64, 7, 7), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
-            ("prefetch/1x1-stride2", (1, 64, 14, 14), (128, 64, 1, 1), {"strides": [2, 2]}),
+            ("prefetch/image-tile", (1, 64, 7, 7), (256, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("prefetch/1x1-stride2", (1, 64, 14, 14), (256, 64, 1, 1), {"strides": [2, 2]}),
             # depthwise in NCHW[x]c, kernel columns unrolled: one-vector blocks (144
             # channels), two-vector blocks with stride 2
             ("depthwise/144", (1, 144, 11, 11), (144, 1, 3, 3), {"group": 144, "pads": [1, 1, 1, 1]}),
