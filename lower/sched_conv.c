@@ -98,9 +98,9 @@ static te_tensor *packed_weights(const te_expr *e) {
   }
 }
 
-/* cfg->prefetch: at each kernel column (kw loop) of the reduction, P lines of the
- * weights of the next window, at position u·P lines into it, where u counts the
- * kernel columns of the current window and P·|u| lines cover one window:
+/* cfg->prefetch: at each kernel column (kw loop) of the reduction, the u-th share
+ * of the next window's weights (lower_prefetch_ahead), where u counts the kernel
+ * columns of the current window:
  *   rows of a block (the tile is one row piece of output block mo; the next window
  *   is block mo + 1, S floats on): u = ((oh·OWO + owo)·CB + ib)·KH·KW + kh·KW + kw;
  *   image_tile (the window is input block ib, reused by every row; the next one
