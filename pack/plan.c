@@ -93,25 +93,38 @@ static void elide_concats(const gir_graph *g, const lower_program *p, const char
   }
 }
 
+/* The memplan tensors, growing. */
+typedef struct tensors {
+  pack_tensor *t;
+  int32_t n, cap;
+  gir_arena *a;
+} tensors;
+
+/* A new tensor of `bytes` alive at step k: its index, or -1 out of memory. */
+static int32_t new_tensor(tensors *ts, int64_t bytes, int k) {
+  if (ts->n == ts->cap) {
+    pack_tensor *grown = gir_arena_grow(ts->a, ts->t, (size_t)ts->n, (size_t)ts->cap * 2, sizeof *ts->t);
+    if (!grown) return -1;
+    ts->t = grown;
+    ts->cap *= 2;
+  }
+  ts->t[ts->n] = (pack_tensor){.bytes = bytes, .first = k, .last = k};
+  return ts->n++;
+}
+
 /* Gives v (written at step k) its storage: inside the dropped concat that takes
  * it (placing that one first), else a memplan tensor of its own. */
-static int place(const gir_value *v, int k, loc *where, const gir_value **into, const int64_t *at, pack_tensor **t,
-                 int32_t *nt, int32_t *cap, gir_arena *a) {
+static int place(const gir_value *v, int k, loc *where, const gir_value **into, const int64_t *at, tensors *ts) {
   if (where[v->id].kind != PACK_ARG_KIND_COUNT) return 0;
   const gir_value *o = into[v->id];
   if (o) {
-    if (place(o, k, where, into, at, t, nt, cap, a) < 0) return -1;
+    if (place(o, k, where, into, at, ts) < 0) return -1;
     where[v->id] = (loc){PACK_ARG_ARENA, 0, where[o->id].offset + at[v->id], gir_value_nbytes(v), where[o->id].tensor};
     return 0;
   }
-  if (*nt == *cap) {
-    pack_tensor *grown = gir_arena_grow(a, *t, (size_t)*nt, (size_t)*cap * 2, sizeof **t);
-    if (!grown) return -1;
-    *t = grown;
-    *cap *= 2;
-  }
-  where[v->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(v), *nt};
-  (*t)[(*nt)++] = (pack_tensor){.bytes = gir_value_nbytes(v), .first = k, .last = k};
+  int32_t i = new_tensor(ts, gir_value_nbytes(v), k);
+  if (i < 0) return -1;
+  where[v->id] = (loc){PACK_ARG_ARENA, 0, 0, gir_value_nbytes(v), i};
   return 0;
 }
 
@@ -152,9 +165,9 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   if (!view || !elided || !into || !at) return gir_errf(err, "plan: out of memory");
   elide_concats(g, p, view, where, elided, into, at, a);
   /* intermediates and workspace → memplan tensors */
-  int32_t nt = 0, cap = 64;
-  pack_tensor *t = gir_arena_calloc(a, (size_t)cap, sizeof *t);
+  tensors ts = {.t = gir_arena_calloc(a, 64, sizeof(pack_tensor)), .cap = 64, .a = a};
   int32_t **ws_tensor = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *ws_tensor);
+  if (!ts.t || !ws_tensor) return gir_errf(err, "plan: out of memory");
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (view[k] && where[kr->in[0]->id].kind != PACK_ARG_KIND_COUNT) {
@@ -168,17 +181,14 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
       continue;
     }
     for (int i = 0; i < kr->n_out; i++)
-      if (place(kr->out[i], k, where, into, at, &t, &nt, &cap, a) < 0) return gir_errf(err, "plan: out of memory");
+      if (place(kr->out[i], k, where, into, at, &ts) < 0) return gir_errf(err, "plan: out of memory");
     ws_tensor[k] = gir_arena_calloc(a, (size_t)kr->n_ws + 1, sizeof **ws_tensor);
-    for (int i = 0; i < kr->n_ws; i++) {
-      if (nt == cap) {
-        t = gir_arena_grow(a, t, (size_t)nt, (size_t)cap * 2, sizeof *t);
-        cap *= 2;
-      }
-      ws_tensor[k][i] = nt;
-      t[nt++] = (pack_tensor){.bytes = kr->ws_bytes[i], .first = k, .last = k};
-    }
+    if (!ws_tensor[k]) return gir_errf(err, "plan: out of memory");
+    for (int i = 0; i < kr->n_ws; i++)
+      if ((ws_tensor[k][i] = new_tensor(&ts, kr->ws_bytes[i], k)) < 0) return gir_errf(err, "plan: out of memory");
   }
+  pack_tensor *t = ts.t;
+  int32_t nt = ts.n;
   /* extend lifetimes to the last reader */
   for (int k = 0; k < p->n_kernels; k++)
     for (int i = 0; i < p->kernels[k].n_in; i++) {
