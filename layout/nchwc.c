@@ -102,7 +102,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
    * the blocks as they are, its reduction skipping the padding (attribute
    * "channels"); a depthwise conv computes the padding channels too (zero weights),
    * its consumers never read them; a grouped conv re-blocks */
-  if (blocked_source(x, &in_b) && (dw ? C : cpg) % in_b && group != 1 && !dw) in_b = 0;
+  if (blocked_source(x, &in_b) && group != 1 && !dw && cpg % in_b) in_b = 0;
   if (dw) {
     ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
   } else if (group != 1) {
