@@ -153,10 +153,9 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   return 0;
 }
 
-/* Bytes the kernels write into intermediate tensors per run: every kernel
- * output that is neither a graph output nor a constant (what fusion saves). */
-/* Bytes the kernels that the plan calls write to intermediates (a dropped kernel,
- * a view or a concat written in place by its inputs' producers, writes none). */
+/* Bytes the kernels write into intermediate tensors per run: every output of a
+ * kernel the plan calls that is neither a graph output nor a constant (what fusion
+ * saves; a dropped kernel, a view or a concat written in place, writes none). */
 static int64_t intermediate_bytes(const lower_program *p, const pack_plan *plan) {
   int64_t bytes = 0;
   for (int k = 0, c = 0; k < p->n_kernels; k++) {

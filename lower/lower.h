@@ -34,13 +34,6 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t);
 sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
 /* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
-/* Fetch-ahead of a reuse window (the conv and matmul templates): at each of the
- * `steps` iterations of loop `at` that make up the current window (u counts them,
- * 0 ≤ u < steps), prefetch the u-th share of the `elems` elements of t from
- * element `next` on (the next window's data), so that the lines arrive spread
- * evenly over the window: a line every few steps, or a few lines per step. */
-int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *next, te_expr *u,
-                         int64_t steps, int64_t elems);
 
 /* One kernel computing outs (n_outs values produced by the nodes) from the nodes
  * (topological order), named `name`. */

@@ -356,12 +356,10 @@ int sch_prefetch(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_
   if (t->kind != TE_PLACEHOLDER) return gir_errf(s->err, "prefetch: %s is not a kernel input", t->name);
   if (index->dtype != GIR_I64) return gir_errf(s->err, "prefetch: the index into %s is not int64", t->name);
   if (count < 1 || count > 64 || stride < 1) return gir_errf(s->err, "prefetch: %d lines %lld apart", count, (long long)stride);
-  sch_prefetch_rec *r = gir_arena_alloc(s->arena, sizeof *r * (size_t)(st->n_prefetch + 1));
+  sch_prefetch_rec *r = gir_arena_grow(s->arena, st->prefetch, (size_t)st->n_prefetch, (size_t)st->n_prefetch + 1, sizeof *r);
   if (!r) return gir_errf(s->err, "out of memory");
-  for (int i = 0; i < st->n_prefetch; i++) r[i] = st->prefetch[i];
-  r[st->n_prefetch] = (sch_prefetch_rec){at, t, index, count, stride};
+  r[st->n_prefetch++] = (sch_prefetch_rec){at, t, index, count, stride};
   st->prefetch = r;
-  st->n_prefetch++;
   return 0;
 }
 

@@ -39,20 +39,6 @@ sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last) {
   return f;
 }
 
-int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *next, te_expr *u,
-                         int64_t steps, int64_t elems) {
-  te_ctx *c = s->te;
-  int64_t line = 64 / (int64_t)gir_dtype_size(t->dtype);
-  if (line < 1) line = 1;
-  int64_t lines = (elems + line - 1) / line;
-  if (steps < 1 || lines < 1) return 0;
-  if (lines <= steps) /* one line every steps/lines steps: step u fetches line u·lines/steps */
-    return sch_prefetch(s, st, at, t, te_add(c, next, te_mul(c, te_div(c, te_mul(c, u, te_int(c, lines)), te_int(c, steps)), te_int(c, line))), 1, line);
-  int64_t per = (lines + steps - 1) / steps;
-  if (per > 16) per = 16; /* more would stall the loads; the rest comes on demand */
-  return sch_prefetch(s, st, at, t, te_add(c, next, te_mul(c, u, te_int(c, per * line))), (int32_t)per, line);
-}
-
 static int is_tag(const sch_stage *st, const char *tag) { return st->t->tag && !strcmp(st->t->tag, tag); }
 
 /* A reduction whose output keeps its input's innermost axis: a pool in NCHW[x]c,
