@@ -106,8 +106,8 @@ tir_value tir_value_binop(te_binop op, gir_dtype t, tir_value a, tir_value b) {
     case TE_FLOORDIV: r = floor(x / y); break;
     case TE_MOD: r = fmod(x, y); break;
     case TE_FLOORMOD: r = x - floor(x / y) * y; break;
-    case TE_MIN: r = isnan(x) || isnan(y) ? NAN : x < y ? x : y; break;
-    case TE_MAX: r = isnan(x) || isnan(y) ? NAN : x > y ? x : y; break;
+    case TE_MIN: r = isnan(x) || isnan(y) ? NAN : y < x ? y : x; break; /* equal: x (signed zeros) */
+    case TE_MAX: r = isnan(x) || isnan(y) ? NAN : y > x ? y : x; break;
     case TE_POW: r = pow(x, y); break;
     case TE_EQ: return ival(x == y);
     case TE_NE: return ival(x != y);

@@ -1,7 +1,7 @@
 /* llvm_backend.h — the LLVM backend: loop IR (tir_func) → LLVM IR through the
  * LLVM 19 C API → optimized with the standard default<O3> pipeline → an object
  * file (for bundles), textual IR / assembly (for dumps), or code loaded into this
- * process through ORC LLJIT (for the tuner and tests).
+ * process through ORC LLJIT (for constant folding and tests).
  *
  * Every tir_func becomes one external function with the kernel ABI of
  * runtime/kiln_abi.h, `int32_t name(void *const *buffers, const kiln_ctx *ctx)`.
@@ -39,6 +39,11 @@ typedef struct tgt_llvm_options {
 int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err);
 /* The names above, NULL-terminated. */
 const char *const *tgt_llvm_target_names(void);
+
+/* Whether code for the named target runs on this machine: same architecture as
+ * the host and every CPU feature its level needs (x86-64-v3: AVX2, FMA, BMI…;
+ * v4: AVX-512 F/BW/CD/DQ/VL). 0 with the reason in why otherwise. */
+int tgt_llvm_target_runs_here(const char *name, char *why, size_t why_len);
 
 /* The vector width and register count the schedule templates tile for. */
 int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out);

@@ -502,6 +502,21 @@ static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, i
   }
 }
 
+/* min / max as compare-and-select, the interpreter's definition (lower/scalar.c):
+ * NaN if either operand is NaN, else b < a ? b : a (max: b > a ? b : a), so
+ * signed zeros come out the same everywhere. Not llvm.minimum / llvm.maximum:
+ * LLVM 19 narrows them to half precision for float16 values and then loses the
+ * NaN on x86 CPUs without AVX512-FP16 (min(-0, NaN) gave -0 on AMD Zen 5 at
+ * x86-64-v3/v4). Each select is one minps/maxps; a constant b that is not NaN
+ * folds the NaN test away (relu is a single maxps). */
+static LLVMValueRef fminmax(tgt_lcg *g, int is_min, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef pick_b = LLVMBuildFCmp(B, is_min ? LLVMRealOLT : LLVMRealOGT, b, a, "");
+  LLVMValueRef r = LLVMBuildSelect(B, pick_b, b, a, ""); /* a NaN a stays: the compare is false */
+  LLVMValueRef b_nan = LLVMBuildFCmp(B, LLVMRealUNO, b, b, "");
+  return LLVMBuildSelect(B, b_nan, b, r, "");
+}
+
 static LLVMValueRef fbin(tgt_lcg *g, te_binop op, gir_dtype t, LLVMValueRef a, LLVMValueRef b, int lanes) {
   LLVMBuilderRef B = g->b;
   LLVMValueRef r;
@@ -520,8 +535,7 @@ static LLVMValueRef fbin(tgt_lcg *g, te_binop op, gir_dtype t, LLVMValueRef a, L
     r = t == GIR_F64 ? d : LLVMBuildFPTrunc(B, d, vec_of(g->t_float, lanes), "");
     return round_to(g, t, r, lanes);
   }
-  case TE_MIN: return intrin2(g, "llvm.minimum", a, b);
-  case TE_MAX: return intrin2(g, "llvm.maximum", a, b);
+  case TE_MIN: case TE_MAX: return fminmax(g, op == TE_MIN, a, b);
   case TE_POW: r = call_lanes(g, libm_fn(g, "pow", scalar_of(a), 2), a, b, lanes); break;
   case TE_EQ: return LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
   case TE_NE: return LLVMBuildFCmp(B, LLVMRealUNE, a, b, "");

@@ -188,6 +188,41 @@ static int has_feature(const char *features, const char *name) {
   return 0;
 }
 
+/* The CPU features an x86-64 micro-architecture level needs (LLVM's names). */
+static const char *const x86_v3[] = {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave", NULL};
+static const char *const x86_v4[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", NULL};
+
+int tgt_llvm_target_runs_here(const char *name, char *why, size_t why_len) {
+  tgt_llvm_options o;
+  gir_err err = {{0}};
+  if (tgt_llvm_named_target(name, &o, &err) < 0) {
+    snprintf(why, why_len, "%s", err.msg);
+    return 0;
+  }
+  if (!o.triple) return 1; /* host */
+  char *host = host_triple();
+  int same_arch = !strncmp(host, o.triple, strcspn(o.triple, "-")) && host[strcspn(o.triple, "-")] == '-';
+  if (!same_arch) {
+    snprintf(why, why_len, "target '%s' is %s; this host is %s", name, o.triple, host);
+    free(host);
+    return 0;
+  }
+  free(host);
+  const char *const *need[2] = {NULL, NULL};
+  if (o.cpu && !strcmp(o.cpu, "x86-64-v3")) need[0] = x86_v3;
+  if (o.cpu && !strcmp(o.cpu, "x86-64-v4")) need[0] = x86_v3, need[1] = x86_v4;
+  char *feats = dup_message(LLVMGetHostCPUFeatures());
+  int ok = 1;
+  for (int l = 0; l < 2 && ok; l++)
+    for (int i = 0; need[l] && need[l][i] && ok; i++)
+      if (!has_feature(feats, need[l][i])) {
+        snprintf(why, why_len, "target '%s' needs the CPU feature %s, which this host lacks", name, need[l][i]);
+        ok = 0;
+      }
+  free(feats);
+  return ok;
+}
+
 /* Has the target float16 <-> float32 conversion instructions? (Else fptrunc /
  * fpext to half become libcalls, missing from some targets' libgcc.) */
 static int native_half(const char *triple, const char *cpu, const char *features) {
