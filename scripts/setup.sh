@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# setup.sh — installs what kiln needs on a fresh Debian machine, idempotently.
+# setup.sh — installs what kiln needs on a fresh Debian machine, idempotently, then
+# proves that it works.
 #
-# Debian packages are installed only when missing (dpkg-query), and the Python
-# virtualenv (.venv, used by tests and benchmarks only — the compiler and runtime
-# never need Python) is rebuilt only when the pinned requirements change. With
-# everything present this takes well under a second.
+# 1. The Debian packages of scripts/packages.txt — every package the build, the
+#    tests and the benchmarks use, named there with what needs it — are installed
+#    when missing (one dpkg-query), with --no-install-recommends: nothing may come
+#    in only as a recommends, so the list has to be complete.
+# 2. The Python virtualenv (.venv, used by tests and benchmarks only — the compiler
+#    and runtime never need Python) is rebuilt only when the pinned requirements
+#    change.
+# 3. scripts/check_toolchains.sh compiles and links with every toolchain the way the
+#    project does (the cross drivers with -shared -lm, clang with libFuzzer, ...)
+#    and stops here, one line per problem naming the Debian package, when one
+#    fails; it keeps a stamp, so with everything present this takes well under a
+#    second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PKGS=(
-  build-essential cmake pkg-config python3 python3-venv
-  protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-  llvm-19-dev libcjson-dev libarchive-dev zlib1g-dev libxgboost-dev
-  clang libclang-rt-14-dev
-  gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
-)
+mapfile -t DEB_PKGS < <(sed 's/#.*//; s/[[:space:]]//g; /^$/d' scripts/packages.txt)
 
+declare -A installed=()
+while read -r pkg status; do # "NAME ii" for an installed package
+  if [ "$status" = ii ]; then installed[$pkg]=1; fi
+done < <(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${DEB_PKGS[@]}" 2>/dev/null)
 missing=()
-for p in "${DEB_PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+for p in "${DEB_PKGS[@]}"; do [ -n "${installed[$p]:-}" ] || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -35,3 +40,5 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$REQ" "$STAMP"; then
   .venv/bin/pip install -q --disable-pip-version-check -r "$REQ"
   cp "$REQ" "$STAMP"
 fi
+
+scripts/check_toolchains.sh
