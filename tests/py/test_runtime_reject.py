@@ -510,7 +510,17 @@ def build_library(tmp):
     with open(src, "w") as f:
         f.write(KERNELS)
     cc = os.environ.get("KILN_TEST_CC", "cc")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", os.path.join(ROOT, "runtime"), "-o", so, src], check=True)
+    try:
+        p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", os.path.join(ROOT, "runtime"), "-o", so, src],
+                           capture_output=True, text=True, errors="replace")
+    except OSError as e:
+        p = subprocess.CompletedProcess([cc], 127, "", str(e))
+    if p.returncode != 0:  # one line saying what is missing, then the compiler's own words
+        print(f"FAIL compiling the test kernels: {cc} -shared failed (exit {p.returncode}); cc and the C headers come "
+              "with the Debian packages gcc and libc6-dev (scripts/setup.sh installs them)")
+        print(p.stderr.strip()[:2000])
+        print("test_runtime_reject: 0 passed, 1 failed")
+        sys.exit(1)
     with open(so, "rb") as f:
         return f.read()
 

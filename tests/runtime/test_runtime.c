@@ -774,7 +774,8 @@ int main(void) {
   char bundle[700], failing[700];
   snprintf(bundle, sizeof bundle, "%s/tiny.kiln", tmpdir);
   snprintf(failing, sizeof failing, "%s/failing.kiln", tmpdir);
-  if (CHECKF(build_library(), "compiling the test kernels with cc") &&
+  if (CHECKF(build_library(), "compiling the test kernels with cc -shared failed (cc and the C headers come with "
+                              "the Debian packages gcc and libc6-dev; scripts/setup.sh installs them)") &&
       CHECK(build_bundle(bundle, 0)) && CHECK(build_bundle(failing, 1))) {
     test_run(bundle);
     test_introspection(bundle);

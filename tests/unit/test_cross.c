@@ -10,8 +10,11 @@
  * A second kernel runs every unary op, every float binary op, integer div / pow /
  * shifts and a few casts, so that every libcall the backend can produce is linked.
  *
- * A target is skipped (SKIP with the reason, counted as skipped) only when its
- * cross compiler is not installed. */
+ * A missing tool is a failure, not a skip (scripts/setup.sh installs every one):
+ * the failure names the tool and its Debian package, and a link that fails because
+ * the target's C library is absent ("cannot find crti.o", "cannot find -lm") says
+ * so and names the libc6-dev-*-cross package, instead of printing the linker's
+ * output. scripts/check_toolchains.sh makes the same checks before any test runs. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -129,14 +132,62 @@ typedef struct cross {
   const char *target, *cc, *nm, *file_says;
   unsigned machine;
   int cls;
-  unsigned flag_mask, flag_value; /* float ABI bits */
+  unsigned flag_mask, flag_value;               /* float ABI bits */
+  const char *cc_pkg, *libc_pkg, *binutils_pkg; /* the Debian packages of cc, its C library, nm */
 } cross;
 
-static void test_target(const tir_func *const *fs, const cross *c, const char *dir) {
-  if (!have(c->cc)) {
-    CHECK_SKIP("%s: %s is not installed", c->target, c->cc);
-    return;
+/* What a failed link lacks, as one line: the files and libraries the linker could
+ * not find ("crti.o, -lm", in the order it reported them); empty when its output
+ * has no "cannot find". */
+static void missing_pieces(const char *log, char *out, size_t n) {
+  char seen[8][128];
+  int k = 0;
+  out[0] = 0;
+  for (const char *p = strstr(log, "cannot find "); p; p = strstr(p, "cannot find ")) {
+    p += strlen("cannot find ");
+    size_t len = strcspn(p, ": \n");
+    char piece[128];
+    snprintf(piece, sizeof piece, "%.*s", (int)(len < 127 ? len : 127), p);
+    p += len;
+    int dup = 0;
+    for (int i = 0; i < k; i++) dup |= !strcmp(seen[i], piece);
+    if (dup || !piece[0] || k == 8) continue;
+    memcpy(seen[k++], piece, sizeof piece);
+    size_t used = strlen(out);
+    snprintf(out + used, n - used, "%s%s", used ? ", " : "", piece);
   }
+}
+
+/* Checks a link's exit status; on failure prints one line naming what is missing
+ * and the package that provides it (the linker's own output only when it is not
+ * a missing file or library). */
+static int check_link(int rc, const char *target, const char *cc, const char *libc_pkg, const char *cmd, const char *log) {
+  char miss[512];
+  missing_pieces(log, miss, sizeof miss);
+  if (rc == 0 || miss[0])
+    return CHECKF(rc == 0,
+                  "%s: %s cannot link a shared library with -lm (ld: cannot find %s): the %s C library is missing: "
+                  "install %s (scripts/setup.sh installs it)\n     command: %s",
+                  target, cc, miss, target, libc_pkg, cmd);
+  return CHECKF(rc == 0, "%s: link failed (the %s C library comes with %s): %s\n%s", target, target, libc_pkg, cmd, log);
+}
+
+/* Runs a command, its stdout and stderr in log; returns its exit status. */
+static int run_log(const char *cmd, char *log, size_t n) {
+  log[0] = 0;
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t used = 0;
+  while (used < n - 1 && fgets(log + used, (int)(n - used), p)) used = strlen(log);
+  char rest[256];
+  while (fgets(rest, sizeof rest, p)) {} /* drain past what fits */
+  return pclose(p);
+}
+
+static void test_target(const tir_func *const *fs, const cross *c, const char *dir) {
+  if (!CHECKF(have(c->cc), "%s: the cross compiler %s is not installed: install %s (scripts/setup.sh installs it)",
+              c->target, c->cc, c->cc_pkg))
+    return;
   gir_err err = {0};
   tgt_llvm_options o;
   if (!CHECK(tgt_llvm_named_target(c->target, &o, &err) == 0)) return;
@@ -151,33 +202,24 @@ static void test_target(const tir_func *const *fs, const cross *c, const char *d
   elf_info eo = read_elf(obj);
   CHECKF(eo.ok && eo.machine == c->machine, "%s: object e_machine %u", c->target, eo.machine);
 
-  snprintf(cmd, sizeof cmd, "%s -shared -Wl,--no-undefined -o %s %s -lm 2>&1", c->cc, so, obj);
-  FILE *p = popen(cmd, "r");
-  char log[2048] = "";
-  size_t used = 0;
-  if (p) {
-    while (used < sizeof log - 1 && fgets(log + used, (int)(sizeof log - used), p)) used = strlen(log);
-  }
-  int rc = p ? pclose(p) : -1;
-  if (!CHECKF(rc == 0, "%s: link failed: %s\n%s", c->target, cmd, log)) return;
+  snprintf(cmd, sizeof cmd, "LC_ALL=C %s -shared -Wl,--no-undefined -o %s %s -lm 2>&1", c->cc, so, obj);
+  char log[4096];
+  if (!check_link(run_log(cmd, log, sizeof log), c->target, c->cc, c->libc_pkg, cmd, log)) return;
 
   elf_info e = read_elf(so);
   CHECKF(e.ok && e.machine == c->machine, "%s: library e_machine %u, want %u", c->target, e.machine, c->machine);
   CHECKF(e.cls == c->cls, "%s: ELF class %d, want %d", c->target, e.cls, c->cls);
   CHECKF((e.flags & c->flag_mask) == c->flag_value, "%s: e_flags 0x%x", c->target, e.flags);
-  if (have("file")) {
+  if (CHECKF(have("file"), "%s: file(1) is not installed: install file (scripts/setup.sh installs it)", c->target)) {
     snprintf(cmd, sizeof cmd, "file -b %s", so);
     first_line(cmd, line, sizeof line);
     CHECKF(strstr(line, c->file_says) != NULL, "%s: file says '%s'", c->target, line);
-  } else {
-    CHECK_SKIP("%s: `file` is not installed; the ELF header was checked directly", c->target);
   }
-  if (have(c->nm)) {
+  if (CHECKF(have(c->nm), "%s: %s is not installed: install %s (scripts/setup.sh installs it)", c->target, c->nm,
+             c->binutils_pkg)) {
     snprintf(cmd, sizeof cmd, "%s -D --defined-only %s | grep -c -E ' T (kern|ops)$'", c->nm, so);
     first_line(cmd, line, sizeof line);
     CHECKF(atoi(line) == 2, "%s: kern and ops are not both exported (%s)", c->target, line);
-  } else {
-    CHECK_SKIP("%s: %s is not installed, exported symbols not checked", c->target, c->nm);
   }
 }
 
@@ -190,21 +232,18 @@ static int32_t serial_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, i
 
 /* The host object as a shared library, loaded with dlopen and run. */
 static void test_host_library(const tir_func *const *fs, const char *dir) {
-  if (!have("cc")) {
-    CHECK_SKIP("host: cc is not installed");
-    return;
-  }
+  if (!CHECKF(have("cc"), "host: the C compiler cc is not installed: install gcc (scripts/setup.sh installs it)")) return;
   gir_err err = {0};
   tgt_llvm_module *m = tgt_llvm_compile(fs, 2, NULL, &err);
   if (!CHECKF(m != NULL, "host: %s", err.msg)) return;
-  char obj[512], so[512], cmd[1536];
+  char obj[512], so[512], cmd[1536], log[4096];
   snprintf(obj, sizeof obj, "%s/kern_host.o", dir);
   snprintf(so, sizeof so, "%s/libkern_host.so", dir);
   int ok = CHECKF(tgt_llvm_emit_object(m, obj, &err) == 0, "host: %s", err.msg);
   tgt_llvm_module_free(m);
   if (!ok) return;
-  snprintf(cmd, sizeof cmd, "cc -shared -Wl,--no-undefined -o %s %s -lm", so, obj);
-  if (!CHECKF(system(cmd) == 0, "host: %s failed", cmd)) return;
+  snprintf(cmd, sizeof cmd, "LC_ALL=C cc -shared -Wl,--no-undefined -o %s %s -lm 2>&1", so, obj);
+  if (!check_link(run_log(cmd, log, sizeof log), "host", "cc", "libc6-dev", cmd, log)) return;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!CHECKF(h != NULL, "dlopen: %s", dlerror())) return;
   kiln_kernel_fn kern;
@@ -238,9 +277,12 @@ int main(void) {
   char dir[] = "/tmp/kiln_cross_XXXXXX";
   if (!CHECK(mkdtemp(dir) != NULL)) return check_finish("test_cross");
   static const cross targets[] = {
-      {"aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-nm", "ARM aarch64", 183, 64, 0, 0},
-      {"armv7", "arm-linux-gnueabihf-gcc", "arm-linux-gnueabihf-nm", "ARM, EABI5", 40, 32, 0x400, 0x400},
-      {"riscv64", "riscv64-linux-gnu-gcc", "riscv64-linux-gnu-nm", "RISC-V", 243, 64, 0x6, 0x4},
+      {"aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-nm", "ARM aarch64", 183, 64, 0, 0, "gcc-aarch64-linux-gnu",
+       "libc6-dev-arm64-cross", "binutils-aarch64-linux-gnu"},
+      {"armv7", "arm-linux-gnueabihf-gcc", "arm-linux-gnueabihf-nm", "ARM, EABI5", 40, 32, 0x400, 0x400,
+       "gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross", "binutils-arm-linux-gnueabihf"},
+      {"riscv64", "riscv64-linux-gnu-gcc", "riscv64-linux-gnu-nm", "RISC-V", 243, 64, 0x6, 0x4, "gcc-riscv64-linux-gnu",
+       "libc6-dev-riscv64-cross", "binutils-riscv64-linux-gnu"},
   };
   const tir_func *fs[2] = {&k.f, &k.ops};
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) test_target(fs, &targets[i], dir);
