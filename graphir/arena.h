@@ -1,7 +1,8 @@
 /* arena.h — bump-pointer arenas: everything a graph (or a compile) allocates dies
- * with one gir_arena_free. The tuner compiles thousands of variants in one process,
- * so lifetimes are tied to arenas, never to scattered frees. Allocation failure is
- * reported by a NULL return; callers turn it into an error message. */
+ * with one gir_arena_free. One process may build many graphs (the tests and the
+ * fuzzers do), so lifetimes are tied to arenas, never to scattered frees.
+ * Allocation failure is reported by a NULL return; callers turn it into an error
+ * message. */
 #ifndef GIR_ARENA_H
 #define GIR_ARENA_H
 #include <stddef.h>

@@ -1,7 +1,8 @@
-/* verify.c — structural checks of a graph, run between passes in debug builds and
- * by tests: ids match positions, every input is produced before use (topological
- * order), producer links are consistent, constants have payloads, and each node's
- * recorded output types/shapes equal a fresh inference. */
+/* verify.c — structural checks of a graph, run at the end of every import
+ * (importer/load.c) and by the tests after graph passes: ids match positions,
+ * every input is produced before use (topological order), producer links are
+ * consistent, constants have payloads, and each node's recorded output
+ * types/shapes equal a fresh inference. */
 #include <string.h>
 #include "graph.h"
 

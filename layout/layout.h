@@ -1,4 +1,4 @@
-/* layout.h — data-layout transforms of the graph (design guide §5). For CPU
+/* layout.h — data-layout transforms of the graph (ARCHITECTURE.md). For CPU
  * convolutions, activations move to NCHW[x]c (channel blocks of x innermost, x
  * from the target's vector width) and weights to OIHW[x]i[y]o, packed at compile
  * time so bundles ship them packed. The blocked layout then spreads through the

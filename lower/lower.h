@@ -1,7 +1,7 @@
-/* lower.h — from graph IR to kernels: each node (later each fused group) becomes
- * one tir_func through its compute definition and a schedule (the default one
- * here; tuned ones later), plus the plan that says which graph values each kernel
- * reads and writes and how much workspace it needs. */
+/* lower.h — from graph IR to kernels: each fused group (or each node, without
+ * fusion) becomes one tir_func through its compute definitions and the default
+ * schedule (templates.h for heavy stages), plus the plan that says which graph
+ * values each kernel reads and writes and how much workspace it needs. */
 #ifndef LOWER_H
 #define LOWER_H
 #include "graph.h"

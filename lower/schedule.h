@@ -13,7 +13,7 @@
  *
  * Primitives return 0, or -1 with a message in the schedule's error (a bad factor,
  * an iteration variable of another stage, inlining a reduction…). Knobs are plain
- * data so that the tuner can enumerate them. */
+ * data (so that a tuner, planned, could enumerate them). */
 #ifndef SCHEDULE_H
 #define SCHEDULE_H
 #include "te.h"

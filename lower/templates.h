@@ -2,8 +2,8 @@
  * NCHWc, depthwise conv…) a function that schedules it from a configuration of
  * named knobs, and an analytic rule that picks a good default configuration from
  * the shapes and the target. The knobs are plain data (AutoTVM's "config entity"),
- * so the tuner can enumerate and record them; a template never branches on
- * anything but its configuration and the shapes.
+ * so that a tuner (planned) could enumerate and record them; a template never
+ * branches on anything but its configuration and the shapes.
  *
  * A template receives the reduction stage and its epilogue: the element-wise
  * stage of the same shape that reads it (bias, activation, residual add…); when

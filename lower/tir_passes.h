@@ -2,7 +2,7 @@
  * preserves what the tree computes (tests/unit/test_passes.c runs random loop
  * nests through them with the interpreter of tir_eval.h) and says in a line
  * what it requires and what it guarantees. Everything new is built in the
- * builder's arena. The simplifier and substitution live in simplify.h. */
+ * builder's arena. The simplifier and substitution live in tir_simplify.h. */
 #ifndef TIR_PASSES_H
 #define TIR_PASSES_H
 #include "tir_simplify.h"

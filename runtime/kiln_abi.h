@@ -1,9 +1,9 @@
-/* kiln_abi.h — the kernel ABI shared by generated code, the runtime, the tuner's
- * measurement harness and remote runners. Every kernel has the same signature;
+/* kiln_abi.h — the kernel ABI shared by generated code and the runtime (and the
+ * tests that call kernels directly). Every kernel has the same signature;
  * buffers come in a fixed order (inputs, then outputs, then workspace). Parallel
  * loops in a kernel are outlined into task functions run through
- * ctx->parallel_for, which a board's runtime may implement serially.
- * C99, no dependencies: this header is copied into C-target bundles as is. */
+ * ctx->parallel_for, which a caller may implement serially (tests do).
+ * C99, no dependencies, so that any runtime can include it as is. */
 #ifndef KILN_ABI_H
 #define KILN_ABI_H
 #include <stdint.h>

@@ -1,13 +1,15 @@
-/* target.h — the backend interface: what the compiler, the tuner and the packer
- * call to turn loop IR into code, whatever the backend (a vtable + context, like
- * ggml's backends). A backend is made for one target ("host", "aarch64"...):
+/* target.h — the backend interface: loop IR into code, whatever the backend (a
+ * vtable + context, like ggml's backends). tests/unit/test_llvm.c goes through
+ * it; cli/compile.c calls the LLVM backend's own API (llvm_backend.h). A backend
+ * is made for one target ("host", "aarch64"...):
  *   supports   — can it compile this dtype / op / loop kind / memory scope?
  *   build      — a list of tir_funcs → an artifact (one module of kernels)
  *   emit       — an artifact's object code, assembly or IR as bytes
  *   lookup     — a kernel of the artifact, loaded into this process (only where
- *                the target is this machine: the tuner's measurements, tests)
- * Backends: "llvm" (targets/llvm) first; "c" and "cuda" join the table in
- * target.c. Artifacts die with free_artifact, backends with tgt_backend_free. */
+ *                the target is this machine)
+ * Backends: "llvm" (targets/llvm), the only row of the table in target.c (C and
+ * CUDA backends are planned, not built). Artifacts die with free_artifact,
+ * backends with tgt_backend_free. */
 #ifndef TGT_TARGET_H
 #define TGT_TARGET_H
 #include <stddef.h>
@@ -27,7 +29,7 @@ typedef enum tgt_query {
 typedef enum tgt_output {
   TGT_OUT_OBJECT, /* relocatable object (ELF for the llvm targets) */
   TGT_OUT_ASM,    /* target assembly, text */
-  TGT_OUT_IR,     /* the backend's IR (LLVM IR, C source, PTX), text */
+  TGT_OUT_IR,     /* the backend's IR (LLVM IR for llvm), text */
   TGT_OUTPUT_COUNT
 } tgt_output;
 

@@ -1,6 +1,6 @@
-/* llvm_jit.c — in-process kernels through ORC LLJIT, for the tuner's
- * measurements, tests and anything that wants to run a kernel without writing
- * a shared library.
+/* llvm_jit.c — in-process kernels through ORC LLJIT, for constant folding of
+ * large tensors (cli/fold_jit.c), tests and anything that wants to run a kernel
+ * without writing a shared library.
  *
  * The JIT is handed the module's object code (the same bytes a bundle would
  * ship), not its IR: the module stays with its owner, nothing is compiled twice,

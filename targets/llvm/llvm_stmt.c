@@ -25,7 +25,7 @@
  *
  * Before emitting, each kernel is checked: dtypes first class, every variable
  * and buffer used inside its scope, parameters numbered in order. Those are
- * reported as errors (a bad schedule must not crash the tuner); the rest of the
+ * reported as errors (a bad schedule must not crash the compiler); the rest of the
  * IR's well-formedness is asserted by the tir builder. */
 #include <assert.h>
 #include <stdarg.h>

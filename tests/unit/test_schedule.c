@@ -1,4 +1,4 @@
-/* test_schedule.c — property tests of schedules (design §12): small int32
+/* test_schedule.c — property tests of schedules and bound inference: small int32
  * computes (an element-wise chain, a matmul, a padded 1-D convolution with its
  * padding as a separate stage, a two-pass normalisation) get random schedules —
  * splits with dividing and non-dividing factors, reorders, fuses, compute_at at a
