@@ -2,8 +2,9 @@
  * compare with ONNX Runtime on the same machine, threads and inputs?
  *
  * An .onnx model is compiled in-process (kiln_compile) into a bundle in a temporary
- * folder; a .kiln bundle is used as it is. Inputs are the seeded random data of
- * `kiln run`. After a warm-up, the model runs --repeat times and we report the
+ * folder; a .kiln bundle is used as it is. Inputs are those of `kiln run` (inputs.c:
+ * --input NAME=FILE.npy, --inputs FILE.npz, else seeded random data, integers in the
+ * range the bundle records). After a warm-up, the model runs --repeat times and we report the
  * median, p90 and min latency of one run (kiln_model_run, wall clock).
  *
  * With --compare onnxruntime a Python worker (embedded below; --python PATH, else
@@ -133,7 +134,9 @@ static const char *const ort_worker_py =
 typedef struct bench_opts {
   const char *model, *onnx, *python, *compare;
   int threads, repeat, warmup, profile_runs, opt_level, json;
+  int64_t max_arena_bytes;
   cli_import ci;
+  cli_args args; /* --input, --inputs */
 } bench_opts;
 
 /* Everything one bench owns; released by bench_free whatever happened. */
@@ -471,21 +474,6 @@ static void print_human(const bench_opts *o, int threads, const stats *ks, const
 
 /* ---------------------------------------------------------------- the command */
 
-static int usage(void) {
-  fprintf(stderr, "usage: kiln bench MODEL(.onnx|.kiln) [--threads N] [--repeat N] [--warmup N] [--profile-runs N] "
-                  "[--compare onnxruntime] [--onnx MODEL.onnx] [--python PATH] [--json] [--opt-level N] "
-                  "[--input-shape NAME:DIMS]...\n");
-  return 2;
-}
-
-static int positive(const char *s, int *v, int min) {
-  char *end;
-  long x = strtol(s, &end, 10);
-  if (*s == 0 || *end || x < min || x > 1000000) return 0;
-  *v = (int)x;
-  return 1;
-}
-
 /* A bundle is a tar archive ("ustar" at offset 257); anything else is taken for ONNX. */
 static int is_bundle(const char *path) {
   char hdr[262];
@@ -527,7 +515,7 @@ static int bench_main(bench_opts *o, bench *b) {
     bundle = bench_file(b, "model.kiln", 0);
     cli_import_finish(&o->ci);
     kiln_compile_options co = {.opt_level = o->opt_level, .model_path = o->model, .output_path = bundle,
-                               .import = &o->ci.opt, .threads_hint = 2};
+                               .import = &o->ci.opt, .threads_hint = 2, .max_arena_bytes = o->max_arena_bytes};
     kiln_compile_result cr;
     gir_err err = {{0}};
     double t0 = cli_now_ms();
@@ -552,41 +540,29 @@ static int bench_main(bench_opts *o, bench *b) {
     return 1;
   }
   int threads = kiln_model_threads(b->m);
-  uint64_t seed = 42;
   const char *in_paths[256] = {0};
   int n_in = kiln_model_input_count(b->m);
   if (n_in > 256) {
     fprintf(stderr, "kiln bench: the model has %d inputs; at most 256 are supported\n", n_in);
     return 1;
   }
-  for (int i = 0; i < n_in; i++) {
-    kiln_tensor_info info;
-    kiln_model_input_info(b->m, i, &info);
-    void *data = malloc((size_t)(info.bytes ? info.bytes : 1));
-    if (!data) {
-      fprintf(stderr, "kiln bench: out of memory for input %s\n", info.name);
-      return 1;
-    }
-    cli_fill_random(info.dtype, data, info.elements, &seed);
-    st = kiln_model_set_input(b->m, info.name, info.dtype, info.rank, info.dims, data, (size_t)info.bytes);
-    int rc = 0;
-    if (st != KILN_OK) {
-      fprintf(stderr, "kiln bench: input %s: %s\n", info.name, kiln_model_last_error(b->m));
+  cli_input ins[256];
+  if (cli_set_inputs(b->m, &o->args, ins, o->json ? NULL : stdout) < 0) return 1;
+  int rc = 0;
+  for (int i = 0; i < n_in && rc == 0 && o->compare; i++) { /* onnxruntime gets the same data, from .npy files */
+    const npy_array *x = &ins[i].arr;
+    if (strpbrk(ins[i].name, "\t\n\r")) {
+      fprintf(stderr, "kiln bench: input name '%s' has a tab or line break, which the worker protocol cannot carry\n",
+              ins[i].name);
       rc = -1;
-    } else if (o->compare) {
-      if (strpbrk(info.name, "\t\n\r")) {
-        fprintf(stderr, "kiln bench: input name '%s' has a tab or line break, which the worker protocol cannot carry\n",
-                info.name);
-        rc = -1;
-      } else if (!(in_paths[i] = bench_file(b, "input_%d.npy", i)) ||
-                 npy_write(in_paths[i], info.dtype, info.rank, info.dims, data, why, sizeof why) < 0) {
-        fprintf(stderr, "kiln bench: %s\n", in_paths[i] ? why : "too many files");
-        rc = -1;
-      }
+    } else if (!(in_paths[i] = bench_file(b, "input_%d.npy", i)) ||
+               npy_write(in_paths[i], x->dtype, x->rank, x->dims, x->data, why, sizeof why) < 0) {
+      fprintf(stderr, "kiln bench: %s\n", in_paths[i] ? why : "too many files");
+      rc = -1;
     }
-    free(data);
-    if (rc < 0) return 1;
   }
+  cli_inputs_free(ins, n_in);
+  if (rc < 0) return 1;
 
   /* the peak, measured while nothing else of ours runs */
   cli_peak peak;
@@ -678,7 +654,7 @@ static int bench_main(bench_opts *o, bench *b) {
   }
 
   /* outputs against onnxruntime's */
-  int n_out = kiln_model_output_count(b->m), rc = 0;
+  int n_out = kiln_model_output_count(b->m);
   out_cmp *cmp = calloc((size_t)n_out + 1, sizeof *cmp);
   if (!cmp) rc = 1;
   if (rc == 0 && o->compare && compare_outputs(b, cmp, n_out) < 0) rc = 1;
@@ -701,46 +677,33 @@ static int bench_main(bench_opts *o, bench *b) {
 }
 
 int kiln_cmd_bench(int argc, char **argv) {
-  bench_opts o;
-  memset(&o, 0, sizeof o);
-  o.repeat = 20;
-  o.warmup = 3;
-  o.profile_runs = 5;
-  o.opt_level = 2;
-  o.python = getenv("KILN_PYTHON") && *getenv("KILN_PYTHON") ? getenv("KILN_PYTHON") : "python3";
-  for (int i = 0; i < argc; i++) {
-    int t = cli_take_input_shape(&o.ci, argc, argv, &i);
-    if (t < 0) return 2;
-    if (t) continue;
-    if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
-      if (t < 0) return 2;
-      continue;
-    }
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--json")) o.json = 1;
-    else if (!strcmp(a, "--threads") && v && positive(v, &o.threads, 0)) i++;
-    else if (!strcmp(a, "--repeat") && v && positive(v, &o.repeat, 1)) i++;
-    else if (!strcmp(a, "--warmup") && v && positive(v, &o.warmup, 0)) i++;
-    else if (!strcmp(a, "--profile-runs") && v && positive(v, &o.profile_runs, 0)) i++;
-    else if (!strcmp(a, "--compare") && v) o.compare = argv[++i];
-    else if (!strcmp(a, "--python") && v) o.python = argv[++i];
-    else if (!strcmp(a, "--onnx") && v) o.onnx = argv[++i];
-    else if (a[0] != '-' && !o.model) o.model = a;
-    else {
-      fprintf(stderr, "kiln bench: unexpected argument '%s'%s\n", a,
-              v && (!strcmp(a, "--threads") || !strcmp(a, "--repeat") || !strcmp(a, "--warmup") ||
-                    !strcmp(a, "--profile-runs")) ? " (bad count)" : "");
-      return usage();
-    }
+  bench_opts *o = calloc(1, sizeof *o); /* cli_args is large: not on the stack */
+  if (!o) {
+    fprintf(stderr, "kiln bench: out of memory\n");
+    return 1;
   }
-  if (!o.model) return usage();
-  if (o.threads > KILN_MAX_THREADS) {
-    fprintf(stderr, "kiln bench: --threads %d is more than %d\n", o.threads, KILN_MAX_THREADS);
-    return 2;
+  cli_args *a = &o->args;
+  int r = cli_parse(CLI_CMD_BENCH, argc, argv, a);
+  if (r || cli_args_import(a, &o->ci) < 0) {
+    free(o);
+    return r > 0 ? 0 : 2;
   }
+  o->model = a->positional;
+  o->repeat = a->set[CLI_OPT_REPEAT] ? (int)a->num[CLI_OPT_REPEAT] : 20;
+  o->warmup = a->set[CLI_OPT_WARMUP] ? (int)a->num[CLI_OPT_WARMUP] : 3;
+  o->profile_runs = a->set[CLI_OPT_PROFILE_RUNS] ? (int)a->num[CLI_OPT_PROFILE_RUNS] : 5;
+  o->opt_level = a->set[CLI_OPT_OPT_LEVEL] ? (int)a->num[CLI_OPT_OPT_LEVEL] : 2;
+  o->threads = (int)a->num[CLI_OPT_THREADS];
+  o->max_arena_bytes = a->num[CLI_OPT_MAX_ARENA];
+  o->json = a->set[CLI_OPT_JSON] > 0;
+  o->compare = a->str[CLI_OPT_COMPARE];
+  o->onnx = a->str[CLI_OPT_ONNX];
+  const char *env = getenv("KILN_PYTHON");
+  o->python = a->str[CLI_OPT_PYTHON] ? a->str[CLI_OPT_PYTHON] : env && *env ? env : "python3";
   bench b;
   memset(&b, 0, sizeof b);
-  int rc = bench_main(&o, &b);
+  int rc = bench_main(o, &b);
   bench_free(&b);
+  free(o);
   return rc;
 }

@@ -1,79 +1,59 @@
-/* check.c — `kiln check MODEL --test-data DIR`: the conformance path. Imports the
- * model with the test inputs bound, folds constants, lowers every node with its
- * default schedule, compiles all kernels into one module for the host with the
- * LLVM backend, runs them in-process (ORC JIT) on the test inputs and compares
- * each output with DIR/output_N.pb (rtol 1e-3, atol 1e-5 unless the dtype needs
- * looser; integers, bools and float8/float4 values exactly; NaN positions must match). Sequence and
+/* check.c — `kiln check MODEL --test-data DIR`: the conformance path, which is
+ * the user's path. The model is compiled with the test inputs bound (as
+ * `--input-shape` binds dimensions; inputs that decide a shape or a type are
+ * read as constants) by kiln_compile — the same steps as `kiln compile`, plan,
+ * link and pack included — into a bundle in memory; the runtime opens it
+ * (kiln_model_open_memory), gets every input the bundle has by name, runs, and
+ * each output as the runtime gives it is compared with DIR/output_N.pb (rtol
+ * 1e-3, atol 1e-5 unless the dtype needs looser; integers, bools and
+ * float8/float4 values exactly; NaN positions must match). Sequence and
  * optional inputs and outputs are compared element by element (importer.h names
- * the tensors they become; an empty sequence output compares as length 0). Exit 0 when every
- * output matches. `make conformance` runs it over the onnx node tests. */
+ * the tensors they become; an empty sequence output compares as length 0). One
+ * thread unless --threads says otherwise; --target runs code for another named
+ * target this machine can run (x86_64, x86_64-avx2…). Exit 0 when every output
+ * matches. `make conformance` and tests/py/test_ops.py run it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "compile.h"
 #include "llvm_backend.h"
-#include "lower.h"
 
-/* Runs the program: every graph value gets a buffer (constants and inputs point
- * at their data), kernels run in order. */
-static int execute(const gir_graph *g, const lower_program *p, tgt_llvm_jit *jit, const void *const *inputs,
-                   gir_arena *a, const void ***bufs_out, gir_err *err) {
-  /* Kernels are promised 64-byte-aligned buffers (the runtime's arena and params
-   * give them that): every buffer here is a fresh block of at least 64 bytes,
-   * which the arena aligns to 64, with constants and inputs copied in. */
-  const void **buf = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *buf);
-  for (int i = 0; i < g->n_values; i++) {
-    const gir_value *v = g->values[i];
-    int64_t nb = gir_value_nbytes(v);
-    void *p = gir_arena_alloc(a, (size_t)(nb > 64 ? nb : 64));
-    if (!p) return gir_errf(err, "out of memory");
-    if (v->data) memcpy(p, v->data, (size_t)nb);
-    buf[i] = p;
+/* Sets every input of the bundle from the test data (NAME.K of a sequence too). */
+static int set_inputs(kiln_model *m, const cli_import *ci, gir_err *err) {
+  for (int32_t i = 0; i < kiln_model_input_count(m); i++) {
+    kiln_tensor_info info;
+    kiln_model_input_info(m, i, &info);
+    const imp_known_input *k = imp_known_find(&ci->opt, info.name);
+    if (!k || k->is_list) return gir_errf(err, "no test data for input '%s'", info.name);
+    kiln_dtype dt;
+    if (kiln_dtype_from_name(gir_dtype_name(k->dtype), &dt) != KILN_OK)
+      return gir_errf(err, "input '%s': the runtime has no dtype %s", info.name, gir_dtype_name(k->dtype));
+    int64_t bytes = gir_shape_numel(&k->shape, NULL) * (int64_t)gir_dtype_size(k->dtype);
+    if (kiln_model_set_input(m, info.name, dt, k->shape.rank, k->shape.dims, k->data, (size_t)bytes) != KILN_OK)
+      return gir_errf(err, "the test data does not fit: %s", kiln_model_last_error(m));
   }
-  for (int i = 0; i < g->n_inputs; i++) memcpy((void *)buf[g->inputs[i]->id], inputs[i], (size_t)gir_value_nbytes(g->inputs[i]));
-  for (int k = 0; k < p->n_kernels; k++) {
-    const lower_kernel *kr = &p->kernels[k];
-    kiln_kernel_fn fn = tgt_llvm_jit_lookup(jit, kr->fn->name, err);
-    if (!fn) return -1;
-    void **args = gir_arena_calloc(a, (size_t)(kr->n_in + kr->n_out + kr->n_ws) + 1, sizeof *args);
-    for (int i = 0; i < kr->n_in; i++) args[i] = (void *)buf[kr->in[i]->id];
-    for (int i = 0; i < kr->n_out; i++) args[kr->n_in + i] = (void *)buf[kr->out[i]->id];
-    for (int i = 0; i < kr->n_ws; i++) {
-      args[kr->n_in + kr->n_out + i] = gir_arena_alloc(a, (size_t)(kr->ws_bytes[i] > 64 ? kr->ws_bytes[i] : 64));
-      if (!args[kr->n_in + kr->n_out + i]) return gir_errf(err, "out of memory");
-    }
-    if (fn(args, cli_serial_ctx()) != 0) return gir_errf(err, "kernel %s failed", kr->fn->name);
-  }
-  *bufs_out = buf;
   return 0;
 }
 
 int kiln_cmd_check(int argc, char **argv) {
+  cli_args args;
+  int r = cli_parse(CLI_CMD_CHECK, argc, argv, &args);
+  if (r) return r < 0 ? 2 : 0;
   cli_import ci = {0};
-  kiln_compile_options o = {.opt_level = 2, .threads_hint = 2};
-  const char *dir = NULL;
-  int dump = 0;
-  for (int i = 0; i < argc; i++) {
-    int t = cli_take_input_shape(&ci, argc, argv, &i);
-    if (t < 0) return 2;
-    if (t) continue;
-    if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
-      if (t < 0) return 2;
-      continue;
+  if (cli_args_import(&args, &ci) < 0) return 2;
+  kiln_compile_options o = {.opt_level = 2, .threads_hint = 2, .model_path = args.positional,
+                            .target = args.str[CLI_OPT_TARGET]};
+  if (args.set[CLI_OPT_OPT_LEVEL]) o.opt_level = (int)args.num[CLI_OPT_OPT_LEVEL];
+  if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
+  if (args.set[CLI_OPT_DUMP_IR]) o.dump_after = "codegen";
+  const char *dir = args.str[CLI_OPT_TEST_DATA];
+  if (o.target) { /* the code runs here: refuse targets this machine cannot run before compiling */
+    char why[512];
+    if (!tgt_llvm_target_runs_here(o.target, why, sizeof why)) {
+      fprintf(stderr, "kiln check: --target %s: %s\n", o.target, why);
+      return 1;
     }
-    if (!strcmp(argv[i], "--test-data") && i + 1 < argc) dir = argv[++i];
-    else if (!strcmp(argv[i], "--dump-ir")) dump = 1;
-    else if (argv[i][0] != '-' && !o.model_path) o.model_path = argv[i];
-    else {
-      fprintf(stderr, "kiln check: unexpected argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!o.model_path || !dir) {
-    fprintf(stderr, "usage: kiln check MODEL.onnx --test-data DIR [--opt-level 0-3] [--input-shape NAME:DIMS]... "
-                    "[--dump-ir]\n");
-    return 2;
   }
   gir_arena *a = gir_arena_new();
   if (cli_load_test_inputs(&ci, dir, a) < 0) {
@@ -84,39 +64,43 @@ int kiln_cmd_check(int argc, char **argv) {
   o.import = &ci.opt;
   gir_err err = {{0}};
   int rc = 1;
-  tgt_llvm_module *mod = NULL;
-  tgt_llvm_jit *jit = NULL;
-  kiln_front f = {0};
-  kiln_compile_result res;
-  if (kiln_compile_front(&o, &f, &res, &err) < 0) goto out;
-  gir_graph *g = f.g;
-  lower_program p = f.prog;
-  const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
-  for (int k = 0; k < p.n_kernels; k++) fns[k] = p.kernels[k].fn;
-  if (p.n_kernels) {
-    mod = tgt_llvm_compile(fns, p.n_kernels, NULL, &err);
-    if (!mod) goto out;
-    if (dump) tgt_llvm_dump_ir(mod, stdout, &err);
-    jit = tgt_llvm_jit_new(mod, &err);
-    if (!jit) goto out;
-  }
-  const void *inputs[256];
-  if (g->n_inputs > 256) {
-    gir_errf(&err, "more than 256 inputs");
+  kiln_model *m = NULL;
+  kiln_compile_result res = {0};
+  if (kiln_compile(&o, &res, &err) < 0) goto out;
+  kiln_options ko;
+  kiln_options_init(&ko);
+  ko.threads = args.set[CLI_OPT_THREADS] ? (int32_t)args.num[CLI_OPT_THREADS] : 1;
+  char why[1024] = "";
+  kiln_status st = kiln_model_open_memory(res.bundle, res.bundle_bytes, &ko, &m, why, sizeof why);
+  free(res.bundle);
+  res.bundle = NULL;
+  if (st != KILN_OK) {
+    gir_errf(&err, "the runtime refused the bundle: %s: %s", kiln_status_str(st), why);
     goto out;
   }
-  if (cli_bind_test_inputs(g, &ci, inputs, &err) < 0) goto out;
-  const void **bufs = NULL;
-  if (execute(g, &p, jit, inputs, a, &bufs, &err) < 0) goto out;
-  printf("%d kernels\n", p.n_kernels);
-  const void **outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);
-  for (int i = 0; outs && i < g->n_outputs; i++) outs[i] = bufs[g->outputs[i]->id];
-  rc = outs ? cli_compare_test_outputs(g, outs, dir, a) : 1;
+  if (set_inputs(m, &ci, &err) < 0) goto out;
+  if (kiln_model_run(m) != KILN_OK) {
+    gir_errf(&err, "%s", kiln_model_last_error(m));
+    goto out;
+  }
+  printf("%d kernels\n", res.kernels);
+  int n = kiln_model_output_count(m);
+  cli_output *outs = gir_arena_calloc(a, (size_t)n + 1, sizeof *outs);
+  if (!outs) {
+    gir_errf(&err, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    kiln_tensor_info info;
+    const void *data;
+    kiln_model_output(m, i, &data, &info);
+    outs[i] = (cli_output){info.name, gir_dtype_from_name(kiln_dtype_name(info.dtype)),
+                           gir_shape_make(info.rank, info.dims), data};
+  }
+  rc = cli_compare_test_outputs(outs, n, dir, a);
 out:
   if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);
-  tgt_llvm_jit_free(jit);
-  tgt_llvm_module_free(mod);
-  kiln_front_free(&f);
+  kiln_model_close(m);
   gir_arena_free(a);
   return rc;
 }

@@ -32,32 +32,94 @@ gir_evaluator cli_fold_evaluator(void);
 #include "kiln_abi.h"
 const kiln_ctx *cli_serial_ctx(void);
 
-/* Consumes "--input-shape SPEC" at argv[*i]; 1 if consumed, 0 if not, -1 on error. */
-int cli_take_input_shape(cli_import *ci, int argc, char **argv, int *i);
 void cli_import_finish(cli_import *ci);
+
+/* ---- the option table (args.c): one parser for every subcommand ---- */
+typedef enum cli_cmd {
+  CLI_CMD_COMPILE, CLI_CMD_RUN, CLI_CMD_BENCH, CLI_CMD_CHECK, CLI_CMD_INSPECT, CLI_CMD_INTERPRET, CLI_CMD_LOWER,
+  CLI_CMD_COUNT
+} cli_cmd;
+
+typedef enum cli_opt {
+  CLI_OPT_HELP, CLI_OPT_OUTPUT, CLI_OPT_TARGET, CLI_OPT_OPT_LEVEL, CLI_OPT_INPUT_SHAPE, CLI_OPT_DUMP_AFTER,
+  CLI_OPT_MAX_ARENA, CLI_OPT_TEST_DATA, CLI_OPT_THREADS, CLI_OPT_REPEAT, CLI_OPT_WARMUP, CLI_OPT_PROFILE_RUNS,
+  CLI_OPT_PROFILE, CLI_OPT_INPUT, CLI_OPT_INPUTS, CLI_OPT_OUTPUT_DIR, CLI_OPT_OUTPUTS, CLI_OPT_COMPARE,
+  CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR,
+  CLI_OPT_COUNT
+} cli_opt;
+
+/* What an option's value is: none, a string, a whole number in [min, max], a
+ * byte count (a number with an optional K/M/G/T suffix) in [min, max], or a
+ * string that may be given several times. */
+typedef enum cli_kind { CLI_FLAG, CLI_STRING, CLI_INT, CLI_BYTES, CLI_REPEATED } cli_kind;
+
+typedef struct cli_option_def {
+  const char *name, *alias; /* "--output" and "-o" (alias may be NULL) */
+  cli_kind kind;
+  int64_t min, max;         /* CLI_INT, CLI_BYTES */
+  const char *value;        /* the value's name in messages and help: "FILE", "N" */
+  const char *help;
+  unsigned commands;        /* bit (1 << cli_cmd) per subcommand that takes it */
+} cli_option_def;
+
+#define CLI_MAX_GIVEN 1024
+typedef struct cli_args {
+  cli_cmd cmd;
+  const char *positional;         /* the model or bundle */
+  int set[CLI_OPT_COUNT];         /* times given */
+  const char *str[CLI_OPT_COUNT]; /* the (last) value */
+  int64_t num[CLI_OPT_COUNT];     /* CLI_INT, CLI_BYTES: the number */
+  struct {
+    cli_opt opt;
+    const char *value;
+  } given[CLI_MAX_GIVEN];         /* every value, in order (repeated options) */
+  int n_given;
+} cli_args;
+
+/* Parses argv (after the subcommand): 0 when parsed, 1 when --help was printed
+ * (exit 0), -1 after one line on stderr for a usage error (exit 2). Checks the
+ * one positional argument and the command's required options. */
+int cli_parse(cli_cmd cmd, int argc, char **argv, cli_args *a);
+void cli_print_help(cli_cmd cmd, FILE *f);
+const cli_option_def *cli_option(cli_opt o);
+const char *cli_cmd_name(cli_cmd c);
+/* The values of a repeated option, in order: their count (at most max stored). */
+int cli_values(const cli_args *a, cli_opt o, const char **out, int max);
+/* --input-shape values into ci: 0, or -1 after a usage message. */
+int cli_args_import(const cli_args *a, cli_import *ci);
 
 /* --test-data DIR: DIR/input_N.pb become known inputs (their shapes bind the
  * graph inputs of the same name). Returns the count, -1 on error. Data lives in a. */
 int cli_load_test_inputs(cli_import *ci, const char *dir, gir_arena *a);
 
 #include "tensorfile.h"
+/* An output kiln computed, as the comparison sees it: from the runtime's buffers
+ * (`kiln check`) or the reference interpreter's (`kiln interpret`). */
+typedef struct cli_output {
+  const char *name;
+  gir_dtype dtype;
+  gir_shape shape;
+  const void *data;
+} cli_output;
+/* g's outputs with data[i] as output i's bytes (data may be NULL: no data), in a. */
+cli_output *cli_graph_outputs(const gir_graph *g, void *const *data, gir_arena *a);
 /* Compares a computed output with a reference read from DIR/output_N.pb: floats
  * within rtol/atol (NaN positions must match), integers and bools exactly. Prints
  * one line; returns 1 if it matches, 0 if not. */
-int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref, double rtol, double atol);
-/* The reference of each output of g: DIR/output_N.pb holds ONNX output N, a
+int cli_compare_ref(const cli_output *v, const imp_tensor *ref, double rtol, double atol);
+/* The reference of each of the n outputs: DIR/output_N.pb holds ONNX output N, a
  * tensor (the next kiln output) or a sequence or optional (the kiln outputs named
  * after it, NAME or NAME.K: importer.h; none for an empty one). refs[i].name is
  * NULL where output i has none ("no reference", printed). Returns the number of
  * outputs whose structure differs (a line ending in MISMATCH printed for each). */
-int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tensor *refs);
+int cli_output_refs(const cli_output *outs, int n, const char *dir, gir_arena *a, imp_tensor *refs);
 /* The test data of each input of g (NAME.K of a sequence too) into inputs[]: 0, or
  * -1 with err set when one has none or an element's shape differs from the input's. */
 int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **inputs, gir_err *err);
-/* Compares every output (outs[i] is output i's data) with DIR's references at the
- * tolerance its dtype needs (float16/bfloat16 looser, float8/float4 exact on the
- * decoded values). 0 when all match, 1 otherwise. */
-int cli_compare_test_outputs(const gir_graph *g, const void *const *outs, const char *dir, gir_arena *a);
+/* Compares every output with DIR's references at the tolerance its dtype needs
+ * (float16/bfloat16 looser, float8/float4 exact on the decoded values). 0 when
+ * all match, 1 otherwise. */
+int cli_compare_test_outputs(const cli_output *outs, int n, const char *dir, gir_arena *a);
 
 /* Monotonic wall clock in ms, and a qsort order for latency samples (timing.c). */
 double cli_now_ms(void);
@@ -98,8 +160,28 @@ void cli_profile_print(FILE *f, const cli_profile_summary *s, int top);
 void cli_profile_free(cli_profile_summary *s);
 
 /* Seeded random input data, the same numbers `kiln run` feeds (seeded_inputs.c):
- * call once per input, in input order, with one seed variable starting at 42. */
+ * call once per input, in input order, with one seed variable starting at 42.
+ * The _range form draws integers uniformly from [lo, hi) (one draw per element,
+ * as the plain form). */
 void cli_fill_random(kiln_dtype t, void *data, int64_t n, uint64_t *seed);
+void cli_fill_random_range(kiln_dtype t, void *data, int64_t n, int64_t lo, int64_t hi, uint64_t *seed);
+
+/* The inputs of `kiln run` and `kiln bench` (inputs.c): --input NAME=FILE.npy,
+ * else a member of --inputs FILE.npz, else seeded random data (integers in the
+ * range the bundle records; none for an input it marks as needing given data).
+ * Sets them all on m and keeps each one's data in ins[i] (n = the input count);
+ * logs where each came from to log (NULL: quiet). 0, or -1 after one line on
+ * stderr. Free with cli_inputs_free. */
+#include "npy.h"
+typedef struct cli_input {
+  const char *name;   /* the model's */
+  npy_array arr;      /* the data set */
+  const char *source; /* the file, or NULL: invented */
+  int ranged;         /* invented in [lo, hi) */
+  int64_t lo, hi;
+} cli_input;
+int cli_set_inputs(kiln_model *m, const cli_args *a, cli_input *ins, FILE *log);
+void cli_inputs_free(cli_input *ins, int32_t n);
 /* Element i of a buffer of dtype t, as a double. */
 double cli_value_at(kiln_dtype t, const void *data, int64_t i);
 #endif

@@ -9,15 +9,16 @@
 #include "cli.h"
 #include "tensorfile.h"
 
-int cli_compare_ref(const gir_value *v, const void *data, const imp_tensor *ref, double rtol, double atol) {
+int cli_compare_ref(const cli_output *v, const imp_tensor *ref, double rtol, double atol) {
   char b1[160], b2[160];
+  const void *data = v->data;
   imp_tensor t = *ref;
   if (t.dtype != v->dtype || !gir_shape_equal(&t.shape, &v->shape)) {
     printf("  output %s: kiln %s[%s], expected %s[%s]: MISMATCH\n", v->name, gir_dtype_name(v->dtype),
            gir_shape_str(&v->shape, b1, sizeof b1), gir_dtype_name(t.dtype), gir_shape_str(&t.shape, b2, sizeof b2));
     return 0;
   }
-  int64_t n = gir_value_numel(v), bad = 0, first = -1;
+  int64_t n = gir_shape_numel(&v->shape, NULL), bad = 0, first = -1;
   double worst = 0;
   for (int64_t k = 0; k < n; k++) {
     int ok;
@@ -61,9 +62,9 @@ static int belongs(const char *name, const char *base) {
   return 1;
 }
 
-int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tensor *refs) {
+int cli_output_refs(const cli_output *outs, int n_outs, const char *dir, gir_arena *a, imp_tensor *refs) {
   int o = 0, bad = 0;
-  for (int i = 0; i < g->n_outputs; i++) refs[i] = (imp_tensor){0};
+  for (int i = 0; i < n_outs; i++) refs[i] = (imp_tensor){0};
   for (int i = 0;; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
@@ -73,12 +74,12 @@ int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tenso
     imp_known_input r;
     gir_err err = {{0}};
     if (imp_read_value_file(path, a, &r, &err) < 0) {
-      printf("  output %s: no reference (%s)\n", o < g->n_outputs ? g->outputs[o]->name : "?", err.msg);
+      printf("  output %s: no reference (%s)\n", o < n_outs ? outs[o].name : "?", err.msg);
       o++;
       continue;
     }
     if (!r.is_list) {
-      if (o < g->n_outputs)
+      if (o < n_outs)
         refs[o] = (imp_tensor){.name = r.name, .dtype = r.dtype, .shape = r.shape, .data = (void *)r.data};
       else
         printf("  output %d (%s): kiln has no such output: MISMATCH\n", i, r.name), bad++;
@@ -89,9 +90,9 @@ int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tenso
     const imp_known_input *l = r.n_items == 1 && r.items[0].is_list ? &r.items[0] : &r;
     int cnt = 0;
     if (r.name[0])
-      while (o + cnt < g->n_outputs && belongs(g->outputs[o + cnt]->name, r.name)) cnt++;
+      while (o + cnt < n_outs && belongs(outs[o + cnt].name, r.name)) cnt++;
     else
-      cnt = l->n_items < g->n_outputs - o ? l->n_items : g->n_outputs - o;
+      cnt = l->n_items < n_outs - o ? l->n_items : n_outs - o;
     int nested = 0;
     for (int k = 0; k < l->n_items; k++) nested |= l->items[k].is_list;
     if (cnt != l->n_items || nested) {
@@ -107,7 +108,7 @@ int cli_output_refs(const gir_graph *g, const char *dir, gir_arena *a, imp_tenso
       refs[o] = (imp_tensor){.name = r.name, .dtype = e->dtype, .shape = e->shape, .data = (void *)e->data};
     }
   }
-  for (; o < g->n_outputs; o++) printf("  output %s: no reference (no output file for it)\n", g->outputs[o]->name);
+  for (; o < n_outs; o++) printf("  output %s: no reference (no output file for it)\n", outs[o].name);
   return bad;
 }
 
@@ -128,16 +129,23 @@ int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **
   return 0;
 }
 
-int cli_compare_test_outputs(const gir_graph *g, const void *const *outs, const char *dir, gir_arena *a) {
+cli_output *cli_graph_outputs(const gir_graph *g, void *const *data, gir_arena *a) {
+  cli_output *outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);
+  for (int i = 0; outs && i < g->n_outputs; i++)
+    outs[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, g->outputs[i]->shape, data ? data[i] : NULL};
+  return outs;
+}
+
+int cli_compare_test_outputs(const cli_output *outs, int n_outs, const char *dir, gir_arena *a) {
   int rc = 0;
-  imp_tensor *refs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *refs);
+  imp_tensor *refs = gir_arena_calloc(a, (size_t)n_outs + 1, sizeof *refs);
   if (!refs) return 1;
-  if (cli_output_refs(g, dir, a, refs)) rc = 1; /* sequences and optionals: one reference per element */
-  for (int i = 0; i < g->n_outputs; i++) {
-    gir_dtype t = g->outputs[i]->dtype;
+  if (cli_output_refs(outs, n_outs, dir, a, refs)) rc = 1; /* sequences and optionals: one reference per element */
+  for (int i = 0; i < n_outs; i++) {
+    gir_dtype t = outs[i].dtype;
     int loose = t == GIR_F16 || t == GIR_BF16, exact = gir_dtype_is_f8(t); /* float8/float4: rounded conversions */
     double rtol = exact ? 0 : loose ? 1e-2 : 1e-3, atol = exact ? 0 : loose ? 1e-3 : 1e-5;
-    if (!refs[i].name || cli_compare_ref(g->outputs[i], outs[i], &refs[i], rtol, atol) != 1) rc = 1;
+    if (!refs[i].name || cli_compare_ref(&outs[i], &refs[i], rtol, atol) != 1) rc = 1;
   }
   return rc;
 }

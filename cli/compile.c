@@ -1,7 +1,11 @@
 /* compile.c — kiln_compile (see compile.h) and `kiln compile`. The pipeline is the
- * list of steps below, in order; nothing else happens between them. */
+ * list of steps below, in order; nothing else happens between them. The bundle
+ * goes to a file or into memory at the last step; everything before is the same. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "cli.h"
 #include "compile.h"
 #include "flops.h"
@@ -15,35 +19,14 @@
 #include "passes.h"
 #include "plan.h"
 
-const char *const kiln_compile_steps[] = {"import", "fold", "simplify", "hfuse", "layout", "fuse", "outputs", "lower", "codegen", "link", "plan", "pack", NULL};
+const char *const kiln_compile_steps[] = {"import", "ranges", "fold", "simplify", "hfuse", "layout", "fuse", "outputs",
+                                          "lower", "plan", "codegen", "link", "pack", NULL};
 
 static int dumping(const kiln_compile_options *o, const char *step) { return o->dump_after && !strcmp(o->dump_after, step); }
 
 static const char *model_name(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
-}
-
-int cli_take_opt_level(int argc, char **argv, int *i, int *level) {
-  const char *v = NULL;
-  if (!strcmp(argv[*i], "--opt-level") || !strcmp(argv[*i], "-O")) {
-    if (*i + 1 >= argc) {
-      fprintf(stderr, "kiln: %s needs a level\n", argv[*i]);
-      return -1;
-    }
-    v = argv[++*i];
-  } else if (!strncmp(argv[*i], "--opt-level=", 12))
-    v = argv[*i] + 12;
-  else if (!strncmp(argv[*i], "-O", 2) && argv[*i][2])
-    v = argv[*i] + 2;
-  else
-    return 0;
-  if (strlen(v) != 1 || v[0] < '0' || v[0] > '3') {
-    fprintf(stderr, "kiln: --opt-level takes 0, 1, 2 or 3, not '%s'\n", v);
-    return -1;
-  }
-  *level = v[0] - '0';
-  return 1;
 }
 
 void kiln_front_free(kiln_front *f) {
@@ -64,6 +47,22 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   if (!f->g) return -1;
   gir_graph *g = f->g;
   if (dumping(o, "import")) gir_print(g, dump);
+
+  /* ranges: which values each integer input may take, from the index operands it
+   * reaches (the manifest records them for tools that invent inputs) */
+  f->ranges = gir_arena_calloc(f->arena, (size_t)g->n_inputs + 1, sizeof *f->ranges);
+  if (!f->ranges) return gir_errf(err, "out of memory");
+  if (gir_input_ranges(g, f->ranges, err) < 0) return -1;
+  if (dumping(o, "ranges") && g->n_inputs == 0) fprintf(dump, "no inputs\n");
+  if (dumping(o, "ranges"))
+    for (int i = 0; i < g->n_inputs; i++) {
+      const gir_input_range *r = &f->ranges[i];
+      fprintf(dump, "input %s (%s): ", g->inputs[i]->name, gir_dtype_name(g->inputs[i]->dtype));
+      if (r->kind == GIR_VALUES_RANGE)
+        fprintf(dump, "indexes an axis of %lld: [%lld, %lld)\n", (long long)r->hi, (long long)r->lo, (long long)r->hi);
+      else if (r->kind == GIR_VALUES_GIVEN) fprintf(dump, "computed into an index: only given data\n");
+      else fprintf(dump, "reaches no index\n");
+    }
 
   /* fold (-O1): every node whose inputs are constant becomes a constant — weight
    * transforms disappear here */
@@ -127,6 +126,8 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
         for (int j = 0; j < part.groups[i].n_nodes; j++) fprintf(dump, " %s", gir_op_name(g->nodes[part.groups[i].nodes[j]]->op));
         fputc('\n', dump);
       }
+  } else if (dumping(o, "fuse")) {
+    fprintf(dump, "no fusion below -O2: one kernel per node (%d nodes)\n", g->n_nodes);
   }
 
   /* outputs: every graph output is written by some kernel (identity copies for
@@ -169,9 +170,45 @@ static int64_t intermediate_bytes(const lower_program *p, const pack_plan *plan)
   return bytes;
 }
 
-/* kiln_compile, also reporting the intermediate bytes (intermediates may be NULL). */
-static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *res, int64_t *intermediates,
-                          gir_err *err) {
+static double mib(int64_t bytes) { return (double)bytes / 1048576.0; }
+
+/* A size for messages: whole MiB from 1 MiB on ("374658203121 MiB"), bytes below. */
+static const char *size_text(int64_t bytes, char *buf, size_t n) {
+  if (bytes >= 1048576) snprintf(buf, n, "%.0f MiB", mib(bytes));
+  else snprintf(buf, n, "%lld bytes", (long long)bytes);
+  return buf;
+}
+
+/* Every value's byte size is known and within the limit (a graph input, output,
+ * constant or intermediate): else one line naming the value, the figure and the
+ * limit. */
+static int check_values(const gir_graph *g, int64_t limit, gir_err *err) {
+  for (int i = 0; i < g->n_values; i++) {
+    const gir_value *v = g->values[i];
+    int64_t nb = gir_value_nbytes(v);
+    char b[160];
+    const char *what = v->is_input ? "input" : v->is_output ? "output" : v->data ? "constant" : "tensor";
+    if (nb < 0)
+      return gir_errf(err, "%s '%s' (%s[%s]) has a byte size that overflows int64", what, v->name,
+                      gir_dtype_name(v->dtype), gir_shape_str(&v->shape, b, sizeof b));
+    char s1[48], s2[48];
+    if (nb > limit)
+      return gir_errf(err, "%s '%s' (%s[%s]) would be %s, more than the %s limit (--max-arena-bytes)", what, v->name,
+                      gir_dtype_name(v->dtype), gir_shape_str(&v->shape, b, sizeof b), size_text(nb, s1, sizeof s1),
+                      size_text(limit, s2, sizeof s2));
+  }
+  return 0;
+}
+
+/* The bundle's description of an input or output. */
+static pack_io io_of(const gir_value *v, const gir_input_range *r) {
+  pack_io io = {v->name, v->dtype, v->shape, PACK_VALUES_ANY, 0, 0};
+  if (r && r->kind == GIR_VALUES_RANGE) io.values = PACK_VALUES_RANGE, io.lo = r->lo, io.hi = r->hi;
+  if (r && r->kind == GIR_VALUES_GIVEN) io.values = PACK_VALUES_GIVEN;
+  return io;
+}
+
+int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
   FILE *dump = o->dump ? o->dump : stdout;
   memset(res, 0, sizeof *res);
   kiln_front f = {0};
@@ -181,12 +218,33 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
   void *obj = NULL, *lib = NULL;
   size_t obj_bytes = 0, lib_bytes = 0;
   int rc = -1;
+  int64_t limit = o->max_arena_bytes > 0 ? o->max_arena_bytes : KILN_DEFAULT_MAX_ARENA_BYTES;
   tgt_llvm_options topt;
   if (tgt_llvm_named_target(o->target ? o->target : "host", &topt, err) < 0) goto out;
   if (kiln_compile_front(o, &f, res, err) < 0) goto out;
   g = f.g;
   a = f.arena;
   lower_program p = f.prog;
+
+  /* plan: buffers for every value, memory planned by liveness; sizes checked
+   * against the limit before any code is generated */
+  pack_plan plan;
+  if (check_values(g, limit, err) < 0 || pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
+  if (plan.mem.arena_bytes > limit) {
+    char s1[48], s2[48];
+    gir_errf(err, "the arena would be %s, more than the %s limit (--max-arena-bytes)",
+             size_text(plan.mem.arena_bytes, s1, sizeof s1), size_text(limit, s2, sizeof s2));
+    goto out;
+  }
+  res->arena_bytes = plan.mem.arena_bytes;
+  res->arena_lower_bound = plan.mem.lower_bound;
+  res->weights_bytes = plan.params_bytes;
+  res->workspace_bytes = plan.workspace_bytes;
+  res->calls = plan.n_calls;
+  res->intermediate_bytes = intermediate_bytes(&p, &plan);
+  if (dumping(o, "plan"))
+    fprintf(dump, "arena %lld bytes (liveness lower bound %lld), params %lld bytes, %d calls\n",
+            (long long)plan.mem.arena_bytes, (long long)plan.mem.lower_bound, (long long)plan.params_bytes, plan.n_calls);
 
   /* codegen: loop IR → LLVM IR → optimized object for the target */
   const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
@@ -201,25 +259,17 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
                        &lib_bytes, err) < 0)
     goto out;
   res->code_bytes = (int64_t)lib_bytes;
+  if (dumping(o, "link") && pack_print_library(dump, lib, lib_bytes, tgt_llvm_module_triple(mod), err) < 0) goto out;
 
-  /* plan: buffers for every value, memory planned by liveness */
-  pack_plan plan;
-  if (pack_build_plan(g, &p, a, &plan, err) < 0) goto out;
-  res->arena_bytes = plan.mem.arena_bytes;
-  res->arena_lower_bound = plan.mem.lower_bound;
-  res->weights_bytes = plan.params_bytes;
-  res->workspace_bytes = plan.workspace_bytes;
-  res->calls = plan.n_calls;
-  if (intermediates) *intermediates = intermediate_bytes(&p, &plan);
-  if (dumping(o, "plan"))
-    fprintf(dump, "arena %lld bytes (liveness lower bound %lld), params %lld bytes, %d calls\n",
-            (long long)plan.mem.arena_bytes, (long long)plan.mem.lower_bound, (long long)plan.params_bytes, plan.n_calls);
-
-  /* pack: the bundle */
+  /* pack: the bundle, to the file or into memory */
   pack_io *ins = gir_arena_calloc(a, (size_t)g->n_inputs + 1, sizeof *ins);
   pack_io *outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);
-  for (int i = 0; i < g->n_inputs; i++) ins[i] = (pack_io){g->inputs[i]->name, g->inputs[i]->dtype, g->inputs[i]->shape};
-  for (int i = 0; i < g->n_outputs; i++) outs[i] = (pack_io){g->outputs[i]->name, g->outputs[i]->dtype, g->outputs[i]->shape};
+  if (!ins || !outs) {
+    gir_errf(err, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < g->n_inputs; i++) ins[i] = io_of(g->inputs[i], &f.ranges[i]);
+  for (int i = 0; i < g->n_outputs; i++) outs[i] = io_of(g->outputs[i], NULL);
   pack_bundle bundle = {
       .model = model_name(o->model_path), .compiler_version = KILN_VERSION,
       .target_name = o->target ? o->target : "host", .triple = tgt_llvm_module_triple(mod),
@@ -227,7 +277,10 @@ static int compile_bundle(const kiln_compile_options *o, kiln_compile_result *re
       .calls = plan.calls, .n_calls = plan.n_calls, .arena_bytes = plan.mem.arena_bytes,
       .workspace_bytes = 0 /* kernel workspace lives in the arena */, .params = plan.params, .params_bytes = plan.params_bytes,
       .lib = lib, .lib_bytes = (int64_t)lib_bytes};
-  if (pack_write_bundle(o->output_path, &bundle, err) < 0) goto out;
+  if (dumping(o, "pack") && pack_print_bundle(dump, &bundle, err) < 0) goto out;
+  if (o->output_path ? pack_write_bundle(o->output_path, &bundle, err)
+                     : pack_bundle_to_memory(&bundle, &res->bundle, &res->bundle_bytes, err))
+    goto out;
   rc = 0;
 out:
   free(obj);
@@ -237,36 +290,34 @@ out:
   return rc;
 }
 
-int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
-  return compile_bundle(o, res, NULL, err);
+/* Whether a bundle can be written at path: not a folder, in a folder that
+ * exists and is writable. Checked before compiling, so a typo costs no compile;
+ * the writer still reports any failure with its reason. */
+static int check_output_path(const char *path, gir_err *err) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return gir_errf(err, "cannot write '%s': it is a folder", path);
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  if (stat(dir, &st) != 0) return gir_errf(err, "cannot write '%s': folder '%s': %s", path, dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return gir_errf(err, "cannot write '%s': '%s' is not a folder", path, dir);
+  if (access(dir, W_OK) != 0) return gir_errf(err, "cannot write '%s': folder '%s': %s", path, dir, strerror(errno));
+  return 0;
 }
 
 int kiln_cmd_compile(int argc, char **argv) {
+  cli_args args;
+  int r = cli_parse(CLI_CMD_COMPILE, argc, argv, &args);
+  if (r) return r < 0 ? 2 : 0;
   cli_import ci = {0};
-  kiln_compile_options o = {.threads_hint = 2, .opt_level = 2};
-  for (int i = 0; i < argc; i++) {
-    int t = cli_take_input_shape(&ci, argc, argv, &i);
-    if (t < 0) return 2;
-    if (t) continue;
-    if ((t = cli_take_opt_level(argc, argv, &i, &o.opt_level)) != 0) {
-      if (t < 0) return 2;
-      continue;
-    }
-    if (!strcmp(argv[i], "-o") && i + 1 < argc) o.output_path = argv[++i];
-    else if (!strcmp(argv[i], "--target") && i + 1 < argc) o.target = argv[++i];
-    else if (!strncmp(argv[i], "--dump-after=", 13)) o.dump_after = argv[i] + 13;
-    else if (!strcmp(argv[i], "--dump-after") && i + 1 < argc) o.dump_after = argv[++i];
-    else if (argv[i][0] != '-' && !o.model_path) o.model_path = argv[i];
-    else {
-      fprintf(stderr, "kiln compile: unexpected argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!o.model_path || !o.output_path) {
-    fprintf(stderr, "usage: kiln compile MODEL.onnx -o MODEL.kiln [--target T] [--opt-level 0-3] "
-                    "[--input-shape NAME:DIMS]... [--dump-after=STEP]\n");
-    return 2;
-  }
+  if (cli_args_import(&args, &ci) < 0) return 2;
+  kiln_compile_options o = {.threads_hint = 2, .opt_level = 2, .model_path = args.positional,
+                            .output_path = args.str[CLI_OPT_OUTPUT], .target = args.str[CLI_OPT_TARGET],
+                            .dump_after = args.str[CLI_OPT_DUMP_AFTER]};
+  if (args.set[CLI_OPT_OPT_LEVEL]) o.opt_level = (int)args.num[CLI_OPT_OPT_LEVEL];
+  if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
   if (o.dump_after) {
     int known = 0;
     for (int i = 0; kiln_compile_steps[i]; i++) known |= !strcmp(kiln_compile_steps[i], o.dump_after);
@@ -277,23 +328,26 @@ int kiln_cmd_compile(int argc, char **argv) {
       return 2;
     }
   }
+  gir_err err = {{0}};
+  if (check_output_path(o.output_path, &err) < 0) {
+    fprintf(stderr, "kiln compile: %s\n", err.msg);
+    return 1;
+  }
   cli_import_finish(&ci);
   o.import = &ci.opt;
-  kiln_compile_result r;
-  int64_t intermediates = 0;
-  gir_err err = {{0}};
-  if (compile_bundle(&o, &r, &intermediates, &err) < 0) {
+  kiln_compile_result res;
+  if (kiln_compile(&o, &res, &err) < 0) {
     fprintf(stderr, "kiln compile: %s\n", err.msg);
     return 1;
   }
   printf("compiled %s -> %s\n", o.model_path, o.output_path);
-  printf("  kernels: %d (%d nodes folded at compile time)", r.kernels, r.folded_nodes);
-  if (r.calls != r.kernels) printf(", %d called (the rest move no bytes: views, concats written in place)", r.calls);
+  printf("  kernels: %d (%d nodes folded at compile time)", res.kernels, res.folded_nodes);
+  if (res.calls != res.kernels) printf(", %d called (the rest move no bytes: views, concats written in place)", res.calls);
   printf("\n");
-  printf("  arena: %.2f MiB (liveness lower bound %.2f MiB)\n", r.arena_bytes / 1048576.0, r.arena_lower_bound / 1048576.0);
-  printf("  intermediates: %.1f MiB written per run\n", intermediates / 1048576.0);
-  printf("  weights: %.2f MiB\n", r.weights_bytes / 1048576.0);
-  printf("  code: %.1f KiB\n", r.code_bytes / 1024.0);
-  printf("  work: %.3f GFLOPs per run\n", r.flops / 1e9);
+  printf("  arena: %.2f MiB (liveness lower bound %.2f MiB)\n", mib(res.arena_bytes), mib(res.arena_lower_bound));
+  printf("  intermediates: %.1f MiB written per run\n", mib(res.intermediate_bytes));
+  printf("  weights: %.2f MiB\n", mib(res.weights_bytes));
+  printf("  code: %.1f KiB\n", res.code_bytes / 1024.0);
+  printf("  work: %.3f GFLOPs per run\n", res.flops / 1e9);
   return 0;
 }

@@ -6,6 +6,7 @@
  * --fused folds constants and lists the fused groups (fusion/): one line per
  * group, i.e. per kernel the compiler will emit, and with --dot draws them as
  * clusters. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,9 @@ static void weights_and_flops(const gir_graph *g, int64_t *params, int64_t *byte
 
 static int check_test_outputs(const gir_graph *g, const char *dir, gir_arena *a) {
   imp_tensor *refs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *refs);
-  int bad = cli_output_refs(g, dir, a, refs); /* a sequence's or optional's tensors: NAME.K, NAME (importer.h) */
+  const cli_output *outs = cli_graph_outputs(g, NULL, a);
+  if (!refs || !outs) return 1;
+  int bad = cli_output_refs(outs, g->n_outputs, dir, a, refs); /* a sequence's or optional's tensors: NAME.K, NAME (importer.h) */
   for (int i = 0; i < g->n_outputs; i++) {
     char b1[160], b2[160];
     if (!refs[i].name) continue; /* reported */
@@ -131,30 +134,13 @@ static int report_fused(gir_graph *g, cli_import *ci, gir_arena *a, fus_partitio
 }
 
 int kiln_cmd_inspect(int argc, char **argv) {
+  cli_args args;
+  int r = cli_parse(CLI_CMD_INSPECT, argc, argv, &args);
+  if (r) return r < 0 ? 2 : 0;
   cli_import ci = {0};
-  const char *model = NULL, *dot = NULL, *test_data = NULL;
-  int print_ir = 0, fused = 0;
-  for (int i = 0; i < argc; i++) {
-    int t = cli_take_input_shape(&ci, argc, argv, &i);
-    if (t < 0) return 2;
-    if (t) continue;
-    if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
-    else if (!strcmp(argv[i], "--print")) print_ir = 1;
-    else if (!strcmp(argv[i], "--fused")) fused = 1;
-    else if (!strcmp(argv[i], "--test-data") && i + 1 < argc) test_data = argv[++i];
-    else if (argv[i][0] == '-') {
-      fprintf(stderr, "kiln inspect: unknown option '%s'\n", argv[i]);
-      return 2;
-    } else if (!model) model = argv[i];
-    else {
-      fprintf(stderr, "kiln inspect: more than one model given\n");
-      return 2;
-    }
-  }
-  if (!model) {
-    fprintf(stderr, "usage: kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print] [--fused] [--test-data DIR]\n");
-    return 2;
-  }
+  if (cli_args_import(&args, &ci) < 0) return 2;
+  const char *model = args.positional, *dot = args.str[CLI_OPT_DOT], *test_data = args.str[CLI_OPT_TEST_DATA];
+  int print_ir = args.set[CLI_OPT_PRINT] > 0, fused = args.set[CLI_OPT_FUSED] > 0;
   gir_arena *scratch = gir_arena_new();
   if (test_data && cli_load_test_inputs(&ci, test_data, scratch) < 0) {
     gir_arena_free(scratch);
@@ -165,6 +151,12 @@ int kiln_cmd_inspect(int argc, char **argv) {
   imp_report_init(&rep);
   gir_err err = {{0}};
   gir_graph *g = imp_load_file(model, &ci.opt, &rep, &err);
+  if (!g && rep.onnx_nodes == 0 && rep.n_unsupported == 0) { /* unreadable: nothing to report but why */
+    fprintf(stderr, "kiln inspect: %s\n", err.msg);
+    imp_report_free(&rep);
+    gir_arena_free(scratch);
+    return 1;
+  }
 
   printf("model: %s\n", model);
   printf("ir_version: %lld\n", (long long)rep.ir_version);
@@ -207,7 +199,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
     if (dot) {
       FILE *f = fopen(dot, "w");
       if (!f) {
-        fprintf(stderr, "kiln inspect: cannot write '%s'\n", dot);
+        fprintf(stderr, "kiln inspect: cannot write '%s': %s\n", dot, strerror(errno));
         rc = 1;
       } else {
         gir_write_dot(g, f, part.group_of, labels);

@@ -10,25 +10,13 @@
 #include "interp.h"
 
 int kiln_cmd_interpret(int argc, char **argv) {
+  cli_args args;
+  int r = cli_parse(CLI_CMD_INTERPRET, argc, argv, &args);
+  if (r) return r < 0 ? 2 : 0;
   cli_import ci = {0};
-  const char *model = NULL, *dir = NULL;
-  int print_ir = 0;
-  for (int i = 0; i < argc; i++) {
-    int t = cli_take_input_shape(&ci, argc, argv, &i);
-    if (t < 0) return 2;
-    if (t) continue;
-    if (!strcmp(argv[i], "--test-data") && i + 1 < argc) dir = argv[++i];
-    else if (!strcmp(argv[i], "--print")) print_ir = 1;
-    else if (argv[i][0] != '-' && !model) model = argv[i];
-    else {
-      fprintf(stderr, "kiln interpret: unexpected argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!model || !dir) {
-    fprintf(stderr, "usage: kiln interpret MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]... [--print]\n");
-    return 2;
-  }
+  if (cli_args_import(&args, &ci) < 0) return 2;
+  const char *model = args.positional, *dir = args.str[CLI_OPT_TEST_DATA];
+  int print_ir = args.set[CLI_OPT_PRINT] > 0;
   gir_arena *a = gir_arena_new();
   if (cli_load_test_inputs(&ci, dir, a) < 0) {
     gir_arena_free(a);
@@ -53,7 +41,8 @@ int kiln_cmd_interpret(int argc, char **argv) {
   }
   void *outputs[256];
   if (ok && lower_interpret(g, inputs, outputs, a, &err) == 0) {
-    rc = cli_compare_test_outputs(g, (const void *const *)outputs, dir, a);
+    cli_output *outs = cli_graph_outputs(g, outputs, a);
+    rc = outs ? cli_compare_test_outputs(outs, g->n_outputs, dir, a) : 1;
   } else if (ok) {
     fprintf(stderr, "kiln interpret: %s\n", err.msg);
   }

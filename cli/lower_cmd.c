@@ -7,23 +7,12 @@
 #include "lower.h"
 
 int kiln_cmd_lower(int argc, char **argv) {
+  cli_args args;
+  int r = cli_parse(CLI_CMD_LOWER, argc, argv, &args);
+  if (r) return r < 0 ? 2 : 0;
   cli_import ci = {0};
-  const char *model = NULL, *dir = NULL;
-  for (int i = 0; i < argc; i++) {
-    int t = cli_take_input_shape(&ci, argc, argv, &i);
-    if (t < 0) return 2;
-    if (t) continue;
-    if (!strcmp(argv[i], "--test-data") && i + 1 < argc) dir = argv[++i];
-    else if (argv[i][0] != '-' && !model) model = argv[i];
-    else {
-      fprintf(stderr, "kiln lower: unexpected argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!model) {
-    fprintf(stderr, "usage: kiln lower MODEL.onnx [--input-shape NAME:DIMS]... [--test-data DIR]\n");
-    return 2;
-  }
+  if (cli_args_import(&args, &ci) < 0) return 2;
+  const char *model = args.positional, *dir = args.str[CLI_OPT_TEST_DATA];
   gir_arena *a = gir_arena_new();
   if (dir && cli_load_test_inputs(&ci, dir, a) < 0) {
     gir_arena_free(a);

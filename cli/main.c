@@ -1,6 +1,6 @@
 /* main.c — the `kiln` command: dispatches to a subcommand. Each subcommand lives
  * in its own file and returns the process exit status (0 ok, 1 bad input or
- * failure, 2 usage). */
+ * failure, 2 usage); all of them parse their options through one table (args.c). */
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
@@ -10,12 +10,14 @@ static void usage(FILE *f) {
           "kiln %s — an optimizing compiler for ONNX models\n"
           "usage:\n"
           "  kiln compile MODEL.onnx -o MODEL.kiln [--target T] [--input-shape NAME:DIMS]... [--dump-after=STEP]\n"
-          "  kiln run MODEL.kiln [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--repeat N] [--profile]\n"
+          "  kiln run MODEL.kiln [--input NAME=FILE.npy]... [--inputs FILE.npz] [--output-dir DIR] [--outputs FILE.npz]\n"
+          "                      [--threads N] [--repeat N] [--profile]\n"
           "  kiln bench MODEL(.onnx|.kiln) [--threads N] [--repeat N] [--warmup N] [--compare onnxruntime] [--json]\n"
           "  kiln inspect MODEL.onnx [--input-shape NAME:DIMS]... [--dot FILE] [--print]\n"
           "  kiln interpret MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]...\n"
           "  kiln lower MODEL.onnx [--test-data DIR]   (print the loop IR of every kernel)\n"
-          "  kiln check MODEL.onnx --test-data DIR     (compile, run, compare with the test outputs)\n"
+          "  kiln check MODEL.onnx --test-data DIR     (compile, run the bundle, compare with the test outputs)\n"
+          "  kiln COMMAND --help                       (every option of a command)\n"
           "  kiln --version\n",
           KILN_VERSION);
 }

@@ -4,6 +4,7 @@
  * NumPy has no float8/int4 types (ml_dtypes writes them as '<V1', raw bytes):
  * kiln writes their one-byte elements as '|u1' (int4/int2: '|i1', sign-extended)
  * and reads '|u1', '|i1', '<V1' or '|V1' as the type the model expects. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,7 @@ int npy_parse(const unsigned char *buf, size_t size, const char *path, kiln_dtyp
 int npy_read(const char *path, kiln_dtype want, npy_array *out, char *why, size_t whylen) {
   memset(out, 0, sizeof *out);
   FILE *f = fopen(path, "rb");
-  if (!f) return FAIL("cannot open '%s'", path);
+  if (!f) return FAIL("cannot open '%s': %s", path, strerror(errno));
   long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   unsigned char *buf = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
   int ok = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
@@ -117,27 +118,53 @@ int npy_read(const char *path, kiln_dtype want, npy_array *out, char *why, size_
   return rc;
 }
 
-int npy_write(const char *path, kiln_dtype dtype, int32_t rank, const int64_t *dims, const void *data, char *why,
-              size_t whylen) {
+int npy_encode(kiln_dtype dtype, int32_t rank, const int64_t *dims, const void *data, unsigned char **out,
+               size_t *size, char *why, size_t whylen) {
+  *out = NULL;
+  *size = 0;
   const char *descr = descr_of(dtype);
   if (!descr) return FAIL("no .npy type for dtype %d", dtype);
+  if (rank < 0 || rank > KILN_MAX_RANK) return FAIL("rank %d is not supported", rank);
   char shape[256] = "", hdr[512];
   size_t o = 0;
   int64_t n = (int64_t)kiln_dtype_size(dtype);
   for (int i = 0; i < rank; i++) {
     o += (size_t)snprintf(shape + o, sizeof shape - o, "%lld,%s", (long long)dims[i], i + 1 < rank ? " " : "");
+    if (dims[i] < 0 || (dims[i] && n > INT64_MAX / dims[i])) return FAIL("the array's size overflows");
     n *= dims[i];
   }
   if (rank > 1) shape[o - 1] = 0; /* "(2, 3)" not "(2, 3,)" */
   int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
   int total = 10 + len + 1, pad = (64 - total % 64) % 64;
-  FILE *f = fopen(path, "wb");
-  if (!f) return FAIL("cannot write '%s'", path);
+  size_t head = (size_t)(total + pad);
+  if ((uint64_t)n > SIZE_MAX - head) return FAIL("the array does not fit in memory");
+  unsigned char *b = malloc(head + (size_t)n);
+  if (!b) return FAIL("out of memory for %lld bytes", (long long)n);
   unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((len + pad + 1) & 0xff),
                            (unsigned char)((len + pad + 1) >> 8)};
-  int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
-  for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
-  ok = ok && fputc('\n', f) != EOF && (n == 0 || fwrite(data, 1, (size_t)n, f) == (size_t)n);
-  if (fclose(f) != 0 || !ok) return FAIL("cannot write '%s'", path);
+  memcpy(b, pre, 10);
+  memcpy(b + 10, hdr, (size_t)len);
+  memset(b + 10 + len, ' ', (size_t)pad);
+  b[head - 1] = '\n';
+  if (n) memcpy(b + head, data, (size_t)n);
+  *out = b;
+  *size = head + (size_t)n;
+  return 0;
+}
+
+int npy_write(const char *path, kiln_dtype dtype, int32_t rank, const int64_t *dims, const void *data, char *why,
+              size_t whylen) {
+  unsigned char *b;
+  size_t n;
+  if (npy_encode(dtype, rank, dims, data, &b, &n, why, whylen) < 0) return -1;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    free(b);
+    return FAIL("cannot write '%s': %s", path, strerror(errno));
+  }
+  int ok = fwrite(b, 1, n, f) == n;
+  int e = errno;
+  free(b);
+  if (fclose(f) != 0 || !ok) return FAIL("cannot write '%s': %s", path, strerror(ok ? errno : e));
   return 0;
 }

@@ -1,7 +1,9 @@
 /* seeded_inputs.c — the seeded random input data of `kiln bench` (and the same
  * generator as `kiln run`'s, so both feed a model the same numbers): splitmix64,
  * seed 42, drawn input after input in the model's order; floats uniform in [-1, 1),
- * integers in [0, 10) (int4/int2: [0, their max]), bools fair coins. Also reads any element back as a double. */
+ * integers in [0, 10) (int4/int2: [0, their max]) or in the range the caller gives
+ * (the rows of the table an index input selects), bools fair coins. Also reads any
+ * element back as a double. */
 #include "cli.h"
 #include "dtype.h"
 
@@ -37,6 +39,17 @@ void cli_fill_random(kiln_dtype t, void *d, int64_t n, uint64_t *seed) {
       break;
     }
     }
+  }
+}
+
+void cli_fill_random_range(kiln_dtype t, void *d, int64_t n, int64_t lo, int64_t hi, uint64_t *seed) {
+  gir_dtype g = gir_dtype_from_name(kiln_dtype_name(t));
+  double width = (double)hi - (double)lo;
+  for (int64_t i = 0; i < n; i++) {
+    double u = (double)(rng_next(seed) >> 11) / 9007199254740992.0; /* [0, 1) */
+    int64_t v = lo + (int64_t)(u * width);
+    if (v >= hi) v = hi - 1; /* rounding at the top of a wide range */
+    if (g != GIR_DTYPE_NONE) gir_store_i64(g, d, i, v);
   }
 }
 

@@ -36,4 +36,22 @@ typedef struct gir_hfuse_stats {
 
 int gir_hfuse(gir_graph *g, int64_t max_weight_bytes, gir_hfuse_stats *stats, gir_err *err);
 
+/* Input ranges (pass_input_range.c): for each integer graph input, whether its
+ * values reach the index operand of a gather / gather_elements / gather_nd /
+ * scatter_elements / scatter_nd only through ops that move them unchanged
+ * (integer casts, reshape, transpose, slice, broadcast, tile, concat, a gather's
+ * data): then every value in [lo, hi) = [0, the smallest indexed axis) is valid
+ * (RANGE); through an op that computes new values (GIVEN: no invented data is
+ * known to be valid); or not at all (ANY). Non-integer inputs are ANY. out[i]
+ * describes g->inputs[i]. Reads the graph only; run it on the imported graph,
+ * before passes rewrite the index computations. */
+typedef enum gir_input_values { GIR_VALUES_ANY, GIR_VALUES_RANGE, GIR_VALUES_GIVEN } gir_input_values;
+
+typedef struct gir_input_range {
+  gir_input_values kind;
+  int64_t lo, hi;
+} gir_input_range;
+
+int gir_input_ranges(const gir_graph *g, gir_input_range *out, gir_err *err);
+
 #endif

@@ -187,6 +187,17 @@ gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const cha
   return v;
 }
 
+/* An input's element count and byte size must fit in int64 (every later size
+ * computation relies on it). */
+static int check_size(gir_dtype dt, const gir_shape *s, gir_err *e) {
+  int64_t n = gir_shape_numel(s, e);
+  if (n < 0) return -1;
+  int64_t es = (int64_t)gir_dtype_size(dt);
+  if (es && n > INT64_MAX / es)
+    return gir_errf(e, "%lld elements of %s: the byte size overflows int64", (long long)n, gir_dtype_name(dt));
+  return 0;
+}
+
 int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt, gir_shape *s) {
   const char *name = vi->name ? vi->name : "?";
   const Onnx__TypeProto *tp = vi->type;
@@ -206,7 +217,7 @@ int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt,
                         tt->shape->n_dim);
       *s = gir_shape_make(u->rank, u->dims);
       gir_err e = {{0}};
-      if (gir_shape_numel(s, &e) < 0) return imp_fail(c, "--input-shape for input '%s': %s", name, e.msg);
+      if (check_size(*dt, s, &e) < 0) return imp_fail(c, "--input-shape for input '%s': %s", name, e.msg);
       return 0;
     }
   if (!tt->shape) return imp_fail(c, "input '%s' has no shape; give one with --input-shape %s:DIMS", name, name);
@@ -222,6 +233,6 @@ int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt,
       s->dims[i] = 1; /* symbolic or unknown dims default to 1 */
   }
   gir_err e = {{0}};
-  if (gir_shape_numel(s, &e) < 0) return imp_fail(c, "input '%s': %s", name, e.msg);
+  if (check_size(*dt, s, &e) < 0) return imp_fail(c, "input '%s': %s", name, e.msg);
   return 0;
 }

@@ -35,7 +35,7 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
     while (c.vec > 1 && N < c.vec) c.vec /= 2;
     c.nr_vecs = c.vec > 1 && N >= 2 * c.vec ? 2 : 1;
   }
-  if (c.vec == 1) c.nr_vecs = (int32_t)(N < 8 ? N : 8);
+  if (c.vec == 1) c.nr_vecs = (int32_t)(N < 1 ? 1 : N < 8 ? N : 8); /* N = 0: an empty output, still a valid tile */
   /* weights packed in panels (pack_matmul.c): the tile is one panel wide */
   const gir_node *n = o->origin;
   int64_t panel = n && n->op == GIR_OP_matmul ? gir_attr_int(n, "packed", 0) : 0;
@@ -51,7 +51,7 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
   int32_t cand[8], nc = 0;
   for (int i = 0; i < 8; i++)
     if (rows[i] <= max_rows) cand[nc++] = rows[i];
-  c.mr = M < cand[0] ? (int32_t)M : pick_divisor(M, cand, nc);
+  c.mr = M < 1 ? 1 : M < cand[0] ? (int32_t)M : pick_divisor(M, cand, nc); /* M = 0: no rows, any tile */
   /* k in steps of 4: the loop overhead amortised over 4·mr·nr_vecs FMAs */
   int64_t K = red->reduce_axes[0]->extent;
   c.k_unroll = K % 4 == 0 ? 4 : K % 2 == 0 ? 2 : 1;

@@ -5,9 +5,13 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include "bundle.h"
 
@@ -21,6 +25,12 @@ static cJSON *io_json(const pack_io *io, int32_t n) {
     cJSON_AddStringToObject(o, "dtype", gir_dtype_name(io[i].dtype));
     cJSON *shape = cJSON_AddArrayToObject(o, "shape");
     for (int d = 0; d < io[i].shape.rank; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)io[i].shape.dims[d]));
+    if (io[i].values == PACK_VALUES_RANGE) {
+      cJSON *r = cJSON_AddArrayToObject(o, "range");
+      cJSON_AddItemToArray(r, cJSON_CreateNumber((double)io[i].lo));
+      cJSON_AddItemToArray(r, cJSON_CreateNumber((double)io[i].hi));
+    } else if (io[i].values == PACK_VALUES_GIVEN)
+      cJSON_AddStringToObject(o, "random", "none");
     cJSON_AddItemToArray(arr, o);
   }
   return arr;
@@ -86,10 +96,11 @@ static int write_entry(struct archive *ar, const char *name, const void *data, i
   return rc;
 }
 
-int pack_write_bundle(const char *path, const pack_bundle *b, gir_err *err) {
-  char *plan = plan_json(b);
-  char lib_name[128];
-  snprintf(lib_name, sizeof lib_name, "lib/%s.so", b->target_name);
+/* manifest.json and plan.json of b, malloc'ed (cJSON_free), with lib_name set. */
+static int build_texts(const pack_bundle *b, char **manifest, char **plan, char lib_name[128], gir_err *err) {
+  *manifest = NULL;
+  *plan = plan_json(b);
+  snprintf(lib_name, 128, "lib/%s.so", b->target_name);
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "format", "kiln-bundle");
   cJSON_AddNumberToObject(m, "format_version", PACK_FORMAT_VERSION);
@@ -104,23 +115,129 @@ int pack_write_bundle(const char *path, const pack_bundle *b, gir_err *err) {
   cJSON_AddNumberToObject(m, "weights_bytes", (double)b->params_bytes);
   cJSON_AddNumberToObject(m, "workspace_bytes", (double)b->workspace_bytes);
   cJSON *entries = cJSON_AddObjectToObject(m, "entries");
-  add_entry_info(entries, "plan.json", plan, (int64_t)strlen(plan));
+  if (*plan) add_entry_info(entries, "plan.json", *plan, (int64_t)strlen(*plan));
   add_entry_info(entries, "params.bin", b->params, b->params_bytes);
   add_entry_info(entries, lib_name, b->lib, b->lib_bytes);
-  char *manifest = cJSON_Print(m);
+  *manifest = cJSON_Print(m);
   cJSON_Delete(m);
+  if (!*manifest || !*plan) {
+    cJSON_free(*manifest);
+    cJSON_free(*plan);
+    *manifest = *plan = NULL;
+    return gir_errf(err, "bundle: out of memory");
+  }
+  return 0;
+}
 
+/* Where the archive's bytes go: a file descriptor (path names it in messages) or
+ * a growing block in memory. libarchive calls sink_write; the first failure is
+ * kept in err (with errno's reason for files). */
+typedef struct sink {
+  int fd;               /* -1: memory */
+  const char *path;
+  unsigned char *data;  /* memory */
+  size_t size, cap;
+  gir_err *err;
+  int failed;
+} sink;
+
+static la_ssize_t sink_fail(sink *s, const char *why) {
+  gir_errf(s->err, "%s", why); /* the first message wins: later ones from libarchive are dropped */
+  s->failed = 1;
+  return -1;
+}
+
+static la_ssize_t sink_write(struct archive *ar, void *client, const void *buf, size_t n) {
+  (void)ar;
+  sink *s = client;
+  if (s->fd >= 0) {
+    for (size_t done = 0; done < n;) {
+      ssize_t w = write(s->fd, (const char *)buf + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        char why[4200];
+        snprintf(why, sizeof why, "cannot write '%s': %s", s->path, w < 0 ? strerror(errno) : "short write");
+        return sink_fail(s, why);
+      }
+      done += (size_t)w;
+    }
+    return (la_ssize_t)n;
+  }
+  if (n > s->cap - s->size) {
+    if (n > SIZE_MAX - s->size) return sink_fail(s, "bundle: larger than this address space");
+    size_t need = s->size + n, cap = s->cap ? s->cap : (size_t)1 << 16;
+    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    unsigned char *d = realloc(s->data, cap);
+    if (!d) return sink_fail(s, "bundle: out of memory");
+    s->data = d;
+    s->cap = cap;
+  }
+  memcpy(s->data + s->size, buf, n);
+  s->size += n;
+  return (la_ssize_t)n;
+}
+
+/* The one writer behind both entry points: the four entries, manifest first. */
+static int write_archive(sink *s, const pack_bundle *b, gir_err *err) {
+  char *manifest, *plan, lib_name[128];
+  if (build_texts(b, &manifest, &plan, lib_name, err) < 0) return -1;
   int rc = 0;
   struct archive *ar = archive_write_new();
-  archive_write_set_format_pax_restricted(ar);
-  if (archive_write_open_filename(ar, path) != ARCHIVE_OK) rc = gir_errf(err, "cannot write '%s': %s", path, archive_error_string(ar));
+  if (!ar) rc = gir_errf(err, "bundle: out of memory");
+  if (rc == 0) {
+    archive_write_set_format_pax_restricted(ar);
+    archive_write_set_bytes_in_last_block(ar, 1); /* no padding to a whole 10 KiB block at the end */
+    if (archive_write_open2(ar, s, NULL, sink_write, NULL, NULL) != ARCHIVE_OK)
+      rc = gir_errf(err, "bundle: %s", archive_error_string(ar));
+  }
   if (rc == 0) rc = write_entry(ar, "manifest.json", manifest, (int64_t)strlen(manifest), err);
   if (rc == 0) rc = write_entry(ar, "plan.json", plan, (int64_t)strlen(plan), err);
   if (rc == 0) rc = write_entry(ar, "params.bin", b->params, b->params_bytes, err);
   if (rc == 0) rc = write_entry(ar, lib_name, b->lib, b->lib_bytes, err);
-  if (archive_write_close(ar) != ARCHIVE_OK && rc == 0) rc = gir_errf(err, "bundle: %s", archive_error_string(ar));
-  archive_write_free(ar);
-  free(manifest);
-  free(plan);
+  if (ar && archive_write_close(ar) != ARCHIVE_OK && rc == 0)
+    rc = gir_errf(err, "bundle: %s", archive_error_string(ar));
+  if (ar) archive_write_free(ar);
+  if (s->failed) rc = -1;
+  cJSON_free(manifest);
+  cJSON_free(plan);
   return rc;
+}
+
+int pack_write_bundle(const char *path, const pack_bundle *b, gir_err *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return gir_errf(err, "cannot write '%s': %s", path, strerror(errno));
+  struct stat st;
+  int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode); /* not /dev/null, a FIFO… */
+  sink s = {.fd = fd, .path = path, .err = err};
+  int rc = write_archive(&s, b, err);
+  if (close(fd) != 0 && rc == 0) rc = gir_errf(err, "cannot write '%s': %s", path, strerror(errno));
+  if (rc < 0 && regular) unlink(path); /* no half-written bundle left behind (never a device's name) */
+  return rc;
+}
+
+int pack_bundle_to_memory(const pack_bundle *b, void **data, size_t *size, gir_err *err) {
+  sink s = {.fd = -1, .path = "memory", .err = err};
+  *data = NULL;
+  *size = 0;
+  if (write_archive(&s, b, err) < 0) {
+    free(s.data);
+    return -1;
+  }
+  *data = s.data;
+  *size = s.size;
+  return 0;
+}
+
+int pack_print_bundle(FILE *f, const pack_bundle *b, gir_err *err) {
+  char *manifest, *plan, lib_name[128];
+  if (build_texts(b, &manifest, &plan, lib_name, err) < 0) return -1;
+  fprintf(f, "bundle entries (a tar archive, in this order):\n");
+  fprintf(f, "  %-24s %12zu bytes\n", "manifest.json", strlen(manifest));
+  fprintf(f, "  %-24s %12zu bytes  (%d kernel calls)\n", "plan.json", strlen(plan), b->n_calls);
+  fprintf(f, "  %-24s %12lld bytes\n", "params.bin", (long long)b->params_bytes);
+  fprintf(f, "  %-24s %12lld bytes  (%s)\n", lib_name, (long long)b->lib_bytes, b->triple);
+  fprintf(f, "manifest.json:\n%s\n", manifest);
+  cJSON_free(manifest);
+  cJSON_free(plan);
+  return 0;
 }

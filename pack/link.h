@@ -9,4 +9,10 @@
  * in *lib (malloc'ed; the caller frees). */
 int pack_link_shared(const void *obj, size_t obj_bytes, const char *triple, void **lib, size_t *lib_bytes, gir_err *err);
 
+/* Prints what the library is (size, ELF class, byte order and machine, the
+ * triple it was linked for), its soname and the functions it exports with
+ * their sizes: `kiln compile --dump-after=link`. -1 when it is not a readable ELF. */
+#include <stdio.h>
+int pack_print_library(FILE *f, const void *lib, size_t size, const char *triple, gir_err *err);
+
 #endif

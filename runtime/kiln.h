@@ -139,6 +139,19 @@ kiln_status kiln_model_output_info(const kiln_model *model, int32_t index, kiln_
 int32_t kiln_model_input_index(const kiln_model *model, const char *name);
 int32_t kiln_model_output_index(const kiln_model *model, const char *name);
 
+/* What the compiler found about the values an integer input may take, for tools
+ * that invent input data (manifest "range" / "random", FORMAT.md):
+ *   KILN_VALUES_RANGE  every value in [*lo, *hi) is valid: the input indexes an
+ *                      axis of *hi elements (an embedding table's rows…);
+ *   KILN_VALUES_GIVEN  no invented data is known to be valid: the input is
+ *                      computed into an index; feed real data;
+ *   KILN_VALUES_ANY    nothing is known (float inputs, integers that index nothing).
+ * lo and hi are set for KILN_VALUES_RANGE only (each may be NULL). Returns
+ * KILN_ERR_INVALID_ARGUMENT when model or kind is NULL or index is out of range. */
+typedef enum { KILN_VALUES_ANY = 0, KILN_VALUES_RANGE, KILN_VALUES_GIVEN } kiln_values;
+kiln_status kiln_model_input_range(const kiln_model *model, int32_t index, kiln_values *kind, int64_t *lo,
+                                   int64_t *hi);
+
 /* Copies one input into the model. Checks, in order: arguments non-NULL
  * (KILN_ERR_INVALID_ARGUMENT), name (KILN_ERR_NAME), dtype (KILN_ERR_DTYPE),
  * rank and dims (KILN_ERR_SHAPE), bytes == the input's byte size and data

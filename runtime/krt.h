@@ -83,6 +83,8 @@ typedef struct {
   int32_t set;         /* inputs: set since open */
 } krt_tensor;
 
+  kiln_values values;  /* inputs: the manifest's "range" / "random" (manifest.c) */
+  int64_t range_lo, range_hi;
 typedef enum { KRT_ARG_INPUT, KRT_ARG_OUTPUT, KRT_ARG_ARENA, KRT_ARG_PARAM } krt_arg_kind;
 
 typedef struct {

@@ -8,10 +8,15 @@
  * two bundles may export the same symbol names). Build with -DKRT_NO_MEMFD to
  * use the temporary file always.
  *
+ * Before any of that, the library must be code for this machine: the manifest's
+ * target triple names this architecture and the ELF header says this class, byte
+ * order and machine — else one line saying what the bundle is built for.
+ *
  * A symbol is accepted only if it lies in an executable segment of that very
  * library: dlsym also searches the library's dependencies, and a plan naming
  * "system" or "memcpy" must not make run call into libc with buffer pointers. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
@@ -135,10 +140,91 @@ static kiln_status resolve(kiln_model *m, const char *lib_name, krt_error *err) 
   return KILN_OK;
 }
 
-kiln_status krt_library_load(kiln_model *m, const krt_entry *lib, krt_error *err) {
+/* This process's architecture as the bundle's triple and ELF header name it. */
+typedef struct {
+  const char *arch;      /* a triple's first field, normalized (arch_of) */
+  unsigned machine;      /* ELF e_machine */
+  unsigned char cls;     /* ELFCLASS32 / ELFCLASS64 */
+  unsigned char data;    /* ELFDATA2LSB / ELFDATA2MSB */
+} host_arch;
+
+static host_arch this_host(void) {
+  host_arch h = {"unknown", EM_NONE, sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32, ELFDATA2LSB};
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  h.data = ELFDATA2MSB;
+#endif
+#if defined(__x86_64__)
+  h.arch = "x86_64", h.machine = EM_X86_64;
+#elif defined(__i386__)
+  h.arch = "i386", h.machine = EM_386;
+#elif defined(__aarch64__)
+  h.arch = "aarch64", h.machine = EM_AARCH64;
+#elif defined(__arm__)
+  h.arch = "arm", h.machine = EM_ARM;
+#elif defined(__riscv)
+  h.arch = sizeof(void *) == 8 ? "riscv64" : "riscv32", h.machine = EM_RISCV;
+#elif defined(__powerpc64__)
+  h.arch = "powerpc64", h.machine = EM_PPC64;
+#elif defined(__s390x__)
+  h.arch = "s390x", h.machine = EM_S390;
+#endif
+  return h;
+}
+
+/* A triple's architecture, with the spellings of one architecture made one:
+ * armv7 / armv7a / thumbv7 → arm, amd64 → x86_64, arm64 → aarch64, i686 → i386. */
+static void arch_of(const char *triple, char *out, size_t cap) {
+  size_t n = strcspn(triple, "-");
+  snprintf(out, cap, "%.*s", (int)n, triple);
+  if (!strncmp(out, "arm64", 5)) snprintf(out, cap, "aarch64");
+  else if (!strncmp(out, "arm", 3) || !strncmp(out, "thumb", 5)) snprintf(out, cap, "arm");
+  else if (!strcmp(out, "amd64")) snprintf(out, cap, "x86_64");
+  else if (out[0] == 'i' && strlen(out) == 4 && !strcmp(out + 2, "86")) snprintf(out, cap, "i386");
+}
+
+static const char *machine_name(unsigned m) {
+  switch (m) {
+  case EM_386: return "i386";
+  case EM_ARM: return "ARM";
+  case EM_X86_64: return "x86-64";
+  case EM_AARCH64: return "AArch64";
+  case EM_RISCV: return "RISC-V";
+  case EM_PPC64: return "PowerPC64";
+  case EM_S390: return "S/390";
+  default: return "unknown";
+  }
+}
+
+/* Before dlopen (whose message for a foreign library is a baffling "cannot open
+ * shared object file"): the manifest's triple must name this architecture, and
+ * the library must be an ELF shared object of this class, byte order and
+ * machine. */
+static kiln_status check_architecture(const kiln_model *m, const krt_entry *lib, krt_error *err) {
   static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
   if (lib->size < 64 || memcmp(lib->data, elf_magic, 4) != 0)
     return krt_fail(err, KILN_ERR_LOAD, "%s: not an ELF shared object", lib->name);
+  const unsigned char *e = lib->data;
+  unsigned char cls = e[EI_CLASS], data = e[EI_DATA];
+  unsigned machine = data == ELFDATA2MSB ? (unsigned)e[18] << 8 | e[19] : (unsigned)e[19] << 8 | e[18];
+  unsigned type = data == ELFDATA2MSB ? (unsigned)e[16] << 8 | e[17] : (unsigned)e[17] << 8 | e[16];
+  host_arch h = this_host();
+  char arch[32], elf[96];
+  arch_of(m->target_triple, arch, sizeof arch);
+  snprintf(elf, sizeof elf, "ELF machine %s, %s-bit %s-endian", machine_name(machine), cls == ELFCLASS64 ? "64" : "32",
+           data == ELFDATA2MSB ? "big" : "little");
+  if (strcmp(arch, h.arch) != 0)
+    return krt_fail(err, KILN_ERR_LOAD, "bundle is built for %.64s (%s); this host is %s", m->target_triple, elf,
+                    h.arch);
+  if (cls != h.cls || data != h.data || machine != h.machine)
+    return krt_fail(err, KILN_ERR_LOAD, "%s is not code for this host: %s, but this host is %s (ELF machine %s, "
+                    "%s-bit %s-endian)", lib->name, elf, h.arch, machine_name(h.machine),
+                    h.cls == ELFCLASS64 ? "64" : "32", h.data == ELFDATA2MSB ? "big" : "little");
+  if (type != ET_DYN) return krt_fail(err, KILN_ERR_LOAD, "%s: not a shared object (ELF type %u)", lib->name, type);
+  return KILN_OK;
+}
+
+kiln_status krt_library_load(kiln_model *m, const krt_entry *lib, krt_error *err) {
+  if (check_architecture(m, lib, err) != KILN_OK) return err->status;
   char why[KRT_ERR_MAX / 2] = "";
   void *handle = NULL;
   if (!open_via_memfd(lib, &handle, why, sizeof why)) open_via_tempfile(lib, &handle, why, sizeof why);

@@ -9,7 +9,9 @@
  * size and CRC32 must match — that is what catches a corrupted download. Keys
  * the runtime does not know are ignored, so a packer may add information
  * without breaking older runtimes; anything that changes meaning bumps the
- * format version. */
+ * format version. An input may say which values it takes ("range" or
+ * "random": FORMAT.md); that is validated here too, and read back through
+ * kiln_model_input_range, which lives here with the data it reports. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,48 @@ static int is_target_name(const char *s) {
       return 0;
   }
   return 1;
+}
+
+static int is_integer(kiln_dtype t) {
+  switch (t) {
+  case KILN_DTYPE_INT8: case KILN_DTYPE_INT16: case KILN_DTYPE_INT32: case KILN_DTYPE_INT64: case KILN_DTYPE_UINT8:
+  case KILN_DTYPE_UINT16: case KILN_DTYPE_UINT32: case KILN_DTYPE_UINT64: case KILN_DTYPE_UINT4: case KILN_DTYPE_INT4:
+  case KILN_DTYPE_UINT2: case KILN_DTYPE_INT2:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* An input's optional "range": [lo, hi] with lo <= hi, or "random": "none"
+ * (not both), on integer inputs only. */
+static kiln_status parse_values(const cJSON *item, const char *where, krt_tensor *t, krt_error *err) {
+  const cJSON *range = cJSON_GetObjectItemCaseSensitive(item, "range");
+  const cJSON *random = cJSON_GetObjectItemCaseSensitive(item, "random");
+  t->values = KILN_VALUES_ANY;
+  if (!range && !random) return KILN_OK;
+  if (range && random) return krt_fail(err, KILN_ERR_FORMAT, "%s: has both 'range' and 'random'", where);
+  if (!is_integer(t->dtype))
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: '%s' on a %s input (integer inputs only)", where,
+                    range ? "range" : "random", kiln_dtype_name(t->dtype));
+  if (random) {
+    if (!cJSON_IsString(random) || strcmp(random->valuestring, "none") != 0)
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: 'random' must be the string \"none\"", where);
+    t->values = KILN_VALUES_GIVEN;
+    return KILN_OK;
+  }
+  char field[KRT_ERR_MAX / 2];
+  snprintf(field, sizeof field, "%s: range", where);
+  if (!cJSON_IsArray(range) || cJSON_GetArraySize(range) != 2)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s must be an array of two integers [lo, hi] (values lo to hi - 1)", field);
+  if (krt_json_int_item(range->child, field, -MAX_SIZE, MAX_SIZE, &t->range_lo, err) != KILN_OK ||
+      krt_json_int_item(range->child->next, field, -MAX_SIZE, MAX_SIZE, &t->range_hi, err) != KILN_OK)
+    return err->status;
+  if (t->range_lo > t->range_hi)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s [%lld, %lld]: lo is above hi", field,
+                    (long long)t->range_lo, (long long)t->range_hi);
+  t->values = KILN_VALUES_RANGE;
+  return KILN_OK;
 }
 
 static kiln_status parse_tensor(const cJSON *item, const char *where, krt_tensor *t, krt_error *err) {
@@ -76,6 +120,7 @@ static kiln_status parse_tensors(const cJSON *root, const char *key, krt_tensor 
     char where[64];
     snprintf(where, sizeof where, "manifest.json: %s[%d]", key, i);
     if (parse_tensor(item, where, &(*out)[i], err) != KILN_OK) return err->status;
+    if (strcmp(key, "inputs") == 0 && parse_values(item, where, &(*out)[i], err) != KILN_OK) return err->status;
     for (int32_t j = 0; j < i; j++)
       if (strcmp((*out)[j].name, (*out)[i].name) == 0)
         return krt_fail(err, KILN_ERR_FORMAT, "%s: name '%.64s' is used by %s[%d] too", where, (*out)[i].name, key, j);
@@ -218,4 +263,15 @@ kiln_status krt_manifest_load(kiln_model *model, krt_archive *archive, krt_error
   load(model, root, archive, err);
   cJSON_Delete(root);
   return err->status;
+}
+
+kiln_status kiln_model_input_range(const kiln_model *m, int32_t index, kiln_values *kind, int64_t *lo, int64_t *hi) {
+  if (!m || !kind || index < 0 || index >= m->input_count) return KILN_ERR_INVALID_ARGUMENT;
+  const krt_tensor *t = &m->inputs[index];
+  *kind = t->values;
+  if (t->values == KILN_VALUES_RANGE) {
+    if (lo) *lo = t->range_lo;
+    if (hi) *hi = t->range_hi;
+  }
+  return KILN_OK;
 }

@@ -3,9 +3,9 @@
 
 Every test in the onnx package's backend node suite (onnx/backend/test/data/node)
 is compiled and run by `kiln check MODEL --test-data DIR` (import with the test
-inputs bound, constant folding, lowering, LLVM code generation, JIT execution,
-comparison with output_N.pb at rtol 1e-3 / atol 1e-5, exact for integers and bool,
-NaN positions matching). One line per test, then the totals:
+inputs bound, the whole `kiln compile` pipeline into a bundle in memory, the runtime
+running it on one thread, comparison with output_N.pb at rtol 1e-3 / atol 1e-5,
+exact for integers and bool, NaN positions matching). One line per test, then the totals:
 
     conformance: P passed, F failed, U unsupported of T
 

@@ -1,7 +1,7 @@
 """test_ops.py — the per-op test: every canonical op of graphir/ops.def (every
 function of unary.def, binary.def and reduce.def included) on several shapes,
-broadcasts, attribute combinations and dtypes, JIT-compiled by kiln and compared
-with onnxruntime on the same seeded inputs.
+broadcasts, attribute combinations and dtypes, compiled by kiln into a bundle that
+the runtime runs, and compared with onnxruntime on the same seeded inputs.
 
 The cases are the table of opcases.py: each is a small ONNX model built with
 onnx.helper around the ONNX op(s) that map onto the canonical op. For each case
@@ -10,11 +10,13 @@ the model on onnxruntime's CPU provider to get the expected outputs, writes the
 model (outputs typed and shaped as onnxruntime produced them), input_N.pb and
 output_N.pb into a temporary folder, and runs
 
-    kiln check model.onnx --test-data DIR
+    kiln check model.onnx --test-data DIR [--target NAME]
 
-which compiles every node with the LLVM backend, runs it in-process and compares
-each output (rtol 1e-3 / atol 1e-5; float16 1e-2 / 1e-3; integers and bools
-exactly; NaN positions must match). A few cases run at a time.
+which compiles the model into a bundle in memory (the steps of `kiln compile`),
+runs it with the runtime on one thread and compares each output (rtol 1e-3 /
+atol 1e-5; float16 1e-2 / 1e-3; integers and bools exactly; NaN positions must
+match). --target passes a named target to kiln check (one this machine can run:
+host, x86_64, x86_64-avx2, x86_64-avx512). A few cases run at a time.
 
 One line per case — PASS, FAIL (with kiln's mismatch or error line), or
 KNOWN-FAIL for a case opcases.KNOWN_FAIL names (counted as failed all the same) —
@@ -22,7 +24,7 @@ then the closing line `test_ops: N passed, M failed`; the exit status is non-zer
 when anything failed. A case onnxruntime refuses is a bug of the table: it is
 reported as FAIL with onnxruntime's message.
 
-    python tests/py/test_ops.py --kiln build/kiln [--filter TEXT] [-j N] [--keep DIR] [--list]
+    python tests/py/test_ops.py --kiln build/kiln [--filter TEXT] [-j N] [--keep DIR] [--list] [--target NAME]
 """
 import argparse
 import collections
@@ -53,6 +55,7 @@ def parse_args():
     ap.add_argument("--keep", default="", help="copy the folder of every failing case under this folder")
     ap.add_argument("--list", action="store_true", help="print the case names and the cases per op, run nothing")
     ap.add_argument("--verbose", "-v", action="store_true", help="print the kernel count and time of passing cases")
+    ap.add_argument("--target", default="", help="the named target kiln check compiles for (default: host)")
     return ap.parse_args()
 
 
@@ -136,7 +139,7 @@ def first_problem(run):
 Result = collections.namedtuple("Result", "case ok detail seconds")
 
 
-def run_case(case, kiln, keep):
+def run_case(case, kiln, keep, target=""):
     t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="kiln_ops_")
     try:
@@ -155,7 +158,8 @@ def run_case(case, kiln, keep):
             onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(tmp, "input_%d.pb" % i))
         for i, (n, a) in enumerate(outputs):
             onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(tmp, "output_%d.pb" % i))
-        run = util.run_kiln(kiln, ["check", os.path.join(tmp, "model.onnx"), "--test-data", tmp], timeout=TIMEOUT)
+        argv = ["check", os.path.join(tmp, "model.onnx"), "--test-data", tmp] + (["--target", target] if target else [])
+        run = util.run_kiln(kiln, argv, timeout=TIMEOUT)
         ok = run.rc == 0 and not run.timed_out and not run.sanitizer_report()
         kernels = next((l for l in run.out.splitlines() if l.endswith(" kernels")), "no kernel count")
         detail = kernels if ok else first_problem(run)
@@ -193,7 +197,7 @@ def main():
         failed += 1
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
-        for r in ex.map(lambda c: run_case(c, args.kiln, args.keep), cases):
+        for r in ex.map(lambda c: run_case(c, args.kiln, args.keep, args.target), cases):
             if r.ok:
                 passed += 1
                 if opcases.oracle_reason(r.case.name):
