@@ -11,7 +11,10 @@
  *    binary, where, broadcast_to and iota broadcast; the other data movement is
  *    injective. A node whose value is a graph output has an opaque use outside
  *    the graph (TVM's extern_ref): it never fuses into its consumers, but it may
- *    be the last node of a group (the kernel writes the output).
+ *    be the last node of a group (the kernel writes the output). The index
+ *    operand of a gather or scatter is an opaque use too: the consumer's kernel
+ *    checks those indices before it runs (lower/index_checks.c), so it must read
+ *    them from a buffer.
  * 2. The post-dominator tree, built backwards: a node's immediate post-dominator
  *    is the least common ancestor, in the tree built so far, of its consumers;
  *    walking up to it combines (max) the patterns on the way, so the node's
@@ -68,8 +71,20 @@ static pattern node_pattern(const gir_node *n) {
   }
 }
 
+/* Whether v is the index operand of a gather or scatter: the kernel checks those
+ * indices at run time before it reads them (lower/index_checks.c), so they must
+ * arrive as a kernel input, never computed inside the consumer's kernel. */
+static int index_operand(const gir_node *c, const gir_value *v) {
+  switch (c->op) {
+  case GIR_OP_gather: case GIR_OP_gather_elements: case GIR_OP_gather_nd: case GIR_OP_scatter_elements:
+  case GIR_OP_scatter_nd: return c->n_in > 1 && c->in[1] == v && !v->data;
+  default: return 0;
+  }
+}
+
 /* The pattern of c's use of v. */
 static pattern edge_pattern(const gir_node *c, const gir_value *v) {
+  if (index_operand(c, v)) return PAT_OPAQUE; /* never fused into c */
   pattern p = node_pattern(c);
   if (p == PAT_BROADCAST && c->n_out == 1 && gir_shape_equal(&v->shape, &c->out[0]->shape)) return PAT_ELEMWISE;
   return p;

@@ -18,6 +18,8 @@ typedef struct lower_kernel {
   int64_t flops;            /* of all its nodes (gir_node_flops) */
   int32_t n_ws;             /* workspace params after the outputs */
   int64_t *ws_bytes;
+  int32_t n_checks;         /* run-time checks (index_checks.c): check j reports as checks[j], */
+  const char **checks;      /* "Gather 'g' (opset 13), indices 'ids'" */
 } lower_kernel;
 
 typedef struct lower_program {
@@ -42,6 +44,12 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
 /* One kernel for node n. */
 int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, const lower_target *t, lower_kernel *out,
                gir_err *err);
+
+/* Checks the indices of the gathers and scatters among nodes: constant ones now
+ * (an error names the node and the index), the others at run time by a prologue
+ * added to k's function, described in k->checks. Requires every non-constant index
+ * tensor to be a kernel input. */
+int lower_index_checks(tir_builder *b, const gir_node *const *nodes, int32_t n_nodes, lower_kernel *k, gir_err *err);
 
 /* One kernel per group: group_of[node id] in [0, n_groups), groups convex. */
 int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_groups, tir_builder *b,

@@ -150,6 +150,7 @@ static void collect(part *p, cands *c, const tir_stmt *s) {
     collect_expr(p, c, s->u.store.value);
     break;
   case TIR_PREFETCH: collect_expr(p, c, s->u.prefetch.index); break;
+  case TIR_FAIL: collect_expr(p, c, s->u.fail.value); break;
   case TIR_ALLOCATE: collect(p, c, s->u.alloc.body); break;
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++) collect(p, c, s->u.seq.s[i]);

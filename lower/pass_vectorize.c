@@ -90,6 +90,9 @@ static tir_stmt *vec_stmt(vctx *x, tir_stmt *s) {
     tir_expr *ix = widen(x, vec(x, s->u.store.index)), *val = widen(x, vec(x, s->u.store.value));
     return tir_store(b, s->u.store.buf, ix, val);
   }
+  case TIR_FAIL: /* a report per lane is not expressible: stays a serial loop */
+    x->ok = 0;
+    return s;
   case TIR_PREFETCH: /* one line covers the lanes: lane 0's address */
     return tir_prefetch(b, s->u.prefetch.buf, tir_substitute_expr(b, s->u.prefetch.index, x->v, x->ramp->u.ramp.base));
   case TIR_LET: {

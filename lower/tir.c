@@ -192,6 +192,17 @@ tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body) {
   return s;
 }
 
+tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo, tir_expr *hi) {
+  assert(check >= 0 && value->dtype == GIR_I64 && value->lanes == 1 && lo->dtype == GIR_I64 && lo->lanes == 1 &&
+         hi->dtype == GIR_I64 && hi->lanes == 1);
+  tir_stmt *s = stmt(b, TIR_FAIL);
+  s->u.fail.check = check;
+  s->u.fail.value = value;
+  s->u.fail.lo = lo;
+  s->u.fail.hi = hi;
+  return s;
+}
+
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index) {
   assert(index->dtype == GIR_I64 && index->lanes == 1);
   tir_stmt *s = stmt(b, TIR_PREFETCH);
@@ -316,6 +327,15 @@ void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
     fprintf(f, "%*sprefetch %s[", ind, "", s->u.prefetch.buf->name);
     tir_print_expr(s->u.prefetch.index, f);
     fputs("]\n", f);
+    break;
+  case TIR_FAIL:
+    fprintf(f, "%*sfail check %d: ", ind, "", s->u.fail.check);
+    tir_print_expr(s->u.fail.value, f);
+    fputs(" not in [", f);
+    tir_print_expr(s->u.fail.lo, f);
+    fputs(", ", f);
+    tir_print_expr(s->u.fail.hi, f);
+    fputs(")\n", f);
     break;
   case TIR_ALLOCATE:
     fprintf(f, "%*sallocate %s: %s[%lld] %s\n", ind, "", s->u.alloc.buf->name, gir_dtype_name(s->u.alloc.buf->dtype),

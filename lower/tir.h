@@ -71,9 +71,14 @@ struct tir_expr {
 };
 
 /* TIR_PREFETCH: a hint that buf[index] (scalar index, in bounds) will be read
- * soon; targets without prefetch instructions drop it. */
+ * soon; targets without prefetch instructions drop it.
+ * TIR_FAIL: the kernel's run-time check number `check` failed — value (a scalar
+ * int64) lies outside [lo, hi). Targets call ctx->fail(ctx, check, value, lo,
+ * hi) when ctx and its fail are non-NULL, and the kernel returns a non-zero
+ * status; execution continues after the statement, so the code around it must
+ * not go on to use the bad value (lower/index_checks.c skips the kernel's work). */
 typedef enum tir_stmt_kind {
-  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_STMT_KIND_COUNT
+  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_FAIL, TIR_STMT_KIND_COUNT
 } tir_stmt_kind;
 typedef enum tir_for_kind { TIR_SERIAL, TIR_PARALLEL, TIR_VECTORIZED, TIR_UNROLLED, TIR_FOR_KIND_COUNT } tir_for_kind;
 
@@ -87,6 +92,7 @@ struct tir_stmt {
     struct { tir_buffer *buf; tir_expr *index, *value; } store;
     struct { tir_buffer *buf; tir_stmt *body; } alloc;
     struct { tir_buffer *buf; tir_expr *index; } prefetch;
+    struct { int32_t check; tir_expr *value, *lo, *hi; } fail;
     struct { int32_t n; tir_stmt **s; } seq;
   } u;
 };
@@ -130,6 +136,7 @@ tir_stmt *tir_if(tir_builder *b, tir_expr *cond, tir_stmt *then_s, tir_stmt *els
 tir_stmt *tir_store(tir_builder *b, tir_buffer *buf, tir_expr *index, tir_expr *value);
 tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index);
+tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo, tir_expr *hi); /* scalar int64s */
 tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *s, int32_t n); /* flattens nested seqs, drops NULLs */
 tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y);
 

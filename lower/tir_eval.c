@@ -203,6 +203,15 @@ static int run(tir_env *env, const tir_stmt *s) {
     if (env->failed || !buffer(env, s->u.prefetch.buf)) return -1;
     return in_bounds(env, s->u.prefetch.buf, ix, "prefetch") ? 0 : -1;
   }
+  case TIR_FAIL: { /* a failed run-time check ends the run with its numbers */
+    int64_t v = tir_eval_expr(env, s->u.fail.value, 0).i, lo = tir_eval_expr(env, s->u.fail.lo, 0).i,
+            hi = tir_eval_expr(env, s->u.fail.hi, 0).i;
+    if (env->failed) return -1;
+    env->failed = 1;
+    gir_errf(env->err, "check %d failed: %lld is outside [%lld, %lld)", s->u.fail.check, (long long)v, (long long)lo,
+             (long long)hi);
+    return -1;
+  }
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)
       if (run(env, s->u.seq.s[i]) < 0) return -1;

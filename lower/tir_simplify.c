@@ -706,6 +706,8 @@ int tir_stmt_uses_var(const tir_stmt *s, const tir_var *v) {
            tir_stmt_uses_var(s->u.ifs.else_s, v);
   case TIR_STORE: return arith_uses_var(s->u.store.index, v) || arith_uses_var(s->u.store.value, v);
   case TIR_PREFETCH: return arith_uses_var(s->u.prefetch.index, v);
+  case TIR_FAIL:
+    return arith_uses_var(s->u.fail.value, v) || arith_uses_var(s->u.fail.lo, v) || arith_uses_var(s->u.fail.hi, v);
   case TIR_ALLOCATE: return tir_stmt_uses_var(s->u.alloc.body, v);
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)
@@ -790,6 +792,9 @@ static tir_stmt *ss(simp *s, tir_stmt *st) {
   case TIR_STORE:
     return tir_store(s->b, st->u.store.buf, simplify_fix(s, st->u.store.index), simplify_fix(s, st->u.store.value));
   case TIR_PREFETCH: return tir_prefetch(s->b, st->u.prefetch.buf, simplify_fix(s, st->u.prefetch.index));
+  case TIR_FAIL:
+    return tir_fail(s->b, st->u.fail.check, simplify_fix(s, st->u.fail.value), simplify_fix(s, st->u.fail.lo),
+                    simplify_fix(s, st->u.fail.hi));
   case TIR_ALLOCATE: {
     tir_stmt *body = ss(s, st->u.alloc.body);
     return tir_stmt_is_nop(body) ? body : tir_allocate(s->b, st->u.alloc.buf, body);
@@ -927,6 +932,11 @@ static tir_stmt *sub_s(tir_builder *b, const subst *m, tir_stmt *s) {
   case TIR_PREFETCH: {
     tir_expr *ix = sub_e(b, m, s->u.prefetch.index);
     return ix == s->u.prefetch.index ? s : tir_prefetch(b, s->u.prefetch.buf, ix);
+  }
+  case TIR_FAIL: {
+    tir_expr *v = sub_e(b, m, s->u.fail.value), *lo = sub_e(b, m, s->u.fail.lo), *hi = sub_e(b, m, s->u.fail.hi);
+    if (v == s->u.fail.value && lo == s->u.fail.lo && hi == s->u.fail.hi) return s;
+    return tir_fail(b, s->u.fail.check, v, lo, hi);
   }
   case TIR_ALLOCATE: {
     tir_stmt *body = sub_s(b, m, s->u.alloc.body);

@@ -28,6 +28,15 @@ Two more shapes, outside the default set (`bench/run.py --models dcgan_decoder,.
                         Add, Relu (convs with biases, no BatchNormalization).
                         Input "x" [1, 256, 28, 28], output "y" [1, 256, 28, 28].
 
+A BERT-style embedding, outside the default set too (the cost of checking token ids):
+
+    bert_embedding.onnx the embedding layer of BERT-base: int64 "input_ids" [1, 128] into a
+                        30522 x 768 word table, int64 "token_type_ids" [1, 128] into a 2 x 768
+                        table, position embeddings for positions 0..127 (a Gather with constant
+                        indices, folded at compile time), their sum, LayerNormalization.
+                        Output "embedded" [1, 128, 768]. Every id is a run-time input, so every
+                        Gather checks its indices (lower/index_checks.c).
+
 Scales: conv weights are He-initialised and every BatchNormalization gets non-trivial
 statistics taken from the layer's real activations: the network is run in NumPy on a
 seeded batch of inputs drawn like kiln's (uniform in [-1, 1)), and each BN's running mean
@@ -246,8 +255,25 @@ def resnext_blocks(seed=17, blocks=4, c=256, width=256, groups=32, hw=28):
                    [helper.make_tensor_value_info("y", F, [1, c, hw, hw])])
 
 
+def bert_embedding(seed=19, vocab=30522, d=768, seq=128, types=2):
+    g = Graph(seed)
+    rng = g.rng
+    i64 = np.int64
+    words = g.const(rng.standard_normal((vocab, d)) * 0.02, "word_embeddings")
+    kinds = g.const(rng.standard_normal((types, d)) * 0.02, "token_type_embeddings")
+    places = g.const(rng.standard_normal((512, d)) * 0.02, "position_embeddings")
+    pos = g.op("Gather", [places, g.const(np.arange(seq).reshape(1, seq), "position_ids", i64)], axis=0)
+    word = g.op("Gather", [words, "input_ids"], axis=0)
+    kind = g.op("Gather", [kinds, "token_type_ids"], axis=0)
+    x = g.op("Add", [g.op("Add", [word, kind]), pos])
+    g.op("LayerNormalization", [x, g.const(rng.uniform(0.9, 1.1, d), "ln_gamma"),
+                                g.const(rng.uniform(-0.1, 0.1, d), "ln_beta")], "embedded", axis=-1, epsilon=1e-12)
+    ids = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, seq]) for n in ("input_ids", "token_type_ids")]
+    return g.model("bert_embedding", ids, [helper.make_tensor_value_info("embedded", F, [1, seq, d])])
+
+
 MODELS = {"mobilenetv2": mobilenetv2, "bert_encoder": bert_encoder, "dcgan_decoder": dcgan_decoder,
-          "resnext_blocks": resnext_blocks}
+          "resnext_blocks": resnext_blocks, "bert_embedding": bert_embedding}
 
 
 def generate(out_dir, names=None):

@@ -57,6 +57,10 @@ static char *plan_json(const pack_bundle *b) {
       }
       cJSON_AddItemToArray(args, x);
     }
+    if (c->n_checks > 0) { /* what the kernel's run-time check j is about, for the runtime's message */
+      cJSON *cs = cJSON_AddArrayToObject(o, "checks");
+      for (int j = 0; j < c->n_checks; j++) cJSON_AddItemToArray(cs, cJSON_CreateString(c->checks[j]));
+    }
     cJSON_AddItemToArray(ks, o);
   }
   char *s = cJSON_PrintUnformatted(root);

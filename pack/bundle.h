@@ -28,21 +28,23 @@ typedef struct pack_call {
   int64_t flops;
   int32_t n_args;
   pack_arg *args;
+  int32_t n_checks;          /* the kernel's run-time checks (kiln_ctx.fail's check numbers) */
+  const char *const *checks; /* what each is about: "Gather 'g' (opset 13), indices 'ids'" */
 } pack_call;
 
-typedef struct pack_io {
-  const char *name;
 /* What the compiler knows about the values an integer input may take (manifest
  * "range" / "random", runtime/FORMAT.md): nothing, the indices [lo, hi) of an axis
  * it indexes, or that only given data makes sense (it is computed into an index). */
 typedef enum pack_values { PACK_VALUES_ANY, PACK_VALUES_RANGE, PACK_VALUES_GIVEN } pack_values;
 
+typedef struct pack_io {
+  const char *name;
   gir_dtype dtype;
   gir_shape shape;
-} pack_io;
-
   pack_values values; /* inputs only */
   int64_t lo, hi;     /* PACK_VALUES_RANGE: [lo, hi) */
+} pack_io;
+
 typedef struct pack_bundle {
   const char *model, *compiler_version, *target_name, *triple;
   pack_io *inputs, *outputs;
@@ -56,13 +58,13 @@ typedef struct pack_bundle {
   int64_t lib_bytes;
 } pack_bundle;
 
-int pack_write_bundle(const char *path, const pack_bundle *b, gir_err *err);
-
 /* Writes the bundle to a file (a failed write removes it; the message names the
  * path and says why), or into a malloc'ed block (*data, *size; the caller frees).
  * Both go through one archive writer: the bytes are the same. */
-#endif
+int pack_write_bundle(const char *path, const pack_bundle *b, gir_err *err);
 int pack_bundle_to_memory(const pack_bundle *b, void **data, size_t *size, gir_err *err);
 /* Prints the entries with their sizes and the manifest (with every entry's CRC32):
  * `kiln compile --dump-after=pack`. */
 int pack_print_bundle(FILE *f, const pack_bundle *b, gir_err *err);
+
+#endif

@@ -213,6 +213,8 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
     c->name = kr->fn->name;
     c->symbol = kr->fn->name;
     c->flops = kr->flops;
+    c->n_checks = kr->n_checks;
+    c->checks = kr->checks;
     c->n_args = kr->n_in + kr->n_out + kr->n_ws;
     c->args = gir_arena_calloc(a, (size_t)c->n_args + 1, sizeof *c->args);
     int j = 0;

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 
 typedef struct kiln_ctx kiln_ctx;
 
@@ -26,9 +26,15 @@ struct kiln_ctx {
   void *pool;          /* the thread pool behind parallel_for */
   void *workspace;     /* scratch memory for the kernel (64-byte aligned) */
   int64_t workspace_bytes;
+  /* ABI 2. Called by a kernel whose run-time check number `check` (an index into
+   * the kernel's "checks" in plan.json) found `value` outside [lo, hi) — a gather
+   * index from a model input, say. The kernel then skips its work and returns
+   * non-zero. May be called from any thread of the pool; may be NULL. */
+  void (*fail)(const kiln_ctx *ctx, int32_t check, int64_t value, int64_t lo, int64_t hi);
 };
 
-/* 0 on success; a kernel never fails on valid buffers. */
+/* 0 on success; non-zero when a run-time check failed (ctx->fail was called
+ * first, when set). A kernel never fails otherwise. */
 typedef int32_t (*kiln_kernel_fn)(void *const *buffers, const kiln_ctx *ctx);
 
 #ifdef __cplusplus

@@ -28,6 +28,8 @@
 #define KRT_MAX_KERNEL_ARGS 4096
 #define KRT_MAX_TENSORS 65536
 #define KRT_MAX_SYMBOL 255
+#define KRT_MAX_CHECKS 4096      /* run-time checks per kernel */
+#define KRT_MAX_CHECK_TEXT 1024  /* characters describing one */
 
 typedef struct {
   kiln_status status; /* KILN_OK until the first failure */
@@ -81,10 +83,10 @@ typedef struct {
   int64_t bytes;
   unsigned char *data; /* inside the model's block */
   int32_t set;         /* inputs: set since open */
-} krt_tensor;
-
   kiln_values values;  /* inputs: the manifest's "range" / "random" (manifest.c) */
   int64_t range_lo, range_hi;
+} krt_tensor;
+
 typedef enum { KRT_ARG_INPUT, KRT_ARG_OUTPUT, KRT_ARG_ARENA, KRT_ARG_PARAM } krt_arg_kind;
 
 typedef struct {
@@ -101,7 +103,17 @@ typedef struct {
   kiln_kernel_fn fn;
   int64_t first_arg; /* into kiln_model.arg_descs / .args */
   int32_t arg_count;
+  char **checks;      /* what the kernel's run-time check j is about (plan.json "checks") */
+  int32_t check_count;
 } krt_kernel;
+
+/* The first failed run-time check of a run (kiln_ctx.fail), set atomically:
+ * kernels may report from any thread of the pool. */
+typedef struct {
+  int32_t set;
+  int32_t check;
+  int64_t value, lo, hi;
+} krt_check_failure;
 
 struct kiln_model {
   char *name, *compiler_version, *target_name, *target_triple;
@@ -122,6 +134,7 @@ struct kiln_model {
 
   krt_pool *pool;
   kiln_ctx ctx;
+  krt_check_failure failure;
   int32_t threads;
 
   kiln_kernel_profile *profile;

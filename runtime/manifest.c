@@ -198,9 +198,11 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, 
   if (krt_json_member(root, "format_version", where, &version, err) != KILN_OK) return err->status;
   if (!cJSON_IsNumber(version))
     return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: 'format_version' must be an integer");
-  if (version->valuedouble != KILN_BUNDLE_FORMAT_VERSION)
-    return krt_fail(err, KILN_ERR_VERSION, "bundle format version %g is not supported (this runtime reads version %d)",
-                    version->valuedouble, KILN_BUNDLE_FORMAT_VERSION);
+  if (version->valuedouble < KILN_BUNDLE_FORMAT_MIN_VERSION || version->valuedouble > KILN_BUNDLE_FORMAT_VERSION ||
+      version->valuedouble != (double)(int)version->valuedouble)
+    return krt_fail(err, KILN_ERR_VERSION,
+                    "bundle format version %g is not supported (this runtime reads versions %d to %d)",
+                    version->valuedouble, KILN_BUNDLE_FORMAT_MIN_VERSION, KILN_BUNDLE_FORMAT_VERSION);
 
   const char *s;
   if (krt_json_string(root, "model", where, &s, err) != KILN_OK || krt_strdup(s, &m->name, err) != KILN_OK)

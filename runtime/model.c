@@ -49,6 +49,8 @@ void kiln_model_close(kiln_model *m) {
   for (int32_t k = 0; m->kernels && k < m->kernel_count; k++) {
     free(m->kernels[k].name);
     free(m->kernels[k].symbol);
+    for (int32_t j = 0; j < m->kernels[k].check_count; j++) free(m->kernels[k].checks[j]);
+    free(m->kernels[k].checks);
   }
   free(m->kernels);
   free(m->profile);
@@ -63,6 +65,19 @@ void kiln_model_close(kiln_model *m) {
   free(m->target_name);
   free(m->target_triple);
   free(m);
+}
+
+/* kiln_ctx.fail: keeps the first failed check of the run (the ctx lives inside
+ * its model). */
+static void record_check_failure(const kiln_ctx *ctx, int32_t check, int64_t value, int64_t lo, int64_t hi) {
+  kiln_model *m = (kiln_model *)(void *)((char *)ctx - offsetof(kiln_model, ctx));
+  int32_t expected = 0;
+  if (!__atomic_compare_exchange_n(&m->failure.set, &expected, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+  m->failure.check = check;
+  m->failure.value = value;
+  m->failure.lo = lo;
+  m->failure.hi = hi;
+  __atomic_store_n(&m->failure.set, 1, __ATOMIC_RELEASE);
 }
 
 /* Lays out and allocates the one block; points every tensor into it. */
@@ -97,7 +112,22 @@ static kiln_status allocate_block(kiln_model *m, krt_error *err) {
   }
   m->ctx.workspace = m->block + ws_offset;
   m->ctx.workspace_bytes = m->workspace_bytes;
+  m->ctx.fail = record_check_failure;
   return KILN_OK;
+}
+
+/* The message of a kernel that returned rc: its failed check when it reported one. */
+static kiln_status kernel_failed(kiln_model *m, int32_t k, int32_t rc) {
+  const krt_kernel *kn = &m->kernels[k];
+  if (__atomic_load_n(&m->failure.set, __ATOMIC_ACQUIRE) != 1)
+    return fail(m, KILN_ERR_RUN, "run: kernel %d '%s' failed with status %d", k, kn->name, (int)rc);
+  const krt_check_failure *f = &m->failure;
+  const char *what = f->check >= 0 && f->check < kn->check_count ? kn->checks[f->check] : "a run-time check";
+  if (f->lo >= f->hi)
+    return fail(m, KILN_ERR_RUN, "run: kernel '%s': %s: index %lld is out of range (the indexed axis is empty)",
+                kn->name, what, (long long)f->value);
+  return fail(m, KILN_ERR_RUN, "run: kernel '%s': %s: index %lld is out of range [%lld, %lld]", kn->name, what,
+              (long long)f->value, (long long)f->lo, (long long)f->hi - 1);
 }
 
 static kiln_status start_pool(kiln_model *m, int32_t threads, krt_error *err) {
@@ -308,6 +338,7 @@ kiln_status kiln_model_run(kiln_model *m) {
   for (int32_t i = 0; i < m->input_count; i++)
     if (!m->inputs[i].set) return fail(m, KILN_ERR_RUN, "run: input '%s' has not been set", m->inputs[i].name);
   m->outputs_ready = 0;
+  m->failure.set = 0;
   for (int32_t k = 0; k < m->kernel_count; k++) {
     const krt_kernel *kn = &m->kernels[k];
     int32_t rc;
@@ -319,7 +350,7 @@ kiln_status kiln_model_run(kiln_model *m) {
     } else {
       rc = kn->fn(m->args + kn->first_arg, &m->ctx);
     }
-    if (rc != 0) return fail(m, KILN_ERR_RUN, "run: kernel %d '%s' failed with status %d", k, kn->name, (int)rc);
+    if (rc != 0) return kernel_failed(m, k, rc);
   }
   m->outputs_ready = 1;
   return KILN_OK;

@@ -9,6 +9,10 @@
  * generated code is allowed to assume). Every graph output must be passed to
  * at least one kernel, otherwise nothing would ever write it.
  *
+ * A kernel may list its run-time checks ("checks": strings naming the node and
+ * tensor each is about); kiln_model_run quotes check j when the kernel reports
+ * that it failed (kiln_ctx.fail).
+ *
  * After the model's memory block is allocated, krt_plan_bind turns the
  * descriptors into the flat array of buffer pointers run passes to kernels. */
 #include <stdio.h>
@@ -71,6 +75,27 @@ static kiln_status parse_arg(const kiln_model *m, const cJSON *item, const char 
                   where, kind);
 }
 
+/* The optional "checks": at most KRT_MAX_CHECKS strings of 1..KRT_MAX_CHECK_TEXT bytes. */
+static kiln_status parse_checks(const cJSON *kernel, const char *where, krt_kernel *kn, krt_error *err) {
+  if (!cJSON_GetObjectItemCaseSensitive(kernel, "checks")) return KILN_OK;
+  const cJSON *list;
+  int32_t count;
+  if (krt_json_array(kernel, "checks", where, &list, &count, err) != KILN_OK) return err->status;
+  if (count > KRT_MAX_CHECKS)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: %d checks, over the limit of %d", where, count, KRT_MAX_CHECKS);
+  kn->checks = calloc(count > 0 ? (size_t)count : 1, sizeof *kn->checks);
+  if (!kn->checks) return krt_fail(err, KILN_ERR_NOMEM, "out of memory for the checks of %s", where);
+  int32_t j = 0;
+  for (const cJSON *c = list->child; c; c = c->next, j++) {
+    if (!cJSON_IsString(c) || !c->valuestring || !c->valuestring[0] || strlen(c->valuestring) > KRT_MAX_CHECK_TEXT)
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: checks[%d] must be a string of 1 to %d characters", where, j,
+                      KRT_MAX_CHECK_TEXT);
+    if (krt_strdup(c->valuestring, &kn->checks[j], err) != KILN_OK) return err->status;
+    kn->check_count = j + 1;
+  }
+  return KILN_OK;
+}
+
 static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
   if (krt_json_object(root, "plan.json", err) != KILN_OK) return err->status;
   const cJSON *kernels;
@@ -120,6 +145,7 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
                       where, s, KRT_MAX_SYMBOL);
     if (krt_strdup(s, &kn->symbol, err) != KILN_OK) return err->status;
     if (krt_json_int(kernel, "flops", where, 0, MAX_SIZE, &kn->flops, err) != KILN_OK) return err->status;
+    if (parse_checks(kernel, where, kn, err) != KILN_OK) return err->status;
     const cJSON *args;
     int32_t count;
     if (krt_json_array(kernel, "args", where, &args, &count, err) != KILN_OK) return err->status;

@@ -151,6 +151,15 @@ static void check_stmt(checker *c, const tir_stmt *s) {
     check_expr(c, s->u.prefetch.index);
     if (!c->failed && s->u.prefetch.index->lanes != 1) return cfail(c, "a prefetch's index must be a scalar");
     break;
+  case TIR_FAIL: {
+    const tir_expr *e[3] = {s->u.fail.value, s->u.fail.lo, s->u.fail.hi};
+    for (int i = 0; i < 3; i++) {
+      check_expr(c, e[i]);
+      if (!c->failed && (e[i]->lanes != 1 || e[i]->dtype != GIR_I64))
+        return cfail(c, "a failed check's value and bounds must be scalar int64");
+    }
+    break;
+  }
   case TIR_ALLOCATE: {
     const tir_buffer *b = s->u.alloc.buf;
     if (!buf_ok(c, b)) return;
@@ -252,6 +261,11 @@ static void free_stmt(freeset *fs, const tir_stmt *s) {
   case TIR_PREFETCH:
     if (!fs->buf_bound[s->u.prefetch.buf->id]) fs->buf_used[s->u.prefetch.buf->id] = s->u.prefetch.buf;
     free_expr(fs, s->u.prefetch.index);
+    break;
+  case TIR_FAIL:
+    free_expr(fs, s->u.fail.value);
+    free_expr(fs, s->u.fail.lo);
+    free_expr(fs, s->u.fail.hi);
     break;
   case TIR_ALLOCATE: {
     int local = s->u.alloc.buf->scope != TIR_GLOBAL;
@@ -519,6 +533,32 @@ static void parallel_loop(tgt_lcg *g, const tir_stmt *s) {
   LLVMPositionBuilderAtEnd(B, done);
 }
 
+/* A failed run-time check: ctx->fail(ctx, check, value, lo, hi) when ctx and
+ * its fail are set (kiln_ctx's fifth field), and the kernel's status becomes 1. */
+static void fail_stmt(tgt_lcg *g, const tir_stmt *s) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef v = tgt_llvm_expr(g, s->u.fail.value), lo = tgt_llvm_expr(g, s->u.fail.lo),
+               hi = tgt_llvm_expr(g, s->u.fail.hi);
+  LLVMTypeRef fields[5] = {g->t_ptr, g->t_ptr, g->t_ptr, g->t_i64, g->t_ptr};
+  LLVMTypeRef ctx_t = LLVMStructTypeInContext(g->ctx, fields, 5, 0);
+  LLVMBasicBlockRef has_ctx = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.ctx");
+  LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.call");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.done");
+  LLVMBuildCondBr(B, LLVMBuildIsNotNull(B, g->ctx_ptr, ""), has_ctx, done);
+  LLVMPositionBuilderAtEnd(B, has_ctx);
+  LLVMValueRef fn = LLVMBuildLoad2(B, g->t_ptr, LLVMBuildStructGEP2(B, ctx_t, g->ctx_ptr, 4, ""), "fail");
+  LLVMBuildCondBr(B, LLVMBuildIsNotNull(B, fn, ""), call, done);
+  LLVMPositionBuilderAtEnd(B, call);
+  LLVMTypeRef pt[5] = {g->t_ptr, g->t_i32, g->t_i64, g->t_i64, g->t_i64};
+  LLVMValueRef args[5] = {g->ctx_ptr, LLVMConstInt(g->t_i32, (unsigned long long)s->u.fail.check, 0), v, lo, hi};
+  LLVMBuildCall2(B, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), pt, 5, 0), fn, args, 5, "");
+  LLVMBuildBr(B, done);
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMValueRef st = LLVMBuildStore(B, LLVMConstInt(g->t_i32, 1, 0), g->status_ptr);
+  LLVMSetAlignment(st, 4);
+  LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic); /* tasks may fail on several threads */
+}
+
 static void stmt(tgt_lcg *g, const tir_stmt *s) {
   if (!s) return;
   LLVMBuilderRef B = g->b;
@@ -528,6 +568,7 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
     break;
   case TIR_STORE: tgt_llvm_store(g, s); break;
   case TIR_PREFETCH: tgt_llvm_prefetch(g, s); break;
+  case TIR_FAIL: fail_stmt(g, s); break;
   case TIR_LET: {
     const tir_var *v = s->u.let.var;
     LLVMValueRef val = tgt_llvm_expr(g, s->u.let.value), old = g->vars[v->id];

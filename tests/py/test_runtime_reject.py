@@ -316,8 +316,10 @@ def cases(lib):
         lambda d: save(d, with_manifest(lambda m: m.update(weights_bytes=128))))
 
     # --- manifest.json ---
-    add("format version 2", "VERSION", ["version 2", "version 1"])(
-        lambda d: save(d, with_manifest(lambda m: m.update(format_version=2))))
+    add("format version 3", "VERSION", ["version 3", "versions 1 to 2"])(
+        lambda d: save(d, with_manifest(lambda m: m.update(format_version=3))))
+    add("format version 1.5", "VERSION", ["version 1.5"])(
+        lambda d: save(d, with_manifest(lambda m: m.update(format_version=1.5))))
     add("format version 0", "VERSION", "version 0")(lambda d: save(d, with_manifest(lambda m: m.update(format_version=0))))
     add("format version as a string", "FORMAT", "format_version")(
         lambda d: save(d, with_manifest(lambda m: m.update(format_version="1"))))
@@ -416,6 +418,17 @@ def cases(lib):
     add("args is an object", "FORMAT", "'args' must be an array")(
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(args={}))))
     add("no kernels", "FORMAT", "no kernels")(lambda d: save(d, with_plan(lambda p: p.update(kernels=[]))))
+    # run-time check descriptions (format version 2)
+    add("checks not an array", "FORMAT", "checks")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks="Gather"))))
+    add("a check that is no string", "FORMAT", "checks[1]")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks=["Gather 'g'", 7]))))
+    add("an empty check", "FORMAT", "checks[0]")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks=[""]))))
+    add("a check of 1025 characters", "FORMAT", "checks[0]")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks=["x" * 1025]))))
+    add("4097 checks", "FORMAT", "4097 checks")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks=["c"] * 4097))))
     add("kernels missing", "FORMAT", "missing 'kernels'")(lambda d: save(d, with_plan(lambda p: p.pop("kernels"))))
     add("negative flops", "FORMAT", ["flops", "out of range"])(
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(flops=-1))))

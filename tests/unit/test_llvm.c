@@ -17,7 +17,8 @@
  * speculated load would crash), parallel loops run by a parallel_for that splits
  * into 3 chunks on threads (free variables, shared and per-task local buffers,
  * nesting, status propagation), the error paths, every named target's object,
- * and the generic backend interface of targets/target.h. */
+ * a failed run-time check (TIR_FAIL: ctx->fail and the status, serially and from
+ * parallel tasks), and the generic backend interface of targets/target.h. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@
 #include "target.h"
 #include "te_eval.h"
 #include "tir.h"
+#include "tir_eval.h"
 
 /* --- helpers --- */
 
@@ -619,6 +621,75 @@ static void test_reductions(void) {
 
 /* if_then_else and if guarding loads of a buffer that ends where a PROT_NONE page
  * begins: evaluating the untaken side would fault. */
+/* --- TIR_FAIL: a failed run-time check reaches ctx->fail and the status --- */
+
+typedef struct fail_log {
+  kiln_ctx ctx; /* first: the kernel gets &log->ctx */
+  atomic_int calls;
+  int32_t check;
+  int64_t value, lo, hi;
+} fail_log;
+
+static void record_fail(const kiln_ctx *ctx, int32_t check, int64_t value, int64_t lo, int64_t hi) {
+  fail_log *l = (fail_log *)(void *)ctx;
+  if (atomic_fetch_add(&l->calls, 1) == 0) l->check = check, l->value = value, l->lo = lo, l->hi = hi;
+}
+
+static void test_failed_checks(void) {
+  enum { N = 12 };
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "idx", GIR_I32, N, TIR_GLOBAL, 0);
+  tir_buffer *ps[1] = {A};
+  tir_stmt *bodies[2];
+  for (int par = 0; par < 2; par++) { /* if idx[i] >= 10: fail(3, idx[i], -10, 10), serially and in a parallel loop */
+    tir_var *i = tir_var_new(b, "i", GIR_I64);
+    tir_expr *v = tir_cast(b, GIR_I64, tir_load(b, A, V(k, i)));
+    tir_stmt *f = tir_fail(b, 3, v, I(k, -10), I(k, 10));
+    bodies[par] = tir_for(b, i, I(k, 0), I(k, N), par ? TIR_PARALLEL : TIR_SERIAL,
+                          tir_if(b, tir_bin(b, TE_GE, v, I(k, 10)), f, NULL));
+  }
+  tir_func *fs = add_func(k, "check_s", ps, 1, bodies[0]);
+  add_func(k, "check_p", ps, 1, bodies[1]);
+  gir_err err = {0};
+  tgt_llvm_jit *j = kit_jit(k, &err);
+  if (!CHECKF(j != NULL, "%s", err.msg)) goto done;
+  int32_t *idx = amalloc(N * sizeof *idx);
+  for (int i = 0; i < N; i++) idx[i] = i % 10;
+  void *bufs[1] = {idx};
+  test_pool pool = {.rc = 0};
+  for (int par = 0; par < 2; par++) {
+    kiln_kernel_fn fn = must_lookup(j, par ? "check_p" : "check_s");
+    if (!fn) continue;
+    fail_log log = {.ctx = {.parallel_for = test_parallel_for, .pool = &pool, .fail = record_fail}};
+    idx[7] = 7;
+    CHECK_INT(fn(bufs, &log.ctx), 0); /* every index valid: no report, status 0 */
+    CHECK_INT(atomic_load(&log.calls), 0);
+    idx[7] = 12;
+    CHECK_INT(fn(bufs, &log.ctx), 1);
+    CHECK_INT(atomic_load(&log.calls), 1);
+    CHECK_INT(log.check, 3);
+    CHECK_INT(log.value, 12);
+    CHECK_INT(log.lo, -10);
+    CHECK_INT(log.hi, 10);
+    if (!par) { /* no ctx, or a ctx without fail: the status alone */
+      CHECK_INT(fn(bufs, NULL), 1);
+      kiln_ctx bare = {0};
+      CHECK_INT(fn(bufs, &bare), 1);
+    }
+  }
+  /* the loop-IR interpreter stops at the failed check with its numbers */
+  fs->n_vars = b->next_var;
+  fs->n_buffers = b->next_buffer;
+  gir_err ie = {0};
+  CHECK(tir_eval_func(fs, bufs, k->arena, 0, &ie) < 0);
+  CHECK_CONTAINS(ie.msg, "check 3 failed: 12 is outside [-10, 10)");
+  free(idx);
+done:
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+}
+
 static void test_guarded_loads(void) {
   enum { NIN = 100, NOUT = 128 };
   long page = sysconf(_SC_PAGESIZE);
@@ -1288,6 +1359,7 @@ int main(void) {
   test_vector_add();
   test_reductions();
   test_guarded_loads();
+  test_failed_checks();
   test_half_formats();
   test_f8_formats();
   test_cast_attrs();
