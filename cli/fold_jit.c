@@ -1,5 +1,5 @@
 /* fold_jit.c — the constant folder the CLI hands to the importer and to
- * kiln_compile. Small folds run on the TE interpreter (lower/interp.c); large ones
+ * kiln_compile. Small folds run on the TE interpreter (te/interp.c); large ones
  * (a 100-million-element weight transpose of a VGG classifier) are lowered with the
  * same compute definitions, compiled by the LLVM backend and run in-process: the
  * same semantics, without the interpreter's cost. Either way the evaluated node's

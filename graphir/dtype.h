@@ -53,7 +53,7 @@ float gir_bf16_to_f32(uint16_t h);
  * saturates to ±6 (NaN gives -0 or +0, ml_dtypes' choice); FNUZ formats have no
  * -0. float8e8m0 keeps the exponent bits (rounds down; NaN and inf give 0xff);
  * the Cast operator's saturate and round_mode are built on these by the compute
- * definition of cast (lower/compute_elementwise.c). A double goes through
+ * definition of cast (te/compute_elementwise.c). A double goes through
  * float32 (rounded twice), as ml_dtypes converts it. */
 uint8_t gir_f32_to_f8(gir_dtype t, float f);
 uint8_t gir_f64_to_f8(gir_dtype t, double v);

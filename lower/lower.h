@@ -27,16 +27,6 @@ typedef struct lower_program {
   int32_t n_kernels;
 } lower_program;
 
-/* The default schedule of a stage set: non-reducing intermediates inlined, heavy
- * stages scheduled by their templates, the leading spatial loops of the others
- * fused and run in parallel when the stage is large. t NULL: lower_target_default. */
-int lower_default_schedule(sch_schedule *s, const lower_target *t);
-/* The element-wise stage that is st's only reader, has its shape and is still
- * unscheduled at the root, or NULL. */
-sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
-/* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
-sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
-
 /* One kernel computing outs (n_outs values produced by the nodes) from the nodes
  * (topological order), named `name`. */
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,

@@ -1,6 +1,6 @@
 /* llvm_expr.c — loop IR expressions, loads and stores → LLVM IR.
  *
- * The reference for every operation is the TE interpreter (lower/te_eval.c): the
+ * The reference for every operation is the TE interpreter (te/te_eval.c): the
  * code here computes the same bits, operation by operation, so that a kernel and
  * the interpreter agree exactly except where the loop IR allows a difference
  * (FMA contraction; libm's float versions of exp, sin... against double ones).
@@ -502,7 +502,7 @@ static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, i
   }
 }
 
-/* min / max as compare-and-select, the interpreter's definition (lower/scalar.c):
+/* min / max as compare-and-select, the interpreter's definition (te/scalar.c):
  * NaN if either operand is NaN, else b < a ? b : a (max: b > a ? b : a), so
  * signed zeros come out the same everywhere. Not llvm.minimum / llvm.maximum:
  * LLVM 19 narrows them to half precision for float16 values and then loses the

@@ -4,7 +4,7 @@ Someone who clones kiln has only the repository, so:
 - no tracked file points outside it (a path through ../shared or a "design guide"
   kept elsewhere);
 - ARCHITECTURE.md exists, names every top-level source folder (each stage's home),
-  and every folder or file it cites in backquotes (`lower/tir.h`, `runtime/`) exists;
+  and every folder or file it cites in backquotes (`tir/tir.h`, `runtime/`) exists;
 - the README starts with its two commands (set-up + main job, set-up + all tests)
   and points to ARCHITECTURE.md.
 
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import util  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SOURCE_FOLDERS = ["graphir", "importer", "layout", "fusion", "lower", "targets", "pack", "runtime", "cli"]
+SOURCE_FOLDERS = ["graphir", "importer", "layout", "fusion", "te", "tir", "schedule", "lower", "targets", "pack", "runtime", "cli"]
 TEXT = (".c", ".h", ".md", ".py", ".sh", ".txt", ".cmake", ".def")
 
 

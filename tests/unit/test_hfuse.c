@@ -4,7 +4,7 @@
  * each), the siblings that must stay apart (an element-wise epilogue, a graph
  * output, a different window, group > 1, a non-constant weight, weights over
  * the size limit, a group of one), more siblings than a concat takes, and the
- * numbers: every graph is run by the reference interpreter (lower/interp.h)
+ * numbers: every graph is run by the reference interpreter (te/interp.h)
  * before the pass, after it and after the fold, on seeded random inputs, and
  * the outputs must agree to 1e-5 of their scale.
  *

@@ -2,7 +2,7 @@
  * is a tiny graph built with the graphir API, run through lay_nchwc and checked
  * twice: structurally (which ops remain, which are relayouts, what the blocked
  * ops read, weight and bias shapes, the lay_stats counters, gir_verify clean)
- * and numerically (the reference interpreter, lower/interp.h, runs the graph
+ * and numerically (the reference interpreter, te/interp.h, runs the graph
  * before and after on random inputs and weights; outputs must agree to 1e-5 of
  * their scale). Cases: a conv chain, a residual diamond, pooling and a global
  * mean, concat on channels, broadcast constant operands of element-wise ops

@@ -1,7 +1,7 @@
 /* test_llvm.c — the LLVM backend, end to end: loop IR built by hand with the
  * tir.h builder, compiled to host code, loaded through the ORC JIT and run.
  *
- * Most checks are differential against the TE interpreter (lower/te_eval.c), the
+ * Most checks are differential against the TE interpreter (te/te_eval.c), the
  * single statement of what each operation means: every unary op, binary op and
  * cast, on every first-class dtype, over edge values (0, ±1, INT_MIN, -1
  * divisors, shift counts around the width, ±0, ±inf, NaN, saturation bounds...),

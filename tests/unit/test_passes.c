@@ -1,6 +1,6 @@
-/* test_passes.c — tests of the loop-IR passes: unrolling (lower/pass_unroll.c),
- * loop partitioning (lower/pass_partition.c) and the statement simplifier
- * (lower/tir_simplify.c) on whole loop nests.
+/* test_passes.c — tests of the loop-IR passes: unrolling (tir/pass_unroll.c),
+ * loop partitioning (tir/pass_partition.c) and the statement simplifier
+ * (tir/tir_simplify.c) on whole loop nests.
  *
  * Unit cases build the nests that schedules produce — a non-divisible split
  * with its guard, a padded 1-D and 2-D convolution reading through

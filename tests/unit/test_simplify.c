@@ -1,6 +1,6 @@
-/* test_simplify.c — tests of the loop-IR interpreter (lower/tir_eval.c), the
- * integer analysis (lower/arith.c) and the arithmetic simplifier
- * (lower/tir_simplify.c).
+/* test_simplify.c — tests of the loop-IR interpreter (tir/tir_eval.c), the
+ * integer analysis (tir/arith.c) and the arithmetic simplifier
+ * (tir/tir_simplify.c).
  *
  * Two kinds of test. Unit cases: a small expression, the facts known about its
  * variables, and the exact form the simplifier must reach, written next to it

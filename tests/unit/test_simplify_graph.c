@@ -4,7 +4,7 @@
  * cases a rule must leave alone (x*0 on floats, float → int → float casts, a conv
  * whose output has a second consumer, constants that are not per-channel), CSE,
  * graph output names, and numerical checks of the per-channel folds: the graph
- * is run by the reference interpreter (lower/interp.h) before and after, on
+ * is run by the reference interpreter (te/interp.h) before and after, on
  * random inputs, and must agree to rtol 1e-5.
  *
  * With the light ResNet-50 present (scripts/model_path.sh), the whole model goes

@@ -5,7 +5,7 @@
  * reduce loops outside and the vector lane innermost, so every tap is one vector
  * load and one vector add/max into a register. Sibling reductions the epilogue
  * also reads (an average pool's tap count) go to the same place. */
-#include "lower.h"
+#include "templates.h"
 
 #define PARALLEL_ROWS 64 /* enough chunks for two to eight threads to balance */
 

@@ -7,7 +7,7 @@
  * registers and writes the output once. Tiles are independent: the batch and tile
  * loops are fused into one parallel loop, rows outside column panels, or panels
  * outside rows when B outweighs A (each panel then stays in cache for all rows). */
-#include "lower.h"
+#include "templates.h"
 
 /* The largest of the candidates that divides n, else the first. */
 static int32_t pick_divisor(int64_t n, const int32_t *cand, int nc) {

@@ -5,7 +5,6 @@
  * schedule (default_schedule.c), which runs after this and leaves scheduled stages
  * alone. */
 #include <string.h>
-#include "lower.h"
 #include "templates.h"
 
 lower_target lower_target_default(void) { return (lower_target){.vec_f32 = 16, .vec_regs = 32, .threads = 2}; }

@@ -7,7 +7,6 @@
  * first pass to the last, where the default schedule made serial passes over the
  * whole tensor. */
 #include <string.h>
-#include "lower.h"
 #include "templates.h"
 
 static int row_kind(const sch_stage *st) {

@@ -5,7 +5,7 @@
  * every operator (tir_value_unop/binop/cast), which the simplifier's constant
  * folder calls so that folding and running can never disagree.
  *
- * Values follow lower/te_eval.c exactly: integers travel as int64 wrapped to
+ * Values follow te/te_eval.c exactly: integers travel as int64 wrapped to
  * their dtype's width (uint64 as its bit pattern, bool as 0/1), floats as double
  * rounded to their dtype's precision after every operation. Integer division or
  * modulo by zero gives 0. Vector expressions are evaluated lane by lane (a

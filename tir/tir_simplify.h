@@ -2,7 +2,7 @@
  *
  * The simplifier rewrites expressions and statements into cheaper ones that
  * compute exactly the same thing (bit for bit: integer wrapping, division by
- * zero and float rounding included; see lower/tir_eval.h). What it does:
+ * zero and float rounding included; see tir/tir_eval.h). What it does:
  * - folds constants with the interpreter's own operator functions (float
  *   operations only where the result is correctly rounded, so it cannot differ
  *   from what compiled code computes);

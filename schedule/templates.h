@@ -84,4 +84,14 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t);
  * not know keep the default schedule. Returns 0, or -1 with the schedule's error. */
 int lower_apply_templates(sch_schedule *s, const lower_target *t);
 
+/* The default schedule of a stage set: non-reducing intermediates inlined, heavy
+ * stages scheduled by their templates, the leading spatial loops of the others
+ * fused and run in parallel when the stage is large. t NULL: lower_target_default. */
+int lower_default_schedule(sch_schedule *s, const lower_target *t);
+/* The element-wise stage that is st's only reader, has its shape and is still
+ * unscheduled at the root, or NULL. */
+sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
+/* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
+sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
+
 #endif

@@ -6,7 +6,6 @@
  * fused until there is enough parallel work, running in parallel when the stage
  * computes enough elements to pay for the fork. */
 #include <string.h>
-#include "lower.h"
 #include "templates.h"
 
 #define PARALLEL_MIN_ELEMENTS 16384

@@ -16,7 +16,7 @@
  * (the rows of an output block; with image_tile the rows of an input block); the
  * next window's weights are prefetched while the current one computes. */
 #include <string.h>
-#include "lower.h"
+#include "templates.h"
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
