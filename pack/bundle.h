@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include "graph.h"
 
-#define PACK_FORMAT_VERSION 1
+#define PACK_FORMAT_VERSION 2 /* 2: kernels may call kiln_ctx.fail (plan.json "checks") */
 
 typedef enum pack_arg_kind { PACK_ARG_INPUT, PACK_ARG_OUTPUT, PACK_ARG_ARENA, PACK_ARG_PARAM, PACK_ARG_KIND_COUNT } pack_arg_kind;
 
