@@ -273,6 +273,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   pack_bundle bundle = {
       .model = model_name(o->model_path), .compiler_version = KILN_VERSION,
       .target_name = o->target ? o->target : "host", .triple = tgt_llvm_module_triple(mod),
+      .cpu_features = tgt_llvm_module_features(mod),
       .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
       .calls = plan.calls, .n_calls = plan.n_calls, .arena_bytes = plan.mem.arena_bytes,
       .workspace_bytes = 0 /* kernel workspace lives in the arena */, .params = plan.params, .params_bytes = plan.params_bytes,

@@ -113,6 +113,16 @@ static int build_texts(const pack_bundle *b, char **manifest, char **plan, char 
   cJSON *tg = cJSON_AddObjectToObject(m, "target");
   cJSON_AddStringToObject(tg, "name", b->target_name);
   cJSON_AddStringToObject(tg, "triple", b->triple);
+  if (b->cpu_features && *b->cpu_features) { /* the runtime refuses the bundle on a CPU that lacks one */
+    cJSON *fs = cJSON_AddArrayToObject(tg, "features");
+    for (const char *p = b->cpu_features; *p;) {
+      size_t n = strcspn(p, ",");
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+      cJSON_AddItemToArray(fs, cJSON_CreateString(name));
+      p += n + (p[n] == ',');
+    }
+  }
   cJSON_AddItemToObject(m, "inputs", io_json(b->inputs, b->n_inputs));
   cJSON_AddItemToObject(m, "outputs", io_json(b->outputs, b->n_outputs));
   cJSON_AddNumberToObject(m, "arena_bytes", (double)b->arena_bytes);

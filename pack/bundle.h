@@ -47,6 +47,7 @@ typedef struct pack_io {
 
 typedef struct pack_bundle {
   const char *model, *compiler_version, *target_name, *triple;
+  const char *cpu_features; /* comma-separated CPU features the code may use (manifest target.features), or NULL */
   pack_io *inputs, *outputs;
   int32_t n_inputs, n_outputs;
   pack_call *calls;

@@ -117,6 +117,8 @@ typedef struct {
 
 struct kiln_model {
   char *name, *compiler_version, *target_name, *target_triple;
+  char **target_features; /* manifest target.features: the CPU features the code may use */
+  int32_t target_feature_count;
   krt_tensor *inputs, *outputs;
   int32_t input_count, output_count;
   int64_t arena_bytes, weights_bytes, workspace_bytes;
@@ -163,6 +165,14 @@ void krt_plan_bind(kiln_model *model);
  * symbol, which must lie inside that library. */
 kiln_status krt_library_load(kiln_model *model, const krt_entry *lib, krt_error *err);
 void krt_library_close(void *handle);
+
+/* ---- cpu.c: the CPU features a bundle's code uses, present on this CPU? ---- */
+
+#define KRT_MAX_FEATURES 64
+/* KILN_OK when every named feature (LLVM's x86 names: "avx2", "avx512fp16", …) is
+ * present and enabled by the OS; else KILN_ERR_LOAD naming the missing ones and
+ * this CPU. A name it does not know counts as missing. */
+kiln_status krt_cpu_check(const char *const *names, int32_t count, const char *target_name, krt_error *err);
 
 /* ---- json.c: cJSON access with type checks and messages naming the field ---- */
 

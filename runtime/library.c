@@ -225,6 +225,8 @@ static kiln_status check_architecture(const kiln_model *m, const krt_entry *lib,
 
 kiln_status krt_library_load(kiln_model *m, const krt_entry *lib, krt_error *err) {
   if (check_architecture(m, lib, err) != KILN_OK) return err->status;
+  if (krt_cpu_check((const char *const *)m->target_features, m->target_feature_count, m->target_name, err) != KILN_OK)
+    return err->status;
   char why[KRT_ERR_MAX / 2] = "";
   void *handle = NULL;
   if (!open_via_memfd(lib, &handle, why, sizeof why)) open_via_tempfile(lib, &handle, why, sizeof why);

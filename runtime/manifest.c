@@ -22,6 +22,35 @@
 
 #define MAX_SIZE ((int64_t)9007199254740992LL) /* 2^53: exact in a JSON double */
 
+/* target.features (optional): at most KRT_MAX_FEATURES names of 1-32 characters of
+ * [a-z0-9.-], the CPU features the code may use (checked against this CPU when the
+ * library is loaded: cpu.c). */
+static kiln_status parse_features(const cJSON *target, kiln_model *m, krt_error *err) {
+  if (!cJSON_GetObjectItemCaseSensitive(target, "features")) return KILN_OK;
+  const cJSON *list;
+  int32_t count;
+  if (krt_json_array(target, "features", "manifest.json: target", &list, &count, err) != KILN_OK) return err->status;
+  if (count > KRT_MAX_FEATURES)
+    return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: target.features has %d names, over the limit of %d", count,
+                    KRT_MAX_FEATURES);
+  m->target_features = calloc(count > 0 ? (size_t)count : 1, sizeof *m->target_features);
+  if (!m->target_features) return krt_fail(err, KILN_ERR_NOMEM, "out of memory for the target's features");
+  int32_t i = 0;
+  for (const cJSON *f = list->child; f; f = f->next, i++) {
+    const char *s = cJSON_IsString(f) ? f->valuestring : NULL;
+    size_t n = s ? strlen(s) : 0;
+    int ok = n >= 1 && n <= 32;
+    for (size_t k = 0; ok && k < n; k++) ok = (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= '0' && s[k] <= '9') ||
+                                              s[k] == '.' || s[k] == '-';
+    if (!ok)
+      return krt_fail(err, KILN_ERR_FORMAT,
+                      "manifest.json: target.features[%d] must be 1-32 characters of [a-z0-9.-]", i);
+    if (krt_strdup(s, &m->target_features[i], err) != KILN_OK) return err->status;
+    m->target_feature_count = i + 1;
+  }
+  return KILN_OK;
+}
+
 static int is_target_name(const char *s) {
   size_t n = strlen(s);
   if (n == 0 || n > 64 || s[0] == '.') return 0;
@@ -223,6 +252,7 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, 
   if (krt_json_string(target, "triple", "manifest.json: target", &s, err) != KILN_OK ||
       krt_strdup(s, &m->target_triple, err) != KILN_OK)
     return err->status;
+  if (parse_features(target, m, err) != KILN_OK) return err->status;
 
   if (parse_tensors(root, "inputs", &m->inputs, &m->input_count, err) != KILN_OK) return err->status;
   if (parse_tensors(root, "outputs", &m->outputs, &m->output_count, err) != KILN_OK) return err->status;

@@ -64,6 +64,8 @@ void kiln_model_close(kiln_model *m) {
   free(m->compiler_version);
   free(m->target_name);
   free(m->target_triple);
+  for (int32_t i = 0; i < m->target_feature_count; i++) free(m->target_features[i]);
+  free(m->target_features);
   free(m);
 }
 

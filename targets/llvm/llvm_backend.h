@@ -56,6 +56,10 @@ typedef struct tgt_llvm_module tgt_llvm_module;
 tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const tgt_llvm_options *opt, gir_err *err);
 void tgt_llvm_module_free(tgt_llvm_module *m);
 
+/* The x86 instruction-set features the module's code may use, comma-separated
+ * ("avx2,fma,…"; "" for other architectures): a bundle records them and the runtime
+ * refuses it on a CPU without one (runtime/cpu.c). */
+const char *tgt_llvm_module_features(const tgt_llvm_module *m);
 /* The normalized target triple the module was compiled for; whether it is the host. */
 const char *tgt_llvm_module_triple(const tgt_llvm_module *m);
 int tgt_llvm_module_is_host(const tgt_llvm_module *m);

@@ -28,6 +28,7 @@ struct tgt_llvm_module {
   LLVMTargetMachineRef tm;
   char *triple;
   int host;
+  char *features; /* the x86 features the code may use, comma-separated (recorded_features) */
 };
 
 static pthread_once_t targets_once = PTHREAD_ONCE_INIT;
@@ -107,6 +108,7 @@ void tgt_llvm_module_free(tgt_llvm_module *m) {
   if (m->ctx) LLVMContextDispose(m->ctx);
   if (m->tm) LLVMDisposeTargetMachine(m->tm);
   free(m->triple);
+  free(m->features);
   free(m);
 }
 
@@ -223,6 +225,35 @@ int tgt_llvm_target_runs_here(const char *name, char *why, size_t why_len) {
   return ok;
 }
 
+/* The x86 instruction-set features code compiled with (cpu, features) may use, as
+ * the bundle records them for the runtime to check (runtime/cpu.c, FORMAT.md): the
+ * host's '+' features, or those an x86-64 level implies; none for other triples. */
+static const char *const x86_recorded[] = {
+    "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "aes", "avx", "avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe",
+    "adx", "sha", "gfni", "vaes", "vpclmulqdq", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
+    "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512bf16",
+    "avx512fp16", "avxvnni", NULL};
+
+static char *recorded_features(const char *triple, const char *cpu, const char *features) {
+  size_t cap = 1024, n = 0;
+  char *out = calloc(cap, 1);
+  if (!out || strncmp(triple, "x86_64", 6)) return out;
+  int v3 = cpu && (!strcmp(cpu, "x86-64-v3") || !strcmp(cpu, "x86-64-v4")), v4 = cpu && !strcmp(cpu, "x86-64-v4");
+  for (int i = 0; x86_recorded[i]; i++) {
+    const char *f = x86_recorded[i];
+    int on = has_feature(features, f);
+    for (int k = 0; v3 && !on && x86_v3[k]; k++) on = !strcmp(x86_v3[k], f);
+    for (int k = 0; v4 && !on && x86_v4[k]; k++) on = !strcmp(x86_v4[k], f);
+    if (v3 && !on && (!strcmp(f, "sse3") || !strcmp(f, "ssse3") || !strcmp(f, "sse4.1") || !strcmp(f, "sse4.2") ||
+                      !strcmp(f, "popcnt")))
+      on = 1; /* v2, below v3 */
+    if (on) n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", f);
+  }
+  return out;
+}
+
+const char *tgt_llvm_module_features(const tgt_llvm_module *m) { return m->features; }
+
 /* Has the target float16 <-> float32 conversion instructions? (Else fptrunc /
  * fpext to half become libcalls, missing from some targets' libgcc.) */
 static int native_half(const char *triple, const char *cpu, const char *features) {
@@ -269,7 +300,10 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
     return NULL;
   }
   char *cpu = NULL, *feat = NULL;
-  if (make_machine(m, opt, &cpu, &feat, err) < 0) {
+  if (make_machine(m, opt, &cpu, &feat, err) < 0 || !(m->features = recorded_features(m->triple, cpu, feat))) {
+    if (!m->features && cpu) gir_errf(err, "out of memory");
+    free(cpu);
+    free(feat);
     tgt_llvm_module_free(m);
     return NULL;
   }

@@ -152,6 +152,24 @@ def members_of(bundle, drop=(), replace=None, extra=()):
     return out + list(extra)
 
 
+# LLVM's x86 feature names (what the compiler records) and /proc/cpuinfo's flags for them.
+CPUINFO_FLAG = {"sse3": "pni", "ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "avx", "avx2": "avx2",
+                "fma": "fma", "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2", "lzcnt": "abm", "movbe": "movbe",
+                "avx512f": "avx512f", "avx512bw": "avx512bw", "avx512vl": "avx512vl", "avx512vnni": "avx512_vnni",
+                "avx512bf16": "avx512_bf16", "avx512fp16": "avx512_fp16", "avxvnni": "avx_vnni",
+                "avx512vbmi2": "avx512_vbmi2", "gfni": "gfni", "vaes": "vaes"}
+
+
+def cpu_feature_missing_here():
+    """An x86 feature of the runtime's table this CPU lacks (per /proc/cpuinfo), or None."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        return None
+    return next((name for name, flag in CPUINFO_FLAG.items() if flag not in flags), None) if flags else None
+
+
 def save(d, data, name="model.kiln"):
     p = os.path.join(d, name)
     with open(p, "wb") as f:
@@ -459,6 +477,23 @@ def cases(lib):
         b = bundle()
         b.lib = data
         return tarred(b)
+
+    # CPU features the code may use (manifest target.features): refused at open when this CPU lacks one
+    add("target.features not an array", "FORMAT", "features")(
+        lambda d: save(d, with_manifest(lambda m: m["target"].update(features="avx2"))))
+    add("a feature name with a space", "FORMAT", "features[1]")(
+        lambda d: save(d, with_manifest(lambda m: m["target"].update(features=["sse3", "avx 2"]))))
+    add("65 feature names", "FORMAT", "65 names")(
+        lambda d: save(d, with_manifest(lambda m: m["target"].update(features=["sse3"] * 65))))
+    add("a feature this runtime cannot check", "LOAD", ["avx10.2", "cannot check"])(
+        lambda d: save(d, with_manifest(lambda m: m["target"].update(features=["sse3", "avx10.2"]))))
+    missing = cpu_feature_missing_here()
+    if missing:
+        add("a feature this CPU lacks (%s)" % missing, "LOAD", [missing, "lacks", "--target x86_64-avx2"])(
+            lambda d: save(d, with_manifest(lambda m: m["target"].update(features=["sse3", missing]))))
+    else:
+        print("SKIP a feature this CPU lacks: this CPU has every feature of the runtime's table (the refusal of an "
+              "unknown name above takes the same path)")
 
     add("library is not ELF", "LOAD", "not an ELF shared object")(lambda d: save(d, with_lib(b"#!/bin/sh\n" * 100)))
     add("library is a truncated ELF", "LOAD", "cannot load")(lambda d: save(d, with_lib(lib[:300])))
