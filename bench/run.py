@@ -18,7 +18,8 @@ folder is under build/, which git ignores: ResNet-50 alone is 100 MB):
 and, when named in --models: dcgan_decoder (four 4x4 stride-2 ConvTransposes) and
 resnext_blocks (group-32 3x3 convs at 28x28), generated the same way, and the light
 DenseNet-121 and Inception v1 (GoogLeNet), randomized like ResNet-50: channel concats
-everywhere.
+everywhere; and bert_embedding (BERT-base's embedding layer: token ids into a
+30522 x 768 table, every id checked at run time).
 
 For each model: `kiln bench MODEL --compare onnxruntime --json` (kiln and ONNX Runtime on
 the same inputs and thread count, alternating batches of runs; see bench/README.md). Then:
@@ -45,7 +46,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 
 MODELS = ["resnet50", "squeezenet", "mobilenetv2", "bert_encoder"]
-EXTRA = ["dcgan_decoder", "resnext_blocks", "densenet121", "inception_v1"]  # run when named in --models
+EXTRA = ["dcgan_decoder", "resnext_blocks", "densenet121", "inception_v1", "bert_embedding"]  # run when named in --models
 LIGHT = {"resnet50": "light_resnet50", "squeezenet": "light_squeezenet", "densenet121": "light_densenet121",
          "inception_v1": "light_inception_v1"}
 
