@@ -380,7 +380,7 @@ static int compare_outputs(bench *b, out_cmp *cmp, int n_out) {
 
 static cJSON *num_or_null(double v, int present) { return present ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static void print_json(const bench_opts *o, int threads, int is_onnx, double compile_s, const stats *ks,
+static void print_json(const bench_opts *o, int threads, int is_onnx, double compile_s, int generic, const stats *ks,
                        const stats *os, const char *ort_version, const out_cmp *cmp, int n_out,
                        const cli_profile_summary *sum, int64_t flops) {
   int ort = os != NULL;
@@ -389,6 +389,8 @@ static void print_json(const bench_opts *o, int threads, int is_onnx, double com
   cJSON_AddStringToObject(j, "format", is_onnx ? "onnx" : "kiln");
   cJSON_AddItemToObject(j, "opt_level", num_or_null(o->opt_level, is_onnx));
   cJSON_AddItemToObject(j, "compile_s", num_or_null(compile_s, is_onnx));
+  /* groups whose conv / matmul / pooling no template scheduled (null for a .kiln input) */
+  cJSON_AddItemToObject(j, "generic_groups", num_or_null(generic, is_onnx));
   cJSON_AddNumberToObject(j, "threads", threads);
   cJSON_AddNumberToObject(j, "repeat", o->repeat);
   cJSON_AddNumberToObject(j, "warmup", o->warmup);
@@ -511,6 +513,7 @@ static int bench_main(bench_opts *o, bench *b) {
   /* compile */
   const char *bundle = o->model;
   double compile_s = 0;
+  int generic = 0;
   if (is_onnx) {
     bundle = bench_file(b, "model.kiln", 0);
     cli_import_finish(&o->ci);
@@ -524,9 +527,10 @@ static int bench_main(bench_opts *o, bench *b) {
       return 1;
     }
     compile_s = (cli_now_ms() - t0) / 1e3;
+    generic = cr.generic_conv + cr.generic_matmul + cr.generic_pool;
     if (!o->json)
-      printf("compiled %s at -O%d in %.2f s: %d kernels, %.3f GFLOPs per run\n", o->model, o->opt_level, compile_s,
-             cr.kernels, cr.flops / 1e9);
+      printf("compiled %s at -O%d in %.2f s: %d kernels (%d on the generic schedule), %.3f GFLOPs per run\n",
+             o->model, o->opt_level, compile_s, cr.kernels, generic, cr.flops / 1e9);
   }
 
   /* open, feed */
@@ -667,7 +671,7 @@ static int bench_main(bench_opts *o, bench *b) {
   }
   if (rc == 0) {
     if (o->json)
-      print_json(o, threads, is_onnx, compile_s, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
+      print_json(o, threads, is_onnx, compile_s, generic, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
     else
       print_human(o, threads, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
   }

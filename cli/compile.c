@@ -148,6 +148,15 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
                     : lower_graph(g, &f->b, &lt, &f->prog, err);
   if (rc < 0) return -1;
   res->kernels = f->prog.n_kernels;
+  for (int k = 0; k < f->prog.n_kernels; k++) {
+    const char *gen = f->prog.kernels[k].generic;
+    if (!gen) continue;
+    *(!strcmp(gen, "matmul") ? &res->generic_matmul : !strcmp(gen, "pool") ? &res->generic_pool : &res->generic_conv) += 1;
+    size_t used = strlen(res->generic_names);
+    if (used + strlen(f->prog.kernels[k].fn->name) + 2 < sizeof res->generic_names)
+      snprintf(res->generic_names + used, sizeof res->generic_names - used, "%s%s", used ? " " : "",
+               f->prog.kernels[k].fn->name);
+  }
   for (int k = 0; k < g->n_nodes; k++) res->flops = gir_flops_add(res->flops, gir_node_flops(g->nodes[k]));
   if (dumping(o, "lower"))
     for (int k = 0; k < f->prog.n_kernels; k++) tir_print_func(f->prog.kernels[k].fn, dump);
@@ -350,5 +359,8 @@ int kiln_cmd_compile(int argc, char **argv) {
   printf("  weights: %.2f MiB\n", mib(res.weights_bytes));
   printf("  code: %.1f KiB\n", res.code_bytes / 1024.0);
   printf("  work: %.3f GFLOPs per run\n", res.flops / 1e9);
+  printf("  generic schedules: %d groups (conv %d, matmul %d, pool %d)%s%s\n",
+         res.generic_conv + res.generic_matmul + res.generic_pool, res.generic_conv, res.generic_matmul,
+         res.generic_pool, res.generic_names[0] ? ": " : "", res.generic_names);
   return 0;
 }

@@ -34,6 +34,9 @@ typedef struct kiln_compile_result {
   int64_t arena_bytes, arena_lower_bound, weights_bytes, workspace_bytes, code_bytes, flops;
   int64_t intermediate_bytes; /* written into intermediates per run */
   int32_t folded_nodes;
+  int32_t generic_conv, generic_matmul, generic_pool; /* groups whose conv / matmul / pooling stage no template
+                                                         scheduled (the generic default schedule) */
+  char generic_names[256];    /* the first of those kernels' names, space-separated */
   void *bundle;               /* output_path NULL: the bundle, malloc'ed (the caller frees) */
   size_t bundle_bytes;
 } kiln_compile_result;

@@ -18,6 +18,7 @@ typedef struct lower_kernel {
   int64_t flops;            /* of all its nodes (gir_node_flops) */
   int32_t n_ws;             /* workspace params after the outputs */
   int64_t *ws_bytes;
+  const char *generic;      /* a heavy stage's tag (conv, matmul, pool…) when no template scheduled it, else NULL */
   int32_t n_checks;         /* run-time checks (index_checks.c): check j reports as checks[j], */
   const char **checks;      /* "Gather 'g' (opset 13), indices 'ids'" */
 } lower_kernel;

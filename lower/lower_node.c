@@ -90,6 +90,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
   }
   sch_schedule *s = sch_create(c, params, np, ot, n_outs, err);
   if (!s || lower_default_schedule(s, t) < 0) return gir_err_prefix(err, "scheduling %s", name);
+  k->generic = lower_generic_heavy_stage(s);
   k->fn = sch_lower(s, b, name);
   if (!k->fn) return gir_err_prefix(err, "lowering %s", name);
   k->fn->body = tir_optimize(b, k->fn->body);

@@ -9,11 +9,16 @@
  * outside rows when B outweighs A (each panel then stays in cache for all rows). */
 #include "templates.h"
 
-/* The largest of the candidates that divides n, else the first. */
-static int32_t pick_divisor(int64_t n, const int32_t *cand, int nc) {
-  for (int i = 0; i < nc; i++)
-    if (cand[i] <= n && n % cand[i] == 0) return cand[i];
-  return cand[0];
+/* Rows of the register tile: the candidate (largest first) that covers n rows in
+ * the fewest tiles, the largest among equals — a ragged last tile costs one
+ * partial tile (the loop-partition pass gives it its own straight-line copy), where
+ * shrinking the tile to a divisor of n (1 for a prime like ViT's 197 tokens) would
+ * cost the whole matmul its register reuse. */
+static int32_t pick_rows(int64_t n, const int32_t *cand, int nc) {
+  int32_t best = cand[0];
+  for (int i = 1; i < nc; i++)
+    if ((n + cand[i] - 1) / cand[i] < (n + best - 1) / best) best = cand[i];
+  return best;
 }
 
 lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *t) {
@@ -51,7 +56,7 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
   int32_t cand[8], nc = 0;
   for (int i = 0; i < 8; i++)
     if (rows[i] <= max_rows) cand[nc++] = rows[i];
-  c.mr = M < 1 ? 1 : M < cand[0] ? (int32_t)M : pick_divisor(M, cand, nc); /* M = 0: no rows, any tile */
+  c.mr = M < 1 ? 1 : M < cand[0] ? (int32_t)M : pick_rows(M, cand, nc); /* M = 0: no rows, any tile */
   /* k in steps of 4: the loop overhead amortised over 4·mr·nr_vecs FMAs */
   int64_t K = red->reduce_axes[0]->extent;
   c.k_unroll = K % 4 == 0 ? 4 : K % 2 == 0 ? 2 : 1;

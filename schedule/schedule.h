@@ -73,6 +73,7 @@ struct sch_stage {
   int is_output;
   sch_prefetch_rec *prefetch;
   int32_t n_prefetch;
+  const char *template_name; /* the schedule template that scheduled it (templates.c), or NULL */
 };
 
 typedef struct sch_schedule {

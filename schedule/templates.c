@@ -55,6 +55,17 @@ static int keeps_last_axis(const sch_stage *st) {
   return axes != NULL && last >= 0;
 }
 
+const char *lower_generic_heavy_stage(const sch_schedule *s) {
+  static const char *const heavy[] = {"conv", "conv_nchwc", "conv_transpose", "matmul", "pool", NULL};
+  for (int i = 0; i < s->n_stages; i++) {
+    const sch_stage *st = s->stages[i];
+    if (!st->n_reduce || st->template_name || !st->t->tag || st->attach == SCH_INLINE) continue;
+    for (int k = 0; heavy[k]; k++)
+      if (!strcmp(st->t->tag, heavy[k])) return heavy[k];
+  }
+  return NULL;
+}
+
 int lower_apply_templates(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
@@ -71,6 +82,8 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
       epi = st;
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
+    static const char *const names[] = {"matmul", "conv_nchwc", "vector_reduce"};
+    st->template_name = epi->template_name = names[kind];
     int rc;
     if (kind == MATMUL) {
       lower_matmul_cfg cfg = lower_matmul_default(st, t);

@@ -84,6 +84,11 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t);
  * not know keep the default schedule. Returns 0, or -1 with the schedule's error. */
 int lower_apply_templates(sch_schedule *s, const lower_target *t);
 
+/* After scheduling: the tag of a heavy stage (conv, conv_nchwc, conv_transpose,
+ * matmul, pool) that no template scheduled — it runs on the generic default
+ * schedule, correct but far from peak — or NULL. */
+const char *lower_generic_heavy_stage(const sch_schedule *s);
+
 /* The default schedule of a stage set: non-reducing intermediates inlined, heavy
  * stages scheduled by their templates, the leading spatial loops of the others
  * fused and run in parallel when the stage is large. t NULL: lower_target_default. */

@@ -207,6 +207,20 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   return 0;
 }
 
+/* How many taps base + r*dl, r in [0, ks), lie in [lo, hi): r from
+ * max(0, ceil((lo - base) / dl)) to min(ks - 1, floor((hi - 1 - base) / dl)) — in
+ * closed form, so an average pool divides by an expression of the output position
+ * (a constant where the window never meets padding) instead of counting taps with a
+ * second reduction. */
+static te_expr *window_taps(te_ctx *c, te_expr *base, int64_t lo, int64_t hi, int64_t ks, int64_t dl) {
+  te_expr *d = te_int(c, dl);
+  te_expr *first = te_sub(c, te_int(c, 0), te_bin(c, TE_FLOORDIV, te_sub(c, base, te_int(c, lo)), d)); /* ceil */
+  te_expr *last = te_bin(c, TE_FLOORDIV, te_sub(c, te_int(c, hi - 1), base), d);
+  first = te_bin(c, TE_MAX, first, te_int(c, 0));
+  last = te_bin(c, TE_MIN, last, te_int(c, ks - 1));
+  return te_bin(c, TE_MAX, te_add(c, te_sub(c, last, first), te_int(c, 1)), te_int(c, 0));
+}
+
 int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int blocked = gir_attr_int(n, "blocked", 0) != 0; /* NCHW[b]c: the last axis is a channel block */
@@ -216,34 +230,29 @@ int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
   gir_pool_fn fn = (gir_pool_fn)gir_attr_int(n, "fn", GIR_POOL_MAX);
   int include_pad = (int)gir_attr_int(n, "count_include_pad", 0);
   gir_dtype t = acc_type(x->dtype);
-  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK], *rv2[GIR_MAX_RANK];
+  te_var *ax[GIR_MAX_RANK], *rv[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
-  for (int i = 0; i < k; i++) {
-    rv[i] = te_var_new(c, "rk", ks[i]);
-    rv2[i] = te_var_new(c, "rk", ks[i]);
-  }
-  te_expr *xi[GIR_MAX_RANK], *cond = NULL, *cond2 = NULL;
+  for (int i = 0; i < k; i++) rv[i] = te_var_new(c, "rk", ks[i]);
+  te_expr *xi[GIR_MAX_RANK], *cond = NULL, *count = NULL;
   xi[0] = te_v(c, ax[0]);
   xi[1] = te_v(c, ax[1]);
   if (blocked) xi[x->rank - 1] = te_v(c, ax[x->rank - 1]);
   for (int i = 0; i < k; i++) {
     te_expr *base = te_sub(c, te_mul(c, te_v(c, ax[2 + i]), te_int(c, st[i])), te_int(c, pd[i]));
     te_expr *pos = te_add(c, base, te_mul(c, te_v(c, rv[i]), te_int(c, dl[i])));
-    te_expr *pos2 = te_add(c, base, te_mul(c, te_v(c, rv2[i]), te_int(c, dl[i])));
     xi[2 + i] = pos;
     te_expr *ok = te_in_range(c, pos, x->shape[2 + i]);
     cond = cond ? te_and(c, cond, ok) : ok;
-    /* taps counted by the average: inside the input, or inside input+pads */
-    te_expr *ok2 = include_pad ? te_and(c, te_ge(c, pos2, te_int(c, -pd[i])), te_lt(c, pos2, te_int(c, x->shape[2 + i] + pd[i + k])))
-                               : te_in_range(c, pos2, x->shape[2 + i]);
-    cond2 = cond2 ? te_and(c, cond2, ok2) : ok2;
+    /* taps the average counts: inside the input, or inside input + pads */
+    int64_t lo = include_pad ? -pd[i] : 0, hi = x->shape[2 + i] + (include_pad ? pd[i + k] : 0);
+    te_expr *taps = window_taps(c, base, lo, hi, ks[i], dl[i]);
+    count = count ? te_mul(c, count, taps) : taps;
   }
   te_expr *v = te_cast(c, t, te_load(c, x, xi)), *body;
   if (fn == GIR_POOL_MAX) body = te_reduce(c, TE_RMAX, rv, k, v, cond);
   else if (fn == GIR_POOL_AVG) {
     te_expr *sum = te_reduce(c, TE_SUM, rv, k, v, cond);
-    te_expr *cnt = te_reduce(c, TE_SUM, rv2, k, te_const(c, t, 1), cond2);
-    body = te_div(c, sum, cnt);
+    body = te_div(c, sum, te_cast(c, t, count));
   } else {
     double p = (double)gir_attr_int(n, "p", 2);
     te_expr *pw = p == 2 ? te_mul(c, v, v) : te_bin(c, TE_POW, te_un(c, TE_ABS, v), te_const(c, t, p));

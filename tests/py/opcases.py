@@ -1232,7 +1232,9 @@ def matmul_cases():
     # constant B (packed in panels): column panels outside row tiles with k in
     # steps of 4 (B outweighs A), a batch of ragged rows with k in steps of 2, rows
     # outside panels with an odd k
-    for k, (sa, sb) in enumerate([((40, 64), (64, 96)), ((2, 19, 30), (30, 64)), ((64, 33), (33, 32))]):
+    # ragged row tiles (M prime: the last register tile is partial), with packed B
+    for k, (sa, sb) in enumerate([((40, 64), (64, 96)), ((2, 19, 30), (30, 64)), ((64, 33), (33, 32)),
+                                  ((1, 197, 40), (40, 48)), ((13, 29), (29, 37))]):
         cs.append(one("matmul/MatMul/const-weights/f32/%s@%s" % (sh(sa), sh(sb)), "matmul", "MatMul", ["a", "b"],
                       [("a", rnd(sa, "f32", -1, 1))], [("b", rnd(sb, "f32", -1, 1)(np.random.default_rng(60 + k)))]))
     # Einsum → matmul
