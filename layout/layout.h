@@ -15,11 +15,14 @@ typedef struct lay_stats {
   int32_t transforms;  /* relayout nodes left in the graph */
 } lay_stats;
 
-/* Rewrites eligible 2-D float32 convolutions with constant weights (group 1,
- * depthwise, or grouped with whole blocks per group) into conv_nchwc and propagates the layout. `block` is the vector
- * width in floats: output blocks are 2·block when that divides the channels (a
- * two-vector register tile), else block or a smaller power of two ≥ 4; an input
- * already blocked keeps its block. Requires: topological order.
+/* Rewrites eligible 2-D and 1-D float32 convolutions with constant weights (group
+ * 1, depthwise, or grouped with whole blocks per group) into conv_nchwc and
+ * propagates the layout; a 1-D (NCW) conv runs as NCHW[x]c with H = 1 behind a
+ * reshape. `block` is the vector width in floats: output blocks are 2·block when
+ * that divides the channels (a two-vector register tile), else block or a smaller
+ * power of two ≥ 4; channels no block divides are padded to whole blocks (a few —
+ * an image's 3 — to one narrow block of 4 or 8); an input already blocked keeps its
+ * block. Requires: topological order.
  * Preserves: semantics, output names and shapes; compacts the graph. */
 int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
 

@@ -49,10 +49,48 @@ static gir_node *new_node(lay *L, gir_op op, gir_value *const *ins, int32_t n_in
 
 static gir_value *finish(lay *L, gir_node *n) { return gir_node_infer(L->g, n, L->err) < 0 ? NULL : n->out[0]; }
 
+/* v reshaped to dims (a new reshape node; NULL on error). */
+static gir_value *reshape_to(lay *L, gir_value *v, const int64_t *dims, int32_t rank, const gir_node *origin) {
+  gir_node *r = new_node(L, GIR_OP_reshape, &v, 1, NULL);
+  r->origin = origin ? origin->origin : NULL;
+  gir_attr_set_ints(L->g, r, "shape", dims, rank);
+  return finish(L, r);
+}
+
+/* 1-D (NCW) tensors live in the blocked layout as NCHW[b]c with H = 1: a [N, C, W]
+ * value is the squeeze of a [N, C, 1, W] one (squeeze_h) and goes in through an
+ * unsqueeze (unsqueeze_h), so 1-D convolutions and the ops between them (a speech
+ * model's Conv1d stack) get the same templates as 2-D ones. */
+static gir_value *unsqueeze_h(lay *L, gir_value *v, const gir_node *origin) {
+  int64_t d[4] = {v->shape.dims[0], v->shape.dims[1], 1, v->shape.dims[2]};
+  return reshape_to(L, v, d, 4, origin);
+}
+
+static gir_value *squeeze_h(lay *L, gir_value *v, const gir_node *origin) {
+  int64_t d[3] = {v->shape.dims[0], v->shape.dims[1], v->shape.dims[3]};
+  return reshape_to(L, v, d, 3, origin);
+}
+
+/* A [N, C, W] value that is the squeeze of a [N, C, 1, W] one: that one, else NULL. */
+static gir_value *unsqueezed_source(const gir_value *v) {
+  const gir_node *p = v ? v->producer : NULL;
+  if (!p || p->op != GIR_OP_reshape || v->shape.rank != 3) return NULL;
+  const gir_value *s = p->in[0];
+  if (s->shape.rank != 4 || s->shape.dims[2] != 1 || s->shape.dims[0] != v->shape.dims[0] ||
+      s->shape.dims[1] != v->shape.dims[1] || s->shape.dims[3] != v->shape.dims[2])
+    return NULL;
+  return p->in[0];
+}
+
 /* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
  * a relayout that produced x. C is the number of real channels: a blocked side
  * holds whole blocks, the channels past C are padding. */
 static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64_t C, const gir_node *origin) {
+  if (!src && x->shape.rank == 3) { /* NCW: as NCHW with H = 1 */
+    gir_value *x4 = unsqueezed_source(x);
+    if (!x4 && !(x4 = unsqueeze_h(L, x, origin))) return NULL;
+    x = x4;
+  }
   gir_node *p = x->producer;
   if (p && p->op == GIR_OP_relayout && gir_attr_int(p, "dst", 0) == src) {
     x = p->in[0];
@@ -67,8 +105,11 @@ static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64
   return finish(L, n);
 }
 
-/* The blocked tensor behind v, when v is relayout(a, b→0); its block in *b. */
+/* The blocked tensor behind v, when v is relayout(a, b→0) (or, for a 1-D value,
+ * its squeeze); its block in *b. */
 static gir_value *blocked_source(const gir_value *v, int64_t *b) {
+  const gir_value *v4 = unsqueezed_source(v);
+  if (v4) v = v4;
   const gir_node *p = v ? v->producer : NULL;
   if (!p || p->op != GIR_OP_relayout || gir_attr_int(p, "dst", 0) != 0 || gir_attr_int(p, "src", 0) == 0) return NULL;
   *b = gir_attr_int(p, "src", 0);
@@ -87,8 +128,10 @@ static int64_t pick_block(int64_t c, int64_t max) {
 static int rewrite_conv(lay *L, gir_node *n) {
   gir_graph *g = L->g;
   gir_value *x = n->in[0], *w = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
-  if (x->shape.rank != 4 || x->dtype != GIR_F32 || !w->data || (bias && !bias->data)) return 0;
-  int64_t C = x->shape.dims[1], M = w->shape.dims[0], KH = w->shape.dims[2], KW = w->shape.dims[3];
+  int rank = x->shape.rank; /* 4: NCHW; 3: NCW, as NCHW with H = 1 */
+  if ((rank != 4 && rank != 3) || x->dtype != GIR_F32 || !w->data || (bias && !bias->data)) return 0;
+  int64_t C = x->shape.dims[1], M = w->shape.dims[0], KH = rank == 4 ? w->shape.dims[2] : 1,
+          KW = w->shape.dims[rank - 1];
   int64_t group = gir_attr_int(n, "group", 1), cpg = w->shape.dims[1]; /* input channels per group */
   int dw = group != 1 && group == C && M == C && cpg == 1;
   /* grouped (ResNeXt): each group's channels are whole blocks on both sides */
@@ -119,6 +162,9 @@ static int rewrite_conv(lay *L, gir_node *n) {
       int64_t two = 2 * (int64_t)L->block, up = (M + two - 1) / two * two;
       ob = (up - M) * 3 <= M ? two : L->block;
     }
+    /* a few output channels no block divides (an image's 3, a generator's last
+     * layer): one narrow block of 4 or 8, padded, rather than the generic schedule */
+    if (!ob) ob = M <= 4 ? 4 : 8;
   }
   if (!ob || !ib) return 0;
   int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob, CB = (cg + wb - 1) / wb;
@@ -147,8 +193,18 @@ static int rewrite_conv(lay *L, gir_node *n) {
   gir_node *cn = new_node(L, GIR_OP_conv_nchwc, ins, bias ? 3 : 2, n);
   if (dw && Mp != C) gir_attr_set_int(g, cn, "group", Mp);           /* every (padded) channel its own group */
   if (!dw && group == 1 && C % ib) gir_attr_set_int(g, cn, "channels", C); /* the real ones of CB·ib */
+  if (rank == 3) { /* the 1-D window on W, a unit one on H */
+    int32_t nv;
+    const int64_t *sv = gir_attr_ints(n, "strides", &nv), *dv = gir_attr_ints(n, "dilations", &nv),
+                  *pv = gir_attr_ints(n, "pads", &nv);
+    int64_t st[2] = {1, sv ? sv[0] : 1}, dl[2] = {1, dv ? dv[0] : 1}, pd[4] = {0, pv ? pv[0] : 0, 0, pv ? pv[1] : 0};
+    gir_attr_set_ints(g, cn, "strides", st, 2);
+    gir_attr_set_ints(g, cn, "dilations", dl, 2);
+    gir_attr_set_ints(g, cn, "pads", pd, 4);
+  }
   gir_value *y = finish(L, cn);
   if (!y || !(y = relayout(L, y, ob, 0, M, n))) return -1;
+  if (rank == 3 && !(y = squeeze_h(L, y, n))) return -1;
   if (gir_replace_uses(g, n->out[0], y) < 0) return 0;
   L->st->convs++;
   return 1;
@@ -156,13 +212,17 @@ static int rewrite_conv(lay *L, gir_node *n) {
 
 /* ---- layout-agnostic ops ---- */
 
-/* Operand v of an element-wise op whose output is [N, C, H, W], in layout b. */
-static gir_value *blocked_operand(lay *L, gir_value *v, int64_t C, int64_t b, const gir_node *origin) {
+/* Operand v of an element-wise op whose output is [N, C, H, W] (rank 4) or
+ * [N, C, W] (rank 3: H = 1), in layout b. */
+static gir_value *blocked_operand(lay *L, gir_value *v, int64_t C, int64_t b, int rank, const gir_node *origin) {
   int64_t vb;
   if (blocked_source(v, &vb)) return relayout(L, v, 0, b, C, origin);
-  if (v->shape.rank > 4) return NULL;
+  if (v->shape.rank > rank) return NULL;
   int64_t d[4] = {1, 1, 1, 1};
-  for (int i = 0; i < v->shape.rank; i++) d[4 - v->shape.rank + i] = v->shape.dims[i];
+  for (int i = 0; i < v->shape.rank; i++) {
+    int k = rank - v->shape.rank + i; /* v's axis k of the op's rank */
+    d[rank == 4 || k < 2 ? k : 3] = v->shape.dims[i];
+  }
   gir_value *v4 = v;
   if (v->shape.rank != 4 && d[1] != 1) {
     gir_node *r = new_node(L, GIR_OP_reshape, &v, 1, NULL);
@@ -189,7 +249,8 @@ static int is_spatial_reduce(const gir_node *n) {
 }
 
 static int propagate(lay *L, gir_node *n) {
-  if (n->n_out != 1 || n->out[0]->shape.rank != 4) return 0;
+  int rank = n->n_out == 1 ? n->out[0]->shape.rank : 0;
+  if (rank != 4 && rank != 3) return 0;
   int64_t b = 0, C = n->out[0]->shape.dims[1];
   for (int i = 0; i < n->n_in && !b; i++) blocked_source(n->in[i], &b);
   if (!b) return 0;
@@ -199,22 +260,22 @@ static int propagate(lay *L, gir_node *n) {
   case GIR_OP_unary: case GIR_OP_cast: case GIR_OP_binary: case GIR_OP_where:
     /* channels past C (padding to whole blocks) compute garbage nobody reads */
     for (int i = 0; i < n->n_in; i++) {
-      ins[i] = blocked_operand(L, n->in[i], C, b, n);
+      ins[i] = blocked_operand(L, n->in[i], C, b, rank, n);
       if (!ins[i]) return 0; /* an operand that cannot follow: the op stays plain */
     }
     break;
   case GIR_OP_pool:
-    if (gir_attr_int(n, "blocked", 0) || n->in[0]->shape.rank != 4) return 0;
+    if (gir_attr_int(n, "blocked", 0) || n->in[0]->shape.rank != 4 || rank != 4) return 0;
     ins[0] = blocked_source(n->in[0], &b);
     break;
   case GIR_OP_reduce:
-    if (!is_spatial_reduce(n) || n->in[0]->shape.rank != 4) return 0;
+    if (!is_spatial_reduce(n) || n->in[0]->shape.rank != 4 || rank != 4) return 0;
     ins[0] = blocked_source(n->in[0], &b);
     break;
   case GIR_OP_concat:
     if (gir_attr_int(n, "axis", 0) != 1) return 0;
     for (int i = 0; i < n->n_in; i++) {
-      if (n->in[i]->shape.rank != 4 || n->in[i]->shape.dims[1] % b) return 0;
+      if (n->in[i]->shape.rank != rank || n->in[i]->shape.dims[1] % b) return 0;
       if (!(ins[i] = relayout(L, n->in[i], 0, b, n->in[i]->shape.dims[1], n))) return -1;
     }
     break;
@@ -224,6 +285,7 @@ static int propagate(lay *L, gir_node *n) {
   if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);
   gir_value *y = finish(L, nn);
   if (!y || !(y = relayout(L, y, b, 0, C, n))) return -1;
+  if (rank == 3 && !(y = squeeze_h(L, y, n))) return -1;
   if (gir_replace_uses(L->g, n->out[0], y) < 0) return 0;
   L->st->propagated++;
   return 1;

@@ -1126,8 +1126,18 @@ def conv_cases():
             # channels), two-vector blocks with stride 2
             ("depthwise/144", (1, 144, 11, 11), (144, 1, 3, 3), {"group": 144, "pads": [1, 1, 1, 1]}),
             ("depthwise/96/stride2", (1, 96, 13, 13), (96, 1, 3, 3), {"group": 96, "pads": [1, 1, 1, 1],
-                                                                      "strides": [2, 2]})]):
-        cs.append(one("conv/Conv/2d/const-weights/%s/f32/%s*%s" % (tag, sh(xs), sh(ws)), "conv", "Conv",
+                                                                      "strides": [2, 2]}),
+            # a few output channels (3, 6): one narrow padded block of 4 or 8
+            ("3-out", (1, 16, 9, 11), (3, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("6-out/stride2", (1, 8, 9, 9), (6, 8, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+            # 1-D convs as NCHW[x]c with H = 1: a speech stack's k5, an STFT-like front end
+            # (1 input channel, long kernel, large stride, padded output channels)
+            ("1d/k5", (1, 32, 50), (48, 32, 5), {"pads": [2, 2]}),
+            ("1d/stft-like", (1, 1, 1600), (33, 1, 64), {"strides": [40]}),
+            ("1d/dil3/stride2", (1, 16, 40), (16, 16, 3), {"pads": [3, 1], "dilations": [3], "strides": [2]}),
+            ("1d/depthwise", (1, 16, 30), (16, 1, 5), {"group": 16, "pads": [2, 2]})]):
+        cs.append(one("conv/Conv/%s/const-weights/%s/f32/%s*%s" % ("1d" if len(xs) == 3 else "2d", tag.replace("1d/", ""),
+                                                                     sh(xs), sh(ws)), "conv", "Conv",
                       ["x", "w", "b"], [("x", rnd(xs))],
                       [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(20 + k))),
                        ("b", rnd((ws[0],))(np.random.default_rng(40 + k)))], attrs))

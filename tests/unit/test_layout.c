@@ -11,8 +11,9 @@
  * image input, graph outputs inside the blocked region, consumers that must
  * keep reading plain NCHW (channel or non-keepdims reductions, concat on another
  * axis, a transpose), a squeeze-excite block, operands in different blocks,
- * output channels padded to whole blocks, and matmul weights packed in panels
- * (layout/pack_matmul.c).
+ * output channels padded to whole blocks, a few output channels in one narrow
+ * padded block, 1-D convs (NCW as NCHW[x]c with H = 1) with a blocked relu between
+ * them, and matmul weights packed in panels (layout/pack_matmul.c).
  * Block sizes are read from the graph (the pass picks them: output blocks up to
  * two vectors) and checked against the limits and ops.def's weight layout. */
 #include <stdlib.h>
@@ -594,19 +595,11 @@ static void test_left_alone(void) {
     CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
     gir_graph_free(g);
   }
-  /* output channels no block of 4 or more divides (6), under half a vector of 16 */
+  /* a 3-D conv (rank 5) */
   {
-    gir_graph *g = gir_graph_new("m6");
-    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
-    gir_graph_add_output(g, relu(g, conv(g, x, 6, 3, &rr)));
-    UNCHANGED(g, 16);
-    gir_graph_free(g);
-  }
-  /* 1-D conv (rank 3) */
-  {
-    gir_graph *g = gir_graph_new("conv1d");
-    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 10));
-    gir_node *n = TU_NODE(g, GIR_OP_conv, x, crand(g, GIR_F32, SH(8, 8, 3), &rr));
+    gir_graph *g = gir_graph_new("conv3d");
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 4, 4, 4));
+    gir_node *n = TU_NODE(g, GIR_OP_conv, x, crand(g, GIR_F32, SH(8, 8, 1, 1, 1), &rr));
     gir_attr_set_int(g, n, "group", 1);
     gir_graph_add_output(g, relu(g, tu_done(g, n)));
     UNCHANGED(g, 4);
@@ -618,6 +611,64 @@ static void test_left_alone(void) {
     gir_graph *g = chain_graph(11, &x);
     UNCHANGED(g, block);
     CHECK_INT(tu_count_op(g, GIR_OP_conv), 2);
+    gir_graph_free(g);
+  }
+}
+
+/* --- 6b. few output channels, and 1-D convs --- */
+
+/* A conv with a few output channels no block divides (3: an image; 6) gets one
+ * narrow block of 4 or 8, padded; 1-D convs (NCW) run as NCHW[x]c with H = 1, and
+ * the element-wise ops between two of them stay blocked (one relayout in, one out). */
+static void test_narrow_and_1d(void) {
+  rng rr = {31};
+  for (int64_t m = 1; m <= 6; m += (m == 1 ? 2 : 3)) { /* 1, 3, 6 */
+    gir_graph *g = gir_graph_new("narrow");
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
+    gir_graph_add_output(g, relu(g, conv(g, x, m, 3, &rr)));
+    ref r = REFERENCE(g, 40 + (uint64_t)m);
+    LAYOUT(g, 16);
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 0);
+    gir_node *c = nth(g, GIR_OP_conv_nchwc, 0);
+    if (CHECK(c)) {
+      int64_t ob = block_of(c->out[0]);
+      CHECKF(ob == (m <= 4 ? 4 : 8), "m %lld: output block %lld", (long long)m, (long long)ob);
+      CHECK(shape_is(c->in[1], SH(1, 1, 3, 3, 8, ob)));
+    }
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
+  for (int32_t block = 4; block <= 16; block *= 4) {
+    /* x[1,8,20] → conv1d k5 pad 2 (16) → relu → conv1d k3 stride 2 dilation 2 (8) + bias → output */
+    gir_graph *g = gir_graph_new("conv1d");
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 20));
+    gir_node *n1 = TU_NODE(g, GIR_OP_conv, x, crand(g, GIR_F32, SH(16, 8, 5), &rr), crand(g, GIR_F32, SH(16), &rr));
+    gir_attr_set_ints(g, n1, "pads", INTS(2, 2));
+    gir_attr_set_int(g, n1, "group", 1);
+    gir_value *h = relu(g, tu_done(g, n1));
+    gir_node *n2 = TU_NODE(g, GIR_OP_conv, h, crand(g, GIR_F32, SH(8, 16, 3), &rr), crand(g, GIR_F32, SH(8), &rr));
+    gir_attr_set_ints(g, n2, "pads", INTS(1, 2));
+    gir_attr_set_ints(g, n2, "strides", INTS(2));
+    gir_attr_set_ints(g, n2, "dilations", INTS(2));
+    gir_attr_set_int(g, n2, "group", 1);
+    gir_graph_add_output(g, tu_done(g, n2));
+    ref r = REFERENCE(g, 50 + (uint64_t)block);
+    lay_stats st = LAYOUT(g, block);
+    CHECK_INT(st.convs, 2);
+    CHECK_INT(st.propagated, 1); /* the relu */
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 0);
+    CHECK_INT(tu_count_op(g, GIR_OP_relayout), 2);
+    gir_node *c2 = nth(g, GIR_OP_conv_nchwc, 1);
+    if (CHECK(c2)) {
+      int32_t n;
+      const int64_t *pd = gir_attr_ints(c2, "pads", &n);
+      CHECK(n == 4 && pd[0] == 0 && pd[1] == 1 && pd[2] == 0 && pd[3] == 2);
+      CHECK(c2->in[0]->shape.rank == 5 && c2->in[0]->shape.dims[2] == 1);
+    }
+    CHECK(g->outputs[0]->shape.rank == 3);
+    AGREE(g, &r);
+    ref_free(&r);
     gir_graph_free(g);
   }
 }
@@ -990,6 +1041,7 @@ static void test_pack_matmul(void) {
 }
 
 int main(void) {
+  test_narrow_and_1d();
   test_chain();
   test_residual();
   test_pool_mean();
