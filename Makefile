@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 BUNDLE_FUZZ_SECONDS ?= 30
 TESTDATA_FUZZ_SECONDS ?= 20
 
-.PHONY: all setup build asan-build fuzz-build run bench test test-release test-asan fuzz conformance clean
+.PHONY: all setup build asan-build fuzz-build run bench bench-shapes test test-release test-asan fuzz conformance clean
 
 all: build
 
@@ -34,6 +34,10 @@ run: build
 # kiln vs onnxruntime on the benchmark models (bench/README.md); BENCH_ARGS passes options
 bench: build
 	@$(PY) bench/run.py --kiln $(BUILD)/kiln $(BENCH_ARGS)
+
+# kiln vs onnxruntime per shape class (bench/shapes.py); SHAPES_ARGS="--classes conv1d,matmul" picks some
+bench-shapes: build
+	@$(PY) bench/shapes.py --kiln $(BUILD)/kiln $(SHAPES_ARGS)
 
 test: test-release test-asan fuzz
 
