@@ -162,9 +162,15 @@ static int rewrite_conv(lay *L, gir_node *n) {
       int64_t two = 2 * (int64_t)L->block, up = (M + two - 1) / two * two;
       ob = (up - M) * 3 <= M ? two : L->block;
     }
-    /* a few output channels no block divides (an image's 3, a generator's last
-     * layer): one narrow block of 4 or 8, padded, rather than the generic schedule */
-    if (!ob) ob = M <= 4 ? 4 : 8;
+    /* a few output channels (at most half a vector: an image's 3, a generator's
+     * last layer) over rows of a vector or more, at stride 1 along W: plain NCHW in
+     * and out (blocks of one channel), which the conv template vectorizes along the
+     * output rows instead of across channels; else one narrow block of 4 or 8 */
+    int32_t ns;
+    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
+    int64_t sw = sv && ns >= 1 ? sv[ns - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
+    if (2 * M <= L->block && sw == 1 && ow >= L->block) ob = ib = 1;
+    else if (!ob) ob = M <= 4 ? 4 : 8;
   }
   if (!ob || !ib) return 0;
   int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob, CB = (cg + wb - 1) / wb;

@@ -14,7 +14,12 @@
  * padded copy of the whole input going out to memory and back.
  * The weights are read from memory once and then reused from cache over a window
  * (the rows of an output block; with image_tile the rows of an input block); the
- * next window's weights are prefetched while the current one computes. */
+ * next window's weights are prefetched while the current one computes.
+ * A conv with a few output channels (the layout gives it blocks of one channel:
+ * plain NCHW, in and out) would fill a vector with too few of them; with vec_ow the
+ * tile is instead all M channels × ow_tile pixels, the pixels in vectors: each
+ * input vector (contiguous at stride 1) is loaded once for M FMAs with broadcast
+ * weights — an image's 3 output channels, a generator's last layer. */
 #include <string.h>
 #include "templates.h"
 
@@ -51,6 +56,32 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     c.pixel_outer = gir_value_nbytes(n->in[0]) > gir_value_nbytes(n->in[1]);
   /* with pixels outside, every tile reuses all the weights from L2: no window to fetch ahead for */
   c.prefetch = red->n_reduce == 4 && !c.pixel_outer;
+  /* one channel per block, stride 1 along W: vectors along the row, all M channels in the tile */
+  int64_t M = o->shape[1], sw = 1;
+  if (n && n->op == GIR_OP_conv_nchwc) {
+    int32_t ns;
+    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
+    if (sv && ns == 2) sw = sv[1];
+  }
+  int32_t lanes = t->vec_f32;
+  if (ob == 1 && red->n_reduce == 4 && sw == 1 && lanes > 1 && o->dtype == GIR_F32 && M <= t->vec_regs - 2) {
+    while (lanes > 4 && ow < lanes) lanes /= 2; /* a row narrower than a vector: half vectors */
+    int64_t max = (t->vec_regs - 2) / M, need = (ow + lanes - 1) / lanes, vecs = 1;
+    if (max > 4) max = 4;
+    /* a row in one tile, else the most vectors that divide the row's (the tiles of a
+     * row are a loop of their own, so a ragged last one gets its own copy) */
+    if (need <= max) vecs = need;
+    else
+      for (int64_t v = max; v >= 1; v--)
+        if (need % v == 0) {
+          vecs = v;
+          break;
+        }
+    if (vecs == 1 && max >= 2 && need > max) vecs = max;
+    if (max >= 1) {
+      c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1};
+    }
+  }
   return c;
 }
 
@@ -147,8 +178,36 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
   return prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * OWO * CB * KH * KW, S);
 }
 
+/* vec_ow: rows (n, oh) in parallel, the row's tiles of ow_tile pixels in a loop of
+ * their own (the loop-partition pass gives a ragged last tile its own copy, so the
+ * others carry no bounds test); in a tile the reduction runs (cb, kh, kw, ic)
+ * outside and M channels × ow_tile pixels (vectors) inside. */
+static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
+  if (red->n_reduce != 4 || epi->root_axes[4]->extent != 1 || cfg->vec < 2 || cfg->ow_tile % cfg->vec)
+    return gir_errf(s->err, "conv template: vec_ow needs one channel per block and whole vectors per tile");
+  sch_iter *owo, *owi, *owio, *owiv;
+  if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
+  sch_iter *order[5] = {epi->root_axes[2], owo, epi->root_axes[1], owi, epi->root_axes[4]};
+  if (sch_reorder(s, epi, order, 5) < 0) return -1;
+  sch_iter *rows = lower_fuse_through(s, epi, epi->root_axes[2]);
+  if (!rows) return gir_errf(s->err, "conv template: cannot fuse the row loops of %s", epi->t->name);
+  if (cfg->parallel && rows->extent > 1 && sch_annotate(s, epi, rows, TIR_PARALLEL) < 0) return -1;
+  if (sch_split(s, epi, owi, cfg->vec, &owio, &owiv) < 0 || sch_annotate(s, epi, owiv, TIR_VECTORIZED) < 0) return -1;
+  if (sch_compute_at(s, red, epi, owo) < 0 || sched_pad(s, red, epi, owo, cfg) < 0) return -1;
+  sch_iter *m = red->root_axes[1], *ow = red->root_axes[3], *ow_o, *ow_v;
+  if (sch_split(s, red, ow, cfg->vec, &ow_o, &ow_v) < 0) return -1;
+  sch_iter *rorder[8] = {red->reduce_axes[0], red->reduce_axes[1], red->reduce_axes[2], red->reduce_axes[3],
+                         m, ow_o, ow_v, red->root_axes[4]};
+  if (sch_reorder(s, red, rorder, 8) < 0) return -1;
+  if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, ow_o, TIR_UNROLLED) < 0 ||
+      sch_annotate(s, red, ow_v, TIR_VECTORIZED) < 0)
+    return -1;
+  return 0;
+}
+
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
+  if (cfg->vec_ow) return sched_conv_vec_ow(s, red, epi, cfg);
   sch_iter *owo, *owi, *last;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
   /* the tile: (n, mo) with image_tile, (n, oh, ow / ow_tile, mo) with pixel_outer,

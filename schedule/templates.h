@@ -60,6 +60,10 @@ typedef struct lower_conv_cfg {
                           read from memory once for all blocks (whose weights stay in L2), where channel blocks
                           outside would read the whole input once per block; pays when the input outweighs
                           the weights (the large early images) */
+  int32_t vec_ow;      /* a conv with one channel per block (NCHW1c in and out: a few output channels) keeps all
+                          its output channels in the tile and vectorizes along the output row instead:
+                          ow_tile pixels (a multiple of vec) × M channels, each input vector loaded once
+                          for the M FMAs that use it, weights broadcast; stride 1 along W only */
   int32_t prefetch;    /* software-prefetch the weights the next reuse window needs (the next output-channel
                           block's, or with image_tile the next input-channel block's) a few lines per kernel
                           column, spread over the current window: the weights are read from memory once and

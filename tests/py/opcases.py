@@ -1127,8 +1127,13 @@ def conv_cases():
             ("depthwise/144", (1, 144, 11, 11), (144, 1, 3, 3), {"group": 144, "pads": [1, 1, 1, 1]}),
             ("depthwise/96/stride2", (1, 96, 13, 13), (96, 1, 3, 3), {"group": 96, "pads": [1, 1, 1, 1],
                                                                       "strides": [2, 2]}),
-            # a few output channels (3, 6): one narrow padded block of 4 or 8
+            # a few output channels: at stride 1 over rows of a vector or more, plain NCHW
+            # with vectors along the rows (ragged rows of 37, a 5x5 kernel, 1 channel);
+            # narrower rows or stride 2: one narrow padded block of 4 or 8
             ("3-out", (1, 16, 9, 11), (3, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("3-out/rows-37", (1, 16, 6, 37), (3, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("8-out/5x5/rows-40", (1, 12, 7, 40), (8, 12, 5, 5), {"pads": [2, 2, 2, 2]}),
+            ("1-out/rows-64", (1, 5, 4, 64), (1, 5, 3, 3), {"pads": [0, 1, 0, 1]}),
             ("6-out/stride2", (1, 8, 9, 9), (6, 8, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
             # 1-D convs as NCHW[x]c with H = 1: a speech stack's k5, an STFT-like front end
             # (1 input channel, long kernel, large stride, padded output channels)

@@ -617,23 +617,31 @@ static void test_left_alone(void) {
 
 /* --- 6b. few output channels, and 1-D convs --- */
 
-/* A conv with a few output channels no block divides (3: an image; 6) gets one
- * narrow block of 4 or 8, padded; 1-D convs (NCW) run as NCHW[x]c with H = 1, and
- * the element-wise ops between two of them stay blocked (one relayout in, one out). */
+/* A conv with a few output channels (at most half a vector: 1, 3, 6, 8 of 16) at
+ * stride 1 along W, over rows of a vector or more, runs on blocks of one channel
+ * (plain NCHW in and out, for the template's row vectors); at stride 2 it gets one
+ * narrow block of 4 or 8, padded.
+ * 1-D convs (NCW) run as NCHW[x]c with H = 1, and the element-wise ops between two
+ * of them stay blocked (one relayout in, one out). */
 static void test_narrow_and_1d(void) {
   rng rr = {31};
-  for (int64_t m = 1; m <= 6; m += (m == 1 ? 2 : 3)) { /* 1, 3, 6 */
+  static const int64_t ms[] = {1, 3, 6, 8};
+  for (int i = 0; i < 8; i++) {
+    int64_t m = ms[i % 4], stride = i < 4 ? 1 : 2;
     gir_graph *g = gir_graph_new("narrow");
-    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
-    gir_graph_add_output(g, relu(g, conv(g, x, m, 3, &rr)));
-    ref r = REFERENCE(g, 40 + (uint64_t)m);
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 5, 37)); /* rows of 37: two vectors and a ragged one */
+    gir_value *w = crand(g, GIR_F32, SH(m, 8, 3, 3), &rr), *b = crand(g, GIR_F32, SH(m), &rr);
+    gir_graph_add_output(g, relu(g, conv_full(g, x, w, b, 1, 1, stride)));
+    ref r = REFERENCE(g, 40 + (uint64_t)i);
     LAYOUT(g, 16);
     CHECK_INT(tu_count_op(g, GIR_OP_conv), 0);
     gir_node *c = nth(g, GIR_OP_conv_nchwc, 0);
     if (CHECK(c)) {
-      int64_t ob = block_of(c->out[0]);
-      CHECKF(ob == (m <= 4 ? 4 : 8), "m %lld: output block %lld", (long long)m, (long long)ob);
-      CHECK(shape_is(c->in[1], SH(1, 1, 3, 3, 8, ob)));
+      int64_t ob = block_of(c->out[0]), ib = block_of(c->in[0]);
+      int64_t want = stride == 1 ? 1 : m <= 4 ? 4 : 8;
+      CHECKF(ob == want && ib == (stride == 1 ? 1 : 8), "m %lld stride %lld: blocks %lld -> %lld", (long long)m,
+             (long long)stride, (long long)ib, (long long)ob);
+      CHECK(shape_is(c->in[1], SH((m + want - 1) / want, 8 / ib, 3, 3, ib, want)));
     }
     AGREE(g, &r);
     ref_free(&r);
