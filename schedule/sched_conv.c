@@ -210,20 +210,29 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   if (cfg->vec_ow) return sched_conv_vec_ow(s, red, epi, cfg);
   sch_iter *owo, *owi, *last;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
+  /* a row no tile width divides (a prime like 37): the row's tiles stay a loop of
+   * their own inside the parallel loop, which the loop-partition pass cuts into the
+   * full tiles (no bounds test) and the ragged last one (straight-line code for its
+   * few pixels) — fused into the parallel loop, every tile would carry the tests */
+  int ragged = !cfg->image_tile && epi->root_axes[3]->extent % cfg->ow_tile != 0;
   /* the tile: (n, mo) with image_tile, (n, oh, ow / ow_tile, mo) with pixel_outer,
-   * else (n, mo, oh, ow / ow_tile) */
+   * else (n, mo, oh, ow / ow_tile); ragged: the parallel part stops before ow / ow_tile */
+  sch_iter *par_last;
   if (cfg->image_tile) {
-    last = epi->root_axes[1];
+    last = par_last = epi->root_axes[1];
   } else if (cfg->pixel_outer) {
     sch_iter *order[3] = {epi->root_axes[2], owo, epi->root_axes[1]};
     if (sch_reorder(s, epi, order, 3) < 0) return -1;
     last = epi->root_axes[1];
+    par_last = ragged ? epi->root_axes[2] : last;
   } else {
     last = owo;
+    par_last = ragged ? epi->root_axes[2] : last;
   }
-  sch_iter *tile = lower_fuse_through(s, epi, last);
-  if (!tile) return gir_errf(s->err, "conv template: cannot fuse the tile loops of %s", epi->t->name);
-  if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
+  sch_iter *par = lower_fuse_through(s, epi, par_last);
+  if (!par) return gir_errf(s->err, "conv template: cannot fuse the tile loops of %s", epi->t->name);
+  if (cfg->parallel && par->extent > 1 && sch_annotate(s, epi, par, TIR_PARALLEL) < 0) return -1;
+  sch_iter *tile = par_last == last ? par : last;
   sch_iter *mi = epi->leaf[epi->n_leaf - 1];
   if (cfg->vec > 1) {
     sch_iter *mo, *mv;

@@ -1135,6 +1135,10 @@ def conv_cases():
             ("8-out/5x5/rows-40", (1, 12, 7, 40), (8, 12, 5, 5), {"pads": [2, 2, 2, 2]}),
             ("1-out/rows-64", (1, 5, 4, 64), (1, 5, 3, 3), {"pads": [0, 1, 0, 1]}),
             ("6-out/stride2", (1, 8, 9, 9), (6, 8, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+            # rows no tile divides (37, 41 pixels): full tiles, then a ragged last one,
+            # with pixels outside channel blocks (a large input) and inside (large weights)
+            ("ragged-rows/pixel-outer", (1, 16, 12, 37), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+            ("ragged-rows/blocks-outer", (1, 64, 3, 41), (96, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
             # 1-D convs as NCHW[x]c with H = 1: a speech stack's k5, an STFT-like front end
             # (1 input channel, long kernel, large stride, padded output channels)
             ("1d/k5", (1, 32, 50), (48, 32, 5), {"pads": [2, 2]}),
