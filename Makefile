@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 BUNDLE_FUZZ_SECONDS ?= 30
 TESTDATA_FUZZ_SECONDS ?= 20
 
-.PHONY: all setup build asan-build fuzz-build run bench bench-shapes test test-release test-asan fuzz conformance clean
+.PHONY: all setup build board-runtimes asan-build fuzz-build run bench bench-shapes test test-release test-asan fuzz conformance clean
 
 all: build
 
@@ -19,6 +19,12 @@ setup:
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
+
+# the runtime and kiln-run cross-built for the Linux boards: $(BUILD)/board-<target>/kiln-run
+# (part of `make build`; this names just them)
+board-runtimes: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target board-aarch64 board-armv7 board-riscv64
 
 asan-build: setup
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON >/dev/null

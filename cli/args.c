@@ -24,11 +24,27 @@
 
 static const cli_option_def table[CLI_OPT_COUNT] = {
     [CLI_OPT_HELP] = {"--help", "-h", CLI_FLAG, 0, 0, NULL, "print this help and exit", ALL},
-    [CLI_OPT_OUTPUT] = {"--output", "-o", CLI_STRING, 0, 0, "FILE", "the bundle to write", C(COMPILE)},
+    [CLI_OPT_OUTPUT] = {"--output", "-o", CLI_STRING, 0, 0, "FILE", "the bundle to write (with --aot: the folder)",
+                        C(COMPILE)},
+    [CLI_OPT_AOT] = {"--aot", NULL, CLI_FLAG, 0, 0, NULL,
+                     "write a self-contained C project for a bare-metal board (model_run(), the kernels, the "
+                     "weights as a const array) into the folder -o names; targets c, cortex-m4, cortex-m7, "
+                     "cortex-m55",
+                     C(COMPILE)},
+    [CLI_OPT_FOOTPRINT] = {"--footprint", NULL, CLI_FLAG, 0, 0, NULL,
+                           "compile for --target (writing nothing) and print the flash and RAM it needs: the code, "
+                           "weights and arena; for the bare-metal targets measured with their C compiler, stack "
+                           "included",
+                           C(INSPECT)},
+    [CLI_OPT_KERNELS] = {"--kernels", NULL, CLI_STRING, 0, 0, "c|llvm",
+                         "for --aot on a Cortex-M target: the kernels as C from the C backend (default) or as an "
+                         "LLVM object for the CPU (thumbv7em / thumbv8.1m.main, hard-float ABI)",
+                         C(COMPILE) | C(INSPECT)},
     [CLI_OPT_TARGET] = {"--target", NULL, CLI_STRING, 0, 0, "NAME",
-                        "host (default), x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64; check runs "
-                        "only targets this machine can run",
-                        C(COMPILE) | C(CHECK)},
+                        "host (default), x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64, c (portable C "
+                        "compiled by the host's cc); with --aot: c, cortex-m4, cortex-m7, cortex-m55; check "
+                        "runs only targets this machine can run",
+                        C(COMPILE) | C(CHECK) | C(INSPECT)},
     [CLI_OPT_OPT_LEVEL] = {"--opt-level", "-O", CLI_INT, 0, 3, "N",
                            "0: no graph optimization; 1: folding and rewrites; 2: + NCHWc layout and fusion "
                            "(default); 3: + horizontal fusion",
@@ -80,7 +96,7 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
 
 static const struct {
   const char *name, *usage, *what;
-  unsigned required; /* bit per cli_opt */
+  uint64_t required; /* bit per cli_opt */
 } commands[CLI_CMD_COUNT] = {
     [CLI_CMD_COMPILE] = {"compile", "MODEL.onnx -o MODEL.kiln [options]", "compile an ONNX model into a bundle",
                          1u << CLI_OPT_OUTPUT},
@@ -128,7 +144,7 @@ void cli_print_help(cli_cmd cmd, FILE *f) {
                      d->value ? " " : "", d->value ? d->value : "");
     char text[512];
     snprintf(text, sizeof text, "%s%s%s", d->help, d->kind == CLI_REPEATED ? " (repeatable)" : "",
-             commands[cmd].required & (1u << o) ? " (required)" : "");
+             commands[cmd].required & ((uint64_t)1 << o) ? " (required)" : "");
     if (d->kind == CLI_INT) {
       size_t n = strlen(text);
       snprintf(text + n, sizeof text - n, " [%lld-%lld]", (long long)d->min, (long long)d->max);
@@ -282,7 +298,7 @@ int cli_parse(cli_cmd cmd, int argc, char **argv, cli_args *a) {
     return -1;
   }
   for (int o = 0; o < CLI_OPT_COUNT; o++)
-    if ((commands[cmd].required & (1u << o)) && !a->set[o]) {
+    if ((commands[cmd].required & ((uint64_t)1 << o)) && !a->set[o]) {
       fprintf(stderr, "kiln %s: missing %s %s (usage: kiln %s %s)\n", commands[cmd].name,
               table[o].alias ? table[o].alias : table[o].name, table[o].value, commands[cmd].name,
               commands[cmd].usage);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "cli.h"
 #include "compile.h"
+#include "c_backend.h"
 #include "llvm_backend.h"
 
 /* Sets every input of the bundle from the test data (NAME.K of a sequence too). */
@@ -50,7 +51,8 @@ int kiln_cmd_check(int argc, char **argv) {
   const char *dir = args.str[CLI_OPT_TEST_DATA];
   if (o.target) { /* the code runs here: refuse targets this machine cannot run before compiling */
     char why[512];
-    if (!tgt_llvm_target_runs_here(o.target, why, sizeof why)) {
+    if (tgt_c_is_bare_metal(o.target)) snprintf(why, sizeof why, "a bare-metal target; kiln check runs code here");
+    if (tgt_c_is_bare_metal(o.target) || (!tgt_c_is_target(o.target) && !tgt_llvm_target_runs_here(o.target, why, sizeof why))) {
       fprintf(stderr, "kiln check: --target %s: %s\n", o.target, why);
       return 1;
     }

@@ -14,6 +14,8 @@
 #include "interp.h"
 #include "layout.h"
 #include "link.h"
+#include "aot.h"
+#include "c_backend.h"
 #include "llvm_backend.h"
 #include "lower.h"
 #include "passes.h"
@@ -33,6 +35,38 @@ void kiln_front_free(kiln_front *f) {
   gir_graph_free(f->g);
   gir_arena_free(f->arena);
   memset(f, 0, sizeof *f);
+}
+
+/* LLVM's options for a bare-metal Cortex-M CPU (--aot --kernels llvm): thumbv7em for
+ * the Cortex-M4 (FPv4-SP) and M7 (FPv5-D16), thumbv8.1m.main for the Cortex-M55 (MVE
+ * with floats), the hard-float ABI (eabihf), the CPU's own FPU and vector features. */
+static int cortex_m_llvm(const char *target, tgt_llvm_options *o, gir_err *err) {
+  static const struct { const char *name, *triple, *cpu; } cpus[] = {
+      {"cortex-m4", "thumbv7em-none-eabihf", "cortex-m4"},
+      {"cortex-m7", "thumbv7em-none-eabihf", "cortex-m7"},
+      {"cortex-m55", "thumbv8.1m.main-none-eabihf", "cortex-m55"},
+  };
+  for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++)
+    if (!strcmp(target, cpus[i].name)) {
+      *o = (tgt_llvm_options){.triple = cpus[i].triple, .cpu = cpus[i].cpu, .features = "", .opt_level = 3};
+      return 0;
+    }
+  return gir_errf(err, "--kernels llvm: no LLVM CPU for '%s'", target);
+}
+
+/* Which backend makes the kernels: the C backend (*c_kernels = 1: --target c, and the
+ * Cortex-M targets unless --kernels llvm) or LLVM with *topt (a named target, or a
+ * Cortex-M CPU with --kernels llvm). */
+static int kernel_backend(const kiln_compile_options *o, tgt_llvm_options *topt, int *c_kernels, gir_err *err) {
+  const char *t = o->target ? o->target : "host";
+  int llvm = o->kernels && !strcmp(o->kernels, "llvm");
+  if (o->kernels && !llvm && strcmp(o->kernels, "c"))
+    return gir_errf(err, "--kernels takes c or llvm, not '%s'", o->kernels);
+  if (o->kernels && !tgt_c_is_bare_metal(t))
+    return gir_errf(err, "--kernels chooses how a Cortex-M target's --aot kernels are made; --target %s has one way", t);
+  *c_kernels = tgt_c_is_target(t) && !llvm;
+  if (llvm) return cortex_m_llvm(t, topt, err);
+  return *c_kernels ? 0 : tgt_llvm_named_target(t, topt, err);
 }
 
 int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compile_result *res, gir_err *err) {
@@ -96,7 +130,10 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
    * vector width; the layout spreads through layout-agnostic ops */
   tgt_llvm_options topt;
   lower_target lt;
-  if (tgt_llvm_named_target(o->target ? o->target : "host", &topt, err) < 0 || tgt_llvm_lower_target(&topt, &lt) < 0)
+  int c_kernels = 0;
+  if (kernel_backend(o, &topt, &c_kernels, err) < 0 ||
+      (c_kernels || tgt_c_is_bare_metal(o->target) ? tgt_c_lower_target(o->target, &lt, err) /* the CPU's lanes */
+                                                     : tgt_llvm_lower_target(&topt, &lt)) < 0)
     return -1;
   if (o->opt_level >= 2) {
     lay_stats ls;
@@ -217,6 +254,41 @@ static pack_io io_of(const gir_value *v, const gir_input_range *r) {
   return io;
 }
 
+/* --aot: the project (pack/aot.h) and its footprint, measured with the target's C
+ * compiler when it is installed. */
+static int write_aot(const kiln_compile_options *o, const kiln_front *f, const pack_plan *plan, const char *src,
+                     size_t src_bytes, const void *obj, size_t obj_bytes, kiln_compile_result *res, gir_err *err) {
+  const gir_graph *g = f->g;
+  pack_io *ins = gir_arena_calloc(f->arena, (size_t)g->n_inputs + 1, sizeof *ins);
+  pack_io *outs = gir_arena_calloc(f->arena, (size_t)g->n_outputs + 1, sizeof *outs);
+  if (!ins || !outs) return gir_errf(err, "out of memory");
+  for (int i = 0; i < g->n_inputs; i++) ins[i] = io_of(g->inputs[i], &f->ranges[i]);
+  for (int i = 0; i < g->n_outputs; i++) outs[i] = io_of(g->outputs[i], NULL);
+  pack_aot p = {.model = model_name(o->model_path), .compiler_version = KILN_VERSION, .target_name = o->target,
+                .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
+                .calls = plan->calls, .n_calls = plan->n_calls, .arena_bytes = plan->mem.arena_bytes,
+                .arena_lower_bound = plan->mem.lower_bound, .params = plan->params,
+                .params_bytes = plan->params_bytes, .kernels_c = src, .kernels_c_bytes = src_bytes,
+                .kernels_obj = obj, .kernels_obj_bytes = obj_bytes, .abi_h = tgt_c_abi_text()};
+  const char *const *cflags;
+  const char *cc = tgt_c_compiler(o->target, &cflags);
+  pack_footprint fp;
+  if (pack_write_aot(o->output_path, &p, err) < 0 || pack_aot_measure(o->output_path, cc, cflags, &p, &fp, err) < 0 ||
+      pack_write_aot_manifest(o->output_path, &p, &fp, err) < 0)
+    return -1;
+  res->footprint_measured = fp.measured;
+  snprintf(res->footprint_why, sizeof res->footprint_why, "%s", fp.why);
+  snprintf(res->footprint_compiler, sizeof res->footprint_compiler, "%s", fp.compiler);
+  res->flash_kernels = fp.kernel_code;
+  res->flash_runtime = fp.runtime_code;
+  res->flash_weights = fp.weights;
+  res->ram_data = fp.data;
+  res->ram_stack = fp.stack;
+  res->stack_exact = fp.stack_exact;
+  res->code_bytes = fp.kernel_code + fp.runtime_code;
+  return 0;
+}
+
 int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
   FILE *dump = o->dump ? o->dump : stdout;
   memset(res, 0, sizeof *res);
@@ -225,11 +297,24 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   gir_graph *g = NULL;
   tgt_llvm_module *mod = NULL;
   void *obj = NULL, *lib = NULL;
-  size_t obj_bytes = 0, lib_bytes = 0;
+  char *csrc = NULL, triple_buf[96];
+  const char *triple = NULL;
+  size_t obj_bytes = 0, lib_bytes = 0, csrc_bytes = 0;
   int rc = -1;
   int64_t limit = o->max_arena_bytes > 0 ? o->max_arena_bytes : KILN_DEFAULT_MAX_ARENA_BYTES;
   tgt_llvm_options topt;
-  if (tgt_llvm_named_target(o->target ? o->target : "host", &topt, err) < 0) goto out;
+  int c_target = 0; /* targets/c: C source, compiled by a C compiler */
+  if (tgt_c_is_bare_metal(o->target) && !o->aot) {
+    gir_errf(err, "--target %s is bare metal: no bundle runtime runs there; kiln compile --aot -o DIR writes a C project",
+             o->target);
+    goto out;
+  }
+  if (o->aot && !tgt_c_is_target(o->target)) {
+    gir_errf(err, "--aot writes C: it needs --target c, cortex-m4, cortex-m7 or cortex-m55, not %s",
+             o->target ? o->target : "host");
+    goto out;
+  }
+  if (kernel_backend(o, &topt, &c_target, err) < 0) goto out;
   if (kiln_compile_front(o, &f, res, err) < 0) goto out;
   g = f.g;
   a = f.arena;
@@ -255,20 +340,36 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
     fprintf(dump, "arena %lld bytes (liveness lower bound %lld), params %lld bytes, %d calls\n",
             (long long)plan.mem.arena_bytes, (long long)plan.mem.lower_bound, (long long)plan.params_bytes, plan.n_calls);
 
-  /* codegen: loop IR → LLVM IR → optimized object for the target */
+  /* codegen: loop IR → LLVM IR → optimized object for the target (the C target:
+   * loop IR → C99 source) */
   const tir_func **fns = gir_arena_calloc(a, (size_t)p.n_kernels + 1, sizeof *fns);
   for (int k = 0; k < p.n_kernels; k++) fns[k] = p.kernels[k].fn;
-  mod = tgt_llvm_compile(fns, p.n_kernels, &topt, err);
-  if (!mod) goto out;
-  if (dumping(o, "codegen") && tgt_llvm_dump_ir(mod, dump, err) < 0) goto out;
-  if (tgt_llvm_emit_object_mem(mod, &obj, &obj_bytes, err) < 0) goto out;
+  if (c_target) {
+    if (tgt_c_emit_source(fns, p.n_kernels, NULL, &csrc, &csrc_bytes, err) < 0) goto out;
+    if (dumping(o, "codegen")) fputs(csrc, dump);
+    triple = tgt_c_host_triple(triple_buf, sizeof triple_buf);
+    if (o->aot) { /* the project instead of the bundle: no link, no pack */
+      rc = write_aot(o, &f, &plan, csrc, csrc_bytes, NULL, 0, res, err);
+      goto out;
+    }
+  } else {
+    mod = tgt_llvm_compile(fns, p.n_kernels, &topt, err);
+    if (!mod) goto out;
+    if (dumping(o, "codegen") && tgt_llvm_dump_ir(mod, dump, err) < 0) goto out;
+    if (tgt_llvm_emit_object_mem(mod, &obj, &obj_bytes, err) < 0) goto out;
+    triple = tgt_llvm_module_triple(mod);
+    if (o->aot) { /* --kernels llvm: the CPU's object in the project */
+      rc = write_aot(o, &f, &plan, NULL, 0, obj, obj_bytes, res, err);
+      goto out;
+    }
+  }
 
-  /* link: object → shared library */
-  if (pack_link_shared(obj, obj_bytes, tgt_llvm_module_is_host(mod) ? NULL : tgt_llvm_module_triple(mod), &lib,
-                       &lib_bytes, err) < 0)
+  /* link: object → shared library (the C target: the host's cc compiles the source into it) */
+  if (c_target ? tgt_c_compile_shared(csrc, csrc_bytes, NULL, &lib, &lib_bytes, err)
+               : pack_link_shared(obj, obj_bytes, tgt_llvm_module_is_host(mod) ? NULL : triple, &lib, &lib_bytes, err))
     goto out;
   res->code_bytes = (int64_t)lib_bytes;
-  if (dumping(o, "link") && pack_print_library(dump, lib, lib_bytes, tgt_llvm_module_triple(mod), err) < 0) goto out;
+  if (dumping(o, "link") && pack_print_library(dump, lib, lib_bytes, triple, err) < 0) goto out;
 
   /* pack: the bundle, to the file or into memory */
   pack_io *ins = gir_arena_calloc(a, (size_t)g->n_inputs + 1, sizeof *ins);
@@ -281,12 +382,12 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   for (int i = 0; i < g->n_outputs; i++) outs[i] = io_of(g->outputs[i], NULL);
   pack_bundle bundle = {
       .model = model_name(o->model_path), .compiler_version = KILN_VERSION,
-      .target_name = o->target ? o->target : "host", .triple = tgt_llvm_module_triple(mod),
-      .cpu_features = tgt_llvm_module_features(mod),
+      .target_name = o->target ? o->target : "host", .triple = triple,
+      .cpu_features = mod ? tgt_llvm_module_features(mod) : NULL, /* C: the host cc's baseline */
       .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
       .calls = plan.calls, .n_calls = plan.n_calls, .arena_bytes = plan.mem.arena_bytes,
       .workspace_bytes = 0 /* kernel workspace lives in the arena */, .params = plan.params, .params_bytes = plan.params_bytes,
-      .lib = lib, .lib_bytes = (int64_t)lib_bytes};
+      .lib = lib, .lib_bytes = (int64_t)lib_bytes, .source = csrc, .source_bytes = (int64_t)csrc_bytes};
   if (dumping(o, "pack") && pack_print_bundle(dump, &bundle, err) < 0) goto out;
   if (o->output_path ? pack_write_bundle(o->output_path, &bundle, err)
                      : pack_bundle_to_memory(&bundle, &res->bundle, &res->bundle_bytes, err))
@@ -295,9 +396,52 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
 out:
   free(obj);
   free(lib);
+  free(csrc);
   tgt_llvm_module_free(mod);
   kiln_front_free(&f);
   return rc;
+}
+
+int kiln_print_footprint(const kiln_compile_options *opt, FILE *out, gir_err *err) {
+  kiln_compile_options o = *opt;
+  kiln_compile_result res;
+  const char *target = o.target ? o.target : "host";
+  char dir[] = "/tmp/kiln-footprint-XXXXXX";
+  int aot = tgt_c_is_target(o.target);
+  if (aot && !mkdtemp(dir)) return gir_errf(err, "--footprint: cannot create a temporary folder");
+  o.aot = aot;
+  o.output_path = aot ? dir : NULL; /* the LLVM targets: a bundle in memory */
+  o.dump_after = NULL;
+  int rc = kiln_compile(&o, &res, err);
+  if (aot) { /* what pack_write_aot wrote */
+    static const char *const files[] = {"kernels.c", "kiln_abi.h", "model.c", "model.h", "model_weights.c",
+                                        "manifest.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+      char p[128];
+      snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+      unlink(p);
+    }
+    rmdir(dir);
+  }
+  if (rc < 0) return -1;
+  free(res.bundle);
+  fprintf(out, "footprint for %s:\n", target);
+  if (aot && res.footprint_measured) {
+    fprintf(out, "  flash: %lld bytes = kernels %lld + runtime %lld + weights %lld (%s)\n",
+            (long long)(res.flash_kernels + res.flash_runtime + res.flash_weights), (long long)res.flash_kernels,
+            (long long)res.flash_runtime, (long long)res.flash_weights, res.footprint_compiler);
+    fprintf(out, "  RAM: %lld bytes = arena %lld + stack %lld%s + data %lld\n",
+            (long long)(res.arena_bytes + res.ram_stack + res.ram_data), (long long)res.arena_bytes,
+            (long long)res.ram_stack, res.stack_exact ? "" : " (at least)", (long long)res.ram_data);
+  } else if (aot) {
+    fprintf(out, "  weights %lld bytes, arena %lld bytes; code and stack not measured: %s\n",
+            (long long)res.weights_bytes, (long long)res.arena_bytes, res.footprint_why);
+  } else {
+    fprintf(out, "  code: %lld bytes (lib/%s.so) + weights %lld bytes; RAM: arena %lld bytes (liveness lower "
+            "bound %lld); the runtime and the stack not counted\n", (long long)res.code_bytes, target,
+            (long long)res.weights_bytes, (long long)res.arena_bytes, (long long)res.arena_lower_bound);
+  }
+  return 0;
 }
 
 /* Whether a bundle can be written at path: not a folder, in a folder that
@@ -328,6 +472,8 @@ int kiln_cmd_compile(int argc, char **argv) {
                             .dump_after = args.str[CLI_OPT_DUMP_AFTER]};
   if (args.set[CLI_OPT_OPT_LEVEL]) o.opt_level = (int)args.num[CLI_OPT_OPT_LEVEL];
   if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
+  o.aot = args.set[CLI_OPT_AOT] > 0;
+  o.kernels = args.str[CLI_OPT_KERNELS];
   if (o.dump_after) {
     int known = 0;
     for (int i = 0; kiln_compile_steps[i]; i++) known |= !strcmp(kiln_compile_steps[i], o.dump_after);
@@ -339,7 +485,9 @@ int kiln_cmd_compile(int argc, char **argv) {
     }
   }
   gir_err err = {{0}};
-  if (check_output_path(o.output_path, &err) < 0) {
+  struct stat st;
+  int is_dir = o.output_path && stat(o.output_path, &st) == 0 && S_ISDIR(st.st_mode);
+  if (!(o.aot && is_dir) && check_output_path(o.output_path, &err) < 0) { /* --aot: a folder, made when missing */
     fprintf(stderr, "kiln compile: %s\n", err.msg);
     return 1;
   }
@@ -357,7 +505,18 @@ int kiln_cmd_compile(int argc, char **argv) {
   printf("  arena: %.2f MiB (liveness lower bound %.2f MiB)\n", mib(res.arena_bytes), mib(res.arena_lower_bound));
   printf("  intermediates: %.1f MiB written per run\n", mib(res.intermediate_bytes));
   printf("  weights: %.2f MiB\n", mib(res.weights_bytes));
-  printf("  code: %.1f KiB\n", res.code_bytes / 1024.0);
+  if (o.aot && res.footprint_measured) { /* the board's flash and RAM, as its compiler lays them out */
+    printf("  flash: %lld bytes = kernels %lld + runtime %lld + weights %lld (%s)\n",
+           (long long)(res.flash_kernels + res.flash_runtime + res.flash_weights), (long long)res.flash_kernels,
+           (long long)res.flash_runtime, (long long)res.flash_weights, res.footprint_compiler);
+    printf("  RAM: %lld bytes = arena %lld + stack %lld%s + data %lld\n",
+           (long long)(res.arena_bytes + res.ram_stack + res.ram_data), (long long)res.arena_bytes,
+           (long long)res.ram_stack, res.stack_exact ? "" : " (at least: some frames unmeasured)", (long long)res.ram_data);
+  } else if (o.aot) {
+    printf("  flash and RAM: not measured: %s\n", res.footprint_why);
+  } else {
+    printf("  code: %.1f KiB\n", res.code_bytes / 1024.0);
+  }
   printf("  work: %.3f GFLOPs per run\n", res.flops / 1e9);
   printf("  generic schedules: %d groups (conv %d, matmul %d, pool %d)%s%s\n",
          res.generic_conv + res.generic_matmul + res.generic_pool, res.generic_conv, res.generic_matmul,

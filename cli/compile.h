@@ -27,6 +27,8 @@ typedef struct kiln_compile_options {
   FILE *dump;                   /* where dumps go (stdout by default) */
   int threads_hint;             /* for default schedules */
   int64_t max_arena_bytes;      /* 0: KILN_DEFAULT_MAX_ARENA_BYTES */
+  int aot;                      /* 1: output_path is a folder that gets a C project (pack/aot.h), no bundle */
+  const char *kernels;          /* --aot on a Cortex-M target: "c" (NULL: the default) or "llvm" */
 } kiln_compile_options;
 
 typedef struct kiln_compile_result {
@@ -38,12 +40,22 @@ typedef struct kiln_compile_result {
                                                          scheduled (the generic default schedule) */
   char generic_names[256];    /* the first of those kernels' names, space-separated */
   void *bundle;               /* output_path NULL: the bundle, malloc'ed (the caller frees) */
+  /* --aot: the project's footprint, measured with the target's C compiler (pack/aot.h) */
+  int footprint_measured;     /* 0: footprint_why says why not */
+  char footprint_why[256], footprint_compiler[160];
+  int64_t flash_kernels, flash_runtime, flash_weights, ram_data, ram_stack;
+  int stack_exact;
   size_t bundle_bytes;
 } kiln_compile_result;
 
 extern const char *const kiln_compile_steps[]; /* NULL-terminated */
 
 int kiln_compile(const kiln_compile_options *opt, kiln_compile_result *res, gir_err *err);
+
+/* `kiln inspect --footprint`: compiles for the target without keeping anything (the
+ * C targets through an --aot project in a temporary folder, measured with their C
+ * compiler; the others into a bundle in memory) and prints the flash and RAM. */
+int kiln_print_footprint(const kiln_compile_options *opt, FILE *out, gir_err *err);
 
 /* The front half of the pipeline: import → ranges → fold → simplify → hfuse →
  * layout → fuse → outputs → lower, for a tool that wants the graph and its

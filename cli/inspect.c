@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "compile.h"
 #include "flops.h"
 #include "fusion.h"
 #include "passes.h"
@@ -195,6 +196,16 @@ int kiln_cmd_inspect(int argc, char **argv) {
     if (test_data) {
       printf("test data outputs:\n");
       if (check_test_outputs(g, test_data, scratch)) rc = 1;
+    }
+    if (args.set[CLI_OPT_FOOTPRINT]) { /* compile for the target, keep nothing, print the flash and RAM */
+      kiln_compile_options co = {.threads_hint = 2, .opt_level = 2, .model_path = model,
+                                 .target = args.str[CLI_OPT_TARGET], .import = &ci.opt,
+                                 .kernels = args.str[CLI_OPT_KERNELS]};
+      gir_err ferr = {{0}};
+      if (kiln_print_footprint(&co, stdout, &ferr) < 0) {
+        fprintf(stderr, "kiln inspect: --footprint: %s\n", ferr.msg);
+        rc = 1;
+      }
     }
     if (dot) {
       FILE *f = fopen(dot, "w");

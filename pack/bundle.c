@@ -105,6 +105,8 @@ static int build_texts(const pack_bundle *b, char **manifest, char **plan, char 
   *manifest = NULL;
   *plan = plan_json(b);
   snprintf(lib_name, 128, "lib/%s.so", b->target_name);
+  char src_name[128];
+  snprintf(src_name, sizeof src_name, "src/%s.c", b->target_name);
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "format", "kiln-bundle");
   cJSON_AddNumberToObject(m, "format_version", PACK_FORMAT_VERSION);
@@ -132,6 +134,7 @@ static int build_texts(const pack_bundle *b, char **manifest, char **plan, char 
   if (*plan) add_entry_info(entries, "plan.json", *plan, (int64_t)strlen(*plan));
   add_entry_info(entries, "params.bin", b->params, b->params_bytes);
   add_entry_info(entries, lib_name, b->lib, b->lib_bytes);
+  if (b->source) add_entry_info(entries, src_name, b->source, b->source_bytes);
   *manifest = cJSON_Print(m);
   cJSON_Delete(m);
   if (!*manifest || !*plan) {
@@ -191,7 +194,8 @@ static la_ssize_t sink_write(struct archive *ar, void *client, const void *buf, 
   return (la_ssize_t)n;
 }
 
-/* The one writer behind both entry points: the four entries, manifest first. */
+/* The one writer behind both entry points: the four entries (five with the C
+ * target's source), manifest first. */
 static int write_archive(sink *s, const pack_bundle *b, gir_err *err) {
   char *manifest, *plan, lib_name[128];
   if (build_texts(b, &manifest, &plan, lib_name, err) < 0) return -1;
@@ -208,6 +212,11 @@ static int write_archive(sink *s, const pack_bundle *b, gir_err *err) {
   if (rc == 0) rc = write_entry(ar, "plan.json", plan, (int64_t)strlen(plan), err);
   if (rc == 0) rc = write_entry(ar, "params.bin", b->params, b->params_bytes, err);
   if (rc == 0) rc = write_entry(ar, lib_name, b->lib, b->lib_bytes, err);
+  if (rc == 0 && b->source) { /* the C target: the source lib/<target>.so was compiled from */
+    char src_name[128];
+    snprintf(src_name, sizeof src_name, "src/%s.c", b->target_name);
+    rc = write_entry(ar, src_name, b->source, b->source_bytes, err);
+  }
   if (ar && archive_write_close(ar) != ARCHIVE_OK && rc == 0)
     rc = gir_errf(err, "bundle: %s", archive_error_string(ar));
   if (ar) archive_write_free(ar);
@@ -250,6 +259,11 @@ int pack_print_bundle(FILE *f, const pack_bundle *b, gir_err *err) {
   fprintf(f, "  %-24s %12zu bytes  (%d kernel calls)\n", "plan.json", strlen(plan), b->n_calls);
   fprintf(f, "  %-24s %12lld bytes\n", "params.bin", (long long)b->params_bytes);
   fprintf(f, "  %-24s %12lld bytes  (%s)\n", lib_name, (long long)b->lib_bytes, b->triple);
+  if (b->source) {
+    char src_name[128];
+    snprintf(src_name, sizeof src_name, "src/%s.c", b->target_name);
+    fprintf(f, "  %-24s %12lld bytes  (the C source of the library)\n", src_name, (long long)b->source_bytes);
+  }
   fprintf(f, "manifest.json:\n%s\n", manifest);
   cJSON_free(manifest);
   cJSON_free(plan);

@@ -3,7 +3,8 @@
  * inputs/outputs with names, dtypes and shapes, arena/weights/workspace bytes, the
  * size and CRC32 of every other entry), plan.json (the ordered kernel calls, each
  * argument an input, an output, an arena range or a params.bin range), params.bin
- * (the constants, 64-byte aligned) and lib/<target>.so (the kernels). The runtime
+ * (the constants, 64-byte aligned) and lib/<target>.so (the kernels); a bundle of the C
+ * target also carries the source the library was compiled from (src/<target>.c). The runtime
  * (runtime/) reads exactly this; nothing else connects the two. */
 #ifndef PACK_BUNDLE_H
 #define PACK_BUNDLE_H
@@ -57,6 +58,8 @@ typedef struct pack_bundle {
   int64_t params_bytes;
   const void *lib;
   int64_t lib_bytes;
+  const char *source; /* the kernels' C source (the C target): entry src/<target>.c; NULL: none */
+  int64_t source_bytes;
 } pack_bundle;
 
 /* Writes the bundle to a file (a failed write removes it; the message names the

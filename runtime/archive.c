@@ -64,9 +64,22 @@ static int is_library_name(const char *path) {
   return 1;
 }
 
+/* src/NAME.c, NAME as in a library's name: the C target's source (optional). */
+static int is_source_name(const char *path) {
+  size_t len = strlen(path);
+  if (len <= 6 || strncmp(path, "src/", 4) != 0 || strcmp(path + len - 2, ".c") != 0 || path[4] == '.') return 0;
+  for (size_t i = 4; i < len - 2; i++) {
+    char c = path[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+             c == '.';
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
 static int is_expected_name(const char *path) {
   return strcmp(path, "manifest.json") == 0 || strcmp(path, "plan.json") == 0 || strcmp(path, "params.bin") == 0 ||
-         is_library_name(path);
+         is_library_name(path) || is_source_name(path);
 }
 
 static const char *kind_of(const struct archive_entry *entry) {
@@ -100,8 +113,8 @@ static kiln_status check_header(krt_archive *out, struct archive_entry *entry, i
     return krt_fail(err, KILN_ERR_FORMAT, "bundle: entry '%s' is a sparse file", shown);
   if (!is_expected_name(path))
     return krt_fail(err, KILN_ERR_FORMAT,
-                    "bundle: unexpected entry '%s' (a bundle holds manifest.json, plan.json, params.bin and "
-                    "lib/<target>.so)",
+                    "bundle: unexpected entry '%s' (a bundle holds manifest.json, plan.json, params.bin, "
+                    "lib/<target>.so and, from the C target, src/<target>.c)",
                     shown);
   for (int32_t i = 0; i < out->count; i++) {
     const char *seen = out->entries[i].name;
@@ -111,8 +124,13 @@ static kiln_status check_header(krt_archive *out, struct archive_entry *entry, i
       return krt_fail(err, KILN_ERR_FORMAT, "bundle: more than one library entry ('%s' and '%s')",
                       printable(seen, shown2, sizeof shown2), shown);
     }
+    if (is_source_name(seen) && is_source_name(path)) {
+      char shown2[128];
+      return krt_fail(err, KILN_ERR_FORMAT, "bundle: more than one source entry ('%s' and '%s')",
+                      printable(seen, shown2, sizeof shown2), shown);
+    }
   }
-  /* Four distinct expected names with at most one library: count stays ≤ 4. */
+  /* Five distinct expected names with at most one library and one source: count stays ≤ 5. */
   if (out->count >= KRT_ENTRY_COUNT) return krt_fail(err, KILN_ERR_FORMAT, "bundle: too many entries");
   if (!archive_entry_size_is_set(entry))
     return krt_fail(err, KILN_ERR_FORMAT, "bundle: entry '%s' has no size", shown);

@@ -199,8 +199,10 @@ static kiln_status check_entry(const cJSON *entries, const char *name, krt_archi
   return KILN_OK;
 }
 
-/* The archive must hold exactly manifest.json + the three listed entries. */
-static kiln_status check_entry_set(krt_archive *archive, const char *lib_name, krt_error *err) {
+/* The archive must hold exactly manifest.json + the three listed entries (+ the
+ * source when the manifest lists it). */
+static kiln_status check_entry_set(krt_archive *archive, const char *lib_name, const char *src_name, int has_src,
+                                   krt_error *err) {
   const char *expected[] = {"manifest.json", "plan.json", "params.bin", lib_name};
   for (int i = 0; i < 4; i++)
     if (!krt_archive_find(archive, expected[i])) {
@@ -210,9 +212,16 @@ static kiln_status check_entry_set(krt_archive *archive, const char *lib_name, k
                           archive->entries[j].name, lib_name);
       return krt_fail(err, KILN_ERR_FORMAT, "bundle: missing entry '%s'", expected[i]);
     }
-  /* Every archive entry is distinct and expected (archive.c) and the four above
-   * are present, so a fifth cannot exist; keep the invariant visible anyway. */
-  if (archive->count != 4) return krt_fail(err, KILN_ERR_FORMAT, "bundle: %d entries, expected 4", archive->count);
+  for (int32_t j = 0; j < archive->count; j++)
+    if (strncmp(archive->entries[j].name, "src/", 4) == 0 && (!has_src || strcmp(archive->entries[j].name, src_name)))
+      return krt_fail(err, KILN_ERR_FORMAT, "bundle: source entry '%s' is not %s in manifest.json's entries",
+                      archive->entries[j].name, has_src ? "the target's" : "listed");
+  if (has_src && !krt_archive_find(archive, src_name))
+    return krt_fail(err, KILN_ERR_FORMAT, "bundle: missing entry '%s'", src_name);
+  /* Every archive entry is distinct and expected (archive.c) and the ones above
+   * are present, so another cannot exist; keep the invariant visible anyway. */
+  if (archive->count != 4 + has_src)
+    return krt_fail(err, KILN_ERR_FORMAT, "bundle: %d entries, expected %d", archive->count, 4 + has_src);
   return KILN_OK;
 }
 
@@ -263,21 +272,28 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, 
   if (krt_json_int(root, "workspace_bytes", where, 0, MAX_SIZE, &m->workspace_bytes, err) != KILN_OK)
     return err->status;
 
-  /* entries: exactly plan.json, params.bin and lib/<target>.so. */
-  char lib_name[80];
+  /* entries: exactly plan.json, params.bin and lib/<target>.so (and src/<target>.c, the
+   * C target's source, which is checked like the others and otherwise unused) */
+  char lib_name[80], src_name[80];
   snprintf(lib_name, sizeof lib_name, "lib/%s.so", m->target_name);
+  snprintf(src_name, sizeof src_name, "src/%s.c", m->target_name);
+  int has_src = 0;
   const cJSON *entries;
   if (krt_json_member(root, "entries", where, &entries, err) != KILN_OK) return err->status;
   if (krt_json_object(entries, "manifest.json: entries", err) != KILN_OK) return err->status;
   for (const cJSON *e = entries->child; e; e = e->next) {
     const char *key = e->string ? e->string : "";
+    if (strcmp(key, src_name) == 0) {
+      has_src = 1;
+      continue;
+    }
     if (strcmp(key, "plan.json") != 0 && strcmp(key, "params.bin") != 0 && strcmp(key, lib_name) != 0)
       return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: entries: unexpected entry '%.64s' (expected plan.json, "
-                      "params.bin and %s)", key, lib_name);
+                      "params.bin, %s and optionally %s)", key, lib_name, src_name);
   }
-  if (check_entry_set(archive, lib_name, err) != KILN_OK) return err->status;
-  const char *listed[] = {"plan.json", "params.bin", lib_name};
-  for (int i = 0; i < 3; i++)
+  if (check_entry_set(archive, lib_name, src_name, has_src, err) != KILN_OK) return err->status;
+  const char *listed[] = {"plan.json", "params.bin", lib_name, src_name};
+  for (int i = 0; i < 3 + has_src; i++)
     if (check_entry(entries, listed[i], archive, err) != KILN_OK) return err->status;
 
   krt_entry *params = krt_archive_find(archive, "params.bin");

@@ -17,6 +17,14 @@
 #   protoc-c     protoc-c runs and Debian's onnx.proto is where CMake looks
 #   pkg-config   libprotobuf-c, libarchive, libcjson, zlib
 #   tools        cmake 3.20 or newer, make, file, each cross target's nm
+#   boards       for aarch64, armv7 and riscv64: qemu-user's qemu-aarch64 / qemu-arm /
+#                qemu-riscv64 run a program that the cross driver linked against the
+#                target's libarchive, cJSON and zlib in build-sysroot/<target> (made by
+#                scripts/make_sysroots.sh), as cmake/board.cmake links kiln-run and
+#                tests/py/test_boards.py runs it
+#   cortex-m     arm-none-eabi-gcc links a hard-float Cortex-M4 program against newlib's
+#                libm (as test_cortex_m builds the --aot projects); qemu-system-arm
+#                knows the mps2-an386, mps2-an500 and mps3-an547 boards
 #   venv         python3 can make a virtualenv; .venv/bin/python imports onnx,
 #                onnxruntime and numpy at the versions pinned in scripts/requirements.txt
 #
@@ -67,9 +75,13 @@ major() { "$1" -dumpversion 2>/dev/null | cut -d. -f1; }
 gcc_rt_pkg() { echo "libgcc-$(major cc)-dev"; }     # gcc's libasan.so / libubsan.so
 clang_rt_pkg() { echo "libclang-rt-$(major clang)-dev"; } # libFuzzer and clang's sanitizers
 
+# target, its qemu-user binary, its multiarch triplet (Linux boards)
+BOARDS=("aarch64 qemu-aarch64 aarch64-linux-gnu" "armv7 qemu-arm arm-linux-gnueabihf" "riscv64 qemu-riscv64 riscv64-linux-gnu")
+
 if [ -n "${list_packages:-}" ]; then
   echo gcc libc6-dev make cmake pkg-config file "$(gcc_rt_pkg)" clang "$(clang_rt_pkg)" llvm-19-dev \
-    protobuf-c-compiler libonnx-dev python3 python3-venv | tr ' ' '\n'
+    protobuf-c-compiler libonnx-dev python3 python3-venv qemu-user mmdebstrap gcc-arm-none-eabi \
+    binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm | tr ' ' '\n'
   for c in "${CROSS[@]}"; do set -- $c; printf '%s\n%s\n%s\n' "$3" "$4" "$5"; done
   for m in "${PC_MODULES[@]}"; do set -- $m; echo "$2"; done
   exit 0
@@ -79,8 +91,11 @@ fi
 key() {
   dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\n' $(sed 's/#.*//' scripts/packages.txt) 2>&1
   cat "$0" scripts/packages.txt scripts/requirements.txt "$venv/.kiln-requirements" 2>&1
-  for t in cc clang python3 protoc-c pkg-config cmake make file; do echo "$t=$(type -P "$t")"; done
+  for t in cc clang python3 protoc-c pkg-config cmake make file arm-none-eabi-gcc qemu-system-arm; do
+    echo "$t=$(type -P "$t")"
+  done
   for c in "${CROSS[@]}"; do set -- $c; echo "$2=$(type -P "$2")"; done
+  for b in "${BOARDS[@]}"; do set -- $b; echo "$2=$(type -P "$2") $(cat "build-sysroot/$1/.kiln-sysroot" 2>&1)"; done
   echo "venv=$venv $(stat -c %Y "$venv"/lib/python3*/site-packages 2>&1)"
 }
 if [ $use_stamp = 1 ]; then
@@ -105,6 +120,7 @@ float kiln_probe(float x) { return expf(x); }
 EOF
 
 # link_check NAME DRIVER DRIVER_PKG LIBC_PKG: compile k.c, link k.so as pack/link.c does
+linked=() # the targets whose driver links
 link_check() {
   local name=$1 drv=$2 drv_pkg=$3 libc_pkg=$4 log="$tmp/$1.log"
   checks=$((checks + 1))
@@ -124,7 +140,9 @@ link_check() {
     else
       fail "$name: $drv -shared -lm failed ($(first_error "$log")): the $name C library comes with $libc_pkg"
     fi
+    return
   fi
+  linked+=("$name")
 }
 
 # --- host and cross C toolchains ---
@@ -152,6 +170,75 @@ else
     m=$(missing_pieces "$tmp/fuzz.log")
     fail "fuzzer: clang -fsanitize=fuzzer cannot link (${m:+ld: cannot find }${m:-$(first_error "$tmp/fuzz.log")}): libFuzzer and clang's sanitizer runtimes come with $(clang_rt_pkg)"
   fi
+fi
+
+# --- Linux boards: a program linked against the target's libraries runs under qemu ---
+cat >"$tmp/board.c" <<'EOF'
+#include <archive.h>
+#include <cJSON.h>
+#include <stdio.h>
+#include <zlib.h>
+int main(void) {
+  struct archive *a = archive_read_new();
+  cJSON *j = cJSON_Parse("[7]");
+  int ok = a && j && cJSON_GetArraySize(j) == 1 && crc32(0L, (const unsigned char *)"a", 1) == 0xe8b7be43UL;
+  archive_read_free(a);
+  cJSON_Delete(j);
+  puts(ok ? "kiln-board-ok" : "wrong");
+  return !ok;
+}
+EOF
+for b in "${BOARDS[@]}"; do
+  set -- $b
+  target=$1 qemu=$2 triplet=$3 tree=build-sysroot/$1 log="$tmp/board-$1.log"
+  case " ${linked[*]} " in *" $target "*) ;; *) continue ;; esac # the driver's problem is said above
+  checks=$((checks + 1))
+  if ! type -P "$qemu" >/dev/null; then
+    fail "boards: $qemu (runs the $target kiln-run in test_boards) is not installed: install qemu-user"
+    continue
+  fi
+  if [ ! -f "$tree/.kiln-sysroot" ]; then
+    fail "boards: $tree (the $target libarchive, cJSON and zlib) is missing: run scripts/make_sysroots.sh (needs mmdebstrap)"
+    continue
+  fi
+  extra=""
+  [ "$target" = riscv64 ] && extra=-Wl,--allow-shlib-undefined # see cmake/board.cmake
+  drv=$triplet-gcc
+  if ! "$drv" -I"$tree/kiln/include" -o "$tmp/board-$target" "$tmp/board.c" "$tree"/kiln/lib/lib{archive,cjson,z}.so \
+    -Wl,-rpath-link,"$tree/usr/lib/$triplet" -Wl,-rpath-link,"$tree/lib/$triplet" $extra >"$log" 2>&1; then
+    fail "boards: $drv cannot link against $tree ($(first_error "$log")): remove $tree and run scripts/make_sysroots.sh"
+  elif [ "$("$qemu" -L "$tree" "$tmp/board-$target" 2>"$log")" != kiln-board-ok ]; then
+    fail "boards: $qemu -L $tree cannot run a $target program ($(first_error "$log")): remove $tree and run scripts/make_sysroots.sh"
+  fi
+done
+
+# --- bare-metal Cortex-M: the cross compiler with newlib, the board models ---
+checks=$((checks + 1))
+if ! type -P arm-none-eabi-gcc >/dev/null; then
+  fail "cortex-m: arm-none-eabi-gcc (builds the --aot projects in test_cortex_m) is not installed: install gcc-arm-none-eabi"
+else
+  cat >"$tmp/m4.c" <<'EOF'
+float expf(float);
+void *memcpy(void *, const void *, unsigned);
+float kiln_probe(float x, float *d, const float *s) { memcpy(d, s, 4); return expf(x); }
+void kiln_start(void) { float d, s = 1; kiln_probe(0.5f, &d, &s); for (;;) {} }
+EOF
+  if ! arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -O2 -nostartfiles -e kiln_start \
+    -o "$tmp/m4.elf" "$tmp/m4.c" -lm -lc >"$tmp/m4.log" 2>&1; then
+    m=$(missing_pieces "$tmp/m4.log")
+    fail "cortex-m: arm-none-eabi-gcc cannot link a Cortex-M4 program with -lm (${m:+ld: cannot find }${m:-$(first_error "$tmp/m4.log")}): newlib comes with libnewlib-arm-none-eabi"
+  fi
+fi
+type -P arm-none-eabi-nm >/dev/null ||
+  fail "cortex-m: arm-none-eabi-nm (test_cortex_m reads the images' symbols) is not installed: install binutils-arm-none-eabi"
+checks=$((checks + 1))
+if ! type -P qemu-system-arm >/dev/null; then
+  fail "cortex-m: qemu-system-arm (runs the Cortex-M images in test_cortex_m) is not installed: install qemu-system-arm"
+else
+  machines=$(qemu-system-arm -machine help 2>&1)
+  for b in mps2-an386 mps2-an500 mps3-an547; do
+    grep -q "^$b " <<<"$machines" || fail "cortex-m: qemu-system-arm has no board model $b (QEMU 7.2 or newer has): install qemu-system-arm"
+  done
 fi
 
 # --- LLVM, protobuf-c, the libraries CMake finds with pkg-config ---

@@ -9,7 +9,9 @@
 # 2. The Python virtualenv (.venv, used by tests and benchmarks only — the compiler
 #    and runtime never need Python) is rebuilt only when the pinned requirements
 #    change.
-# 3. scripts/check_toolchains.sh compiles and links with every toolchain the way the
+# 3. scripts/make_sysroots.sh extracts the Debian packages of the Linux board
+#    targets' C libraries into build-sysroot/<target> (once; a stamp after that).
+# 4. scripts/check_toolchains.sh compiles and links with every toolchain the way the
 #    project does (the cross drivers with -shared -lm, clang with libFuzzer, ...)
 #    and stops here, one line per problem naming the Debian package, when one
 #    fails; it keeps a stamp, so with everything present this takes well under a
@@ -40,5 +42,9 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$REQ" "$STAMP"; then
   .venv/bin/pip install -q --disable-pip-version-check -r "$REQ"
   cp "$REQ" "$STAMP"
 fi
+
+# the Linux board targets' C libraries (libarchive, cJSON, zlib and glibc for aarch64,
+# armv7, riscv64) in build-sysroot/<target>: downloaded once, then a stamp check
+scripts/make_sysroots.sh
 
 scripts/check_toolchains.sh

@@ -10,6 +10,7 @@ static const struct {
   tgt_backend *(*make)(const tgt_options *opt, gir_err *err);
 } backends[] = {
     {"llvm", tgt_llvm_backend_new},
+    {"c", tgt_c_backend_new},
 };
 
 tgt_backend *tgt_backend_new(const char *name, const tgt_options *opt, gir_err *err) {

@@ -7,9 +7,9 @@
  *   emit       — an artifact's object code, assembly or IR as bytes
  *   lookup     — a kernel of the artifact, loaded into this process (only where
  *                the target is this machine)
- * Backends: "llvm" (targets/llvm), the only row of the table in target.c (C and
- * CUDA backends are planned, not built). Artifacts die with free_artifact,
- * backends with tgt_backend_free. */
+ * Backends: "llvm" (targets/llvm) and "c" (targets/c: portable C99 source), the
+ * rows of the table in target.c (a CUDA backend is planned, not built).
+ * Artifacts die with free_artifact, backends with tgt_backend_free. */
 #ifndef TGT_TARGET_H
 #define TGT_TARGET_H
 #include <stddef.h>
@@ -63,5 +63,8 @@ int tgt_emit_file(const tgt_backend *b, const tgt_artifact *a, tgt_output what, 
 
 /* The backends' constructors (the table in target.c lists them). */
 tgt_backend *tgt_llvm_backend_new(const tgt_options *opt, gir_err *err);
+/* targets/c: opt->target "c" (or "host", or NULL: the host's cc), "cortex-m4",
+ * "cortex-m7", "cortex-m55"; its IR output is the C source. */
+tgt_backend *tgt_c_backend_new(const tgt_options *opt, gir_err *err);
 
 #endif

@@ -73,9 +73,11 @@ def load_exclusions():
     return ex
 
 
-def run_one(kiln, d, timeout):
+def run_one(kiln, d, timeout, target=None):
     t = os.path.basename(d)
     cmd = [kiln, "check", os.path.join(d, "model.onnx"), "--test-data", os.path.join(d, "test_data_set_0")]
+    if target:
+        cmd += ["--target", target]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -105,6 +107,7 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every test passed or is excluded with a reason, and P/T >= --min-pass")
     ap.add_argument("--min-pass", type=float, default=0.95)
+    ap.add_argument("--target", help="compile for this named target (kiln check --target): c for the C backend")
     a = ap.parse_args()
 
     base = node_dir()
@@ -122,7 +125,7 @@ def main():
             results[t] = ("excluded", excl[t])
             print("EXCLUDED %s: %s" % (t, excl[t]), flush=True)
     with cf.ThreadPoolExecutor(max(1, a.jobs)) as ex:
-        futs = [ex.submit(run_one, a.kiln, os.path.join(base, t), a.timeout) for t in todo]
+        futs = [ex.submit(run_one, a.kiln, os.path.join(base, t), a.timeout, a.target) for t in todo]
         for f in cf.as_completed(futs):
             t, status, why = f.result()
             results[t] = (status, why)

@@ -294,6 +294,27 @@ def cases(lib):
         lambda d: save(d, tarred(bundle(), extra=[regular("a" * 300, b"hi")])))
     add("a second library", "FORMAT", "more than one library")(
         lambda d: save(d, tarred(bundle(), extra=[regular("lib/other.so", lib)])))
+
+    # the C target's source (src/<target>.c): optional, but listed and checked like the rest
+    src = b"/* kernels */\nint x;\n"
+
+    def with_source(name=b"src/host.c", listed="src/host.c", text=src, listed_crc=None, extra=()):
+        b = bundle()
+        if listed:
+            b.entry_edit = lambda e: e.__setitem__(listed, {"bytes": len(text), "crc32": listed_crc or crc(text)})
+        return tarred(b, extra=[regular(name.decode(), text)] + list(extra))
+    add("the C target's source, listed", "OK", run=True)(lambda d: save(d, with_source()))
+    add("a source entry the manifest does not list", "FORMAT", ["src/host.c", "not listed"])(
+        lambda d: save(d, with_source(listed=None)))
+    add("a listed source whose CRC differs", "CHECKSUM", ["src/host.c", "CRC32"])(
+        lambda d: save(d, with_source(listed_crc="00000000")))
+    add("a source for another target", "FORMAT", "src/other.c")(
+        lambda d: save(d, with_source(name=b"src/other.c", listed=None)))
+    add("two source entries", "FORMAT", "more than one source")(
+        lambda d: save(d, with_source(extra=[regular("src/more.c", src)])))
+    add("a listed source that is absent", "FORMAT", ["missing entry", "src/host.c"])(
+        lambda d: save(d, tarred((lambda b: (setattr(b, "entry_edit", lambda e: e.__setitem__(
+            "src/host.c", {"bytes": 1, "crc32": "00000000"})), b)[1])(bundle()))))
     add("duplicated plan.json", "FORMAT", ["duplicated entry", "plan.json"])(
         lambda d: save(d, tarred(bundle(), extra=[regular("plan.json", b"{}")])))
     add("duplicated manifest.json", "FORMAT", ["duplicated entry", "manifest.json"])(
