@@ -20,7 +20,7 @@
 
 #define ALL ((1u << CLI_CMD_COUNT) - 1)
 #define C(x) (1u << CLI_CMD_##x)
-#define IMPORTERS (C(COMPILE) | C(BENCH) | C(CHECK) | C(INSPECT) | C(INTERPRET) | C(LOWER))
+#define IMPORTERS (C(COMPILE) | C(BENCH) | C(CHECK) | C(INSPECT) | C(INTERPRET) | C(LOWER) | C(TUNE))
 
 static const cli_option_def table[CLI_OPT_COUNT] = {
     [CLI_OPT_HELP] = {"--help", "-h", CLI_FLAG, 0, 0, NULL, "print this help and exit", ALL},
@@ -44,7 +44,7 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                         "host (default), x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64, c (portable C "
                         "compiled by the host's cc); with --aot: c, cortex-m4, cortex-m7, cortex-m55; check "
                         "runs only targets this machine can run",
-                        C(COMPILE) | C(CHECK) | C(INSPECT)},
+                        C(COMPILE) | C(CHECK) | C(TUNE) | C(INSPECT)},
     [CLI_OPT_OPT_LEVEL] = {"--opt-level", "-O", CLI_INT, 0, 3, "N",
                            "0: no graph optimization; 1: folding and rewrites; 2: + NCHWc layout and fusion "
                            "(default); 3: + horizontal fusion",
@@ -92,6 +92,26 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                        C(INSPECT)},
     [CLI_OPT_DUMP_IR] = {"--dump-ir", NULL, CLI_FLAG, 0, 0, NULL, "print the optimized LLVM IR of the kernels",
                          C(CHECK)},
+    [CLI_OPT_TRIALS] = {"--trials", NULL, CLI_INT, 1, 100000000, "N",
+                        "measurements in all, over every task, the default schedules' included (default 32 per task)",
+                        C(TUNE)},
+    [CLI_OPT_RECORDS] = {"--records", NULL, CLI_STRING, 0, 0, "FILE",
+                         "tune: JSON-lines records, read first (a killed run resumes) and appended to; compile: apply "
+                         "the best tuned schedule of each workload in FILE",
+                         C(TUNE) | C(COMPILE)},
+    [CLI_OPT_TRANSFER_FROM] = {"--transfer-from", NULL, CLI_REPEATED, 0, 0, "FILE",
+                               "records of other workloads the global cost model learns from", C(TUNE)},
+    [CLI_OPT_TASKS] = {"--tasks", NULL, CLI_STRING, 0, 0, "LIST",
+                       "all (default), templates (conv and matmul only), conv, matmul, generic, task numbers "
+                       "(0,2,5), or list (print the tasks and stop)",
+                       C(TUNE)},
+    [CLI_OPT_TIME_BUDGET] = {"--time-budget", NULL, CLI_INT, 1, 100000000, "SECONDS",
+                             "stop after this many seconds (the records so far are kept)", C(TUNE)},
+    [CLI_OPT_SEARCH] = {"--search", NULL, CLI_STRING, 0, 0, "model|random",
+                        "model: simulated annealing on the cost model (default); random: uniform picks", C(TUNE)},
+    [CLI_OPT_PLOT] = {"--plot", NULL, CLI_STRING, 0, 0, "FILE.svg",
+                      "best-so-far GFLOPS vs trials per task (default: the records file with .svg)", C(TUNE)},
+    [CLI_OPT_SEED] = {"--seed", NULL, CLI_INT, 0, INT64_MAX, "N", "seed of the search (default 1)", C(TUNE)},
 };
 
 static const struct {
@@ -111,6 +131,9 @@ static const struct {
     [CLI_CMD_INTERPRET] = {"interpret", "MODEL.onnx --test-data DIR [options]",
                            "run the reference interpreter and compare with DIR/output_N.pb", 1u << CLI_OPT_TEST_DATA},
     [CLI_CMD_LOWER] = {"lower", "MODEL.onnx [options]", "print the loop IR of every kernel", 0},
+    [CLI_CMD_TUNE] = {"tune", "MODEL.onnx --records FILE [options]",
+                      "search each fused group's schedule on this machine, guided by a learned cost model",
+                      (uint64_t)1 << CLI_OPT_RECORDS},
 };
 
 const cli_option_def *cli_option(cli_opt o) { return &table[o]; }

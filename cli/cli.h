@@ -14,6 +14,14 @@ int kiln_cmd_check(int argc, char **argv);
 int kiln_cmd_compile(int argc, char **argv);
 int kiln_cmd_run(int argc, char **argv);
 int kiln_cmd_bench(int argc, char **argv);
+int kiln_cmd_tune(int argc, char **argv);
+/* kiln compile --records FILE (tune.c): the best tuned schedule per workload, as a
+ * lowering hook; the report line says how many groups it matched and what it skipped. */
+typedef struct cli_records cli_records;
+cli_records *cli_records_open(const char *path, const char *target, gir_err *err);
+const struct lower_tuning *cli_records_hook(cli_records *r);
+void cli_records_report(const cli_records *r, const char *path, FILE *f);
+void cli_records_free(cli_records *r);
 
 /* Shared import options built from --input-shape flags; the evaluator is the
  * compiler's constant folder when one is linked in. */
@@ -37,7 +45,7 @@ void cli_import_finish(cli_import *ci);
 /* ---- the option table (args.c): one parser for every subcommand ---- */
 typedef enum cli_cmd {
   CLI_CMD_COMPILE, CLI_CMD_RUN, CLI_CMD_BENCH, CLI_CMD_CHECK, CLI_CMD_INSPECT, CLI_CMD_INTERPRET, CLI_CMD_LOWER,
-  CLI_CMD_COUNT
+  CLI_CMD_TUNE, CLI_CMD_COUNT
 } cli_cmd;
 
 typedef enum cli_opt {
@@ -45,7 +53,8 @@ typedef enum cli_opt {
   CLI_OPT_MAX_ARENA, CLI_OPT_TEST_DATA, CLI_OPT_THREADS, CLI_OPT_REPEAT, CLI_OPT_WARMUP, CLI_OPT_PROFILE_RUNS,
   CLI_OPT_PROFILE, CLI_OPT_INPUT, CLI_OPT_INPUTS, CLI_OPT_OUTPUT_DIR, CLI_OPT_OUTPUTS, CLI_OPT_COMPARE,
   CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR,
-  CLI_OPT_AOT, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_COUNT
+  CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
+  CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a

@@ -135,6 +135,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
       (c_kernels || tgt_c_is_bare_metal(o->target) ? tgt_c_lower_target(o->target, &lt, err) /* the CPU's lanes */
                                                      : tgt_llvm_lower_target(&topt, &lt)) < 0)
     return -1;
+  lt.tuning = o->tuning; /* kiln tune's probe, or --records' tuned schedules (tuner/); NULL: the defaults */
   if (o->opt_level >= 2) {
     lay_stats ls;
     if (lay_split_conv_transpose(g, NULL, err) < 0) return -1; /* phase convs, blocked next */
@@ -493,9 +494,16 @@ int kiln_cmd_compile(int argc, char **argv) {
   }
   cli_import_finish(&ci);
   o.import = &ci.opt;
+  cli_records *recs = NULL; /* --records FILE: the tuned schedules of `kiln tune` (cli/tune.c) */
+  if (args.str[CLI_OPT_RECORDS] && !(recs = cli_records_open(args.str[CLI_OPT_RECORDS], o.target, &err))) {
+    fprintf(stderr, "kiln compile: %s\n", err.msg);
+    return 1;
+  }
+  if (recs) o.tuning = cli_records_hook(recs);
   kiln_compile_result res;
   if (kiln_compile(&o, &res, &err) < 0) {
     fprintf(stderr, "kiln compile: %s\n", err.msg);
+    cli_records_free(recs);
     return 1;
   }
   printf("compiled %s -> %s\n", o.model_path, o.output_path);
@@ -521,5 +529,7 @@ int kiln_cmd_compile(int argc, char **argv) {
   printf("  generic schedules: %d groups (conv %d, matmul %d, pool %d)%s%s\n",
          res.generic_conv + res.generic_matmul + res.generic_pool, res.generic_conv, res.generic_matmul,
          res.generic_pool, res.generic_names[0] ? ": " : "", res.generic_names);
+  if (recs) cli_records_report(recs, args.str[CLI_OPT_RECORDS], stdout);
+  cli_records_free(recs);
   return 0;
 }

@@ -27,6 +27,7 @@ typedef struct kiln_compile_options {
   FILE *dump;                   /* where dumps go (stdout by default) */
   int threads_hint;             /* for default schedules */
   int64_t max_arena_bytes;      /* 0: KILN_DEFAULT_MAX_ARENA_BYTES */
+  const struct lower_tuning *tuning; /* sees every group lowered and may tune it (tuner/); NULL: the defaults */
   int aot;                      /* 1: output_path is a folder that gets a C project (pack/aot.h), no bundle */
   const char *kernels;          /* --aot on a Cortex-M target: "c" (NULL: the default) or "llvm" */
 } kiln_compile_options;

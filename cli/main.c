@@ -17,6 +17,7 @@ static void usage(FILE *f) {
           "  kiln interpret MODEL.onnx --test-data DIR [--input-shape NAME:DIMS]...\n"
           "  kiln lower MODEL.onnx [--test-data DIR]   (print the loop IR of every kernel)\n"
           "  kiln check MODEL.onnx --test-data DIR     (compile, run the bundle, compare with the test outputs)\n"
+          "  kiln tune MODEL.onnx --records FILE [--trials N] [--transfer-from FILE]... [--tasks LIST] [--time-budget S]\n"
           "  kiln COMMAND --help                       (every option of a command)\n"
           "  kiln --version\n",
           KILN_VERSION);
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "compile")) return kiln_cmd_compile(argc - 2, argv + 2);
   if (!strcmp(argv[1], "run")) return kiln_cmd_run(argc - 2, argv + 2);
   if (!strcmp(argv[1], "bench")) return kiln_cmd_bench(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "tune")) return kiln_cmd_tune(argc - 2, argv + 2);
   if (!strcmp(argv[1], "--version")) {
     printf("kiln %s\n", KILN_VERSION);
     return 0;

@@ -21,6 +21,8 @@ typedef struct lower_kernel {
   const char *generic;      /* a heavy stage's tag (conv, matmul, pool…) when no template scheduled it, else NULL */
   int32_t n_checks;         /* run-time checks (index_checks.c): check j reports as checks[j], */
   const char **checks;      /* "Gather 'g' (opset 13), indices 'ids'" */
+  tir_stmt *scheduled;      /* fn's body as the schedule lowered it, before the loop passes (loops
+                               still annotated: what the tuner's features read, tuner/tun_feature.c) */
 } lower_kernel;
 
 typedef struct lower_program {

@@ -88,11 +88,13 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
     for (int j = 0; j < i; j++) dup |= ot[j] == ot[i];
     if (dup) ot[i] = copy_stage(c, ot[i]);
   }
+  if (t && t->tuning && t->tuning->group) t->tuning->group(t->tuning->self, nodes, n_nodes, outs, n_outs, t);
   sch_schedule *s = sch_create(c, params, np, ot, n_outs, err);
   if (!s || lower_default_schedule(s, t) < 0) return gir_err_prefix(err, "scheduling %s", name);
   k->generic = lower_generic_heavy_stage(s);
   k->fn = sch_lower(s, b, name);
   if (!k->fn) return gir_err_prefix(err, "lowering %s", name);
+  k->scheduled = k->fn->body;
   k->fn->body = tir_optimize(b, k->fn->body);
   if (lower_index_checks(b, nodes, n_nodes, k, err) < 0) return -1;
   k->n_ws = k->fn->n_params - np - n_outs;

@@ -13,6 +13,8 @@
 int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   lower_target def = lower_target_default();
   if (!t) t = &def;
+  int tuned = t->tuning && t->tuning->schedule ? t->tuning->schedule(t->tuning->self, s, t) : 0;
+  if (tuned) return tuned < 0 ? -1 : 0; /* a tuner's schedule (tuning.c) */
   int threads_hint = t->threads;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];

@@ -87,9 +87,11 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
     int rc;
     if (kind == MATMUL) {
       lower_matmul_cfg cfg = lower_matmul_default(st, t);
+      lower_tune_knobs(t, "matmul", &cfg, sizeof cfg);
       rc = lower_sched_matmul(s, st, epi, &cfg);
     } else if (kind == CONV) {
       lower_conv_cfg cfg = lower_conv_default(st, t);
+      lower_tune_knobs(t, "conv", &cfg, sizeof cfg);
       rc = lower_sched_conv(s, st, epi, &cfg);
     } else {
       rc = lower_sched_vector_reduce(s, st, epi, t->vec_f32, 1);

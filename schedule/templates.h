@@ -15,11 +15,14 @@
 #define LOWER_TEMPLATES_H
 #include "schedule.h"
 
+typedef struct lower_tuning lower_tuning;
+
 /* What the templates need to know about the target. */
 typedef struct lower_target {
   int32_t vec_f32;  /* float lanes per vector register: 16 AVX-512, 8 AVX2, 4 NEON/SSE, 1 none */
   int32_t vec_regs; /* vector registers: 32 AVX-512 and AArch64, 16 AVX2 and NEON on armv7 */
   int32_t threads;  /* worker threads the runtime usually has */
+  const lower_tuning *tuning; /* NULL (the default): every schedule is the analytic default (tuning.c) */
 } lower_target;
 
 /* The default target description: AVX-512, 2 threads. */
@@ -84,6 +87,37 @@ int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, i
  * consumer's parallel row loop with vector lanes (sched_rows.c). */
 int lower_sched_rows(sch_schedule *s, const lower_target *t);
 
+/* The tuning hook (tuning.c; `kiln tune`, `kiln compile --records`): a caller's
+ * interface that sees each group before it is scheduled and may change a
+ * template's knobs or schedule the group itself. A template's knobs are listed as
+ * data — name, offset of the int32_t field in its cfg struct, the values a caller
+ * may set (AutoTVM's config entity as a vector of named integers). Without a
+ * lower_target.tuning nothing changes: the defaults are exactly the same. */
+typedef struct lower_knob {
+  const char *name;
+  size_t offset;  /* of its int32_t field in the cfg struct */
+  int32_t lo, hi; /* the values a caller may set; anything else puts the default back */
+} lower_knob;
+
+/* The knobs of template "conv" (lower_conv_cfg) or "matmul" (lower_matmul_cfg), or NULL. */
+const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n);
+
+struct lower_tuning {
+  void *self;
+  /* lower_nodes, before the group's stages are created: its nodes and the values it hands on */
+  void (*group)(void *self, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
+                int32_t n_outs, const lower_target *t);
+  /* first thing in lower_default_schedule: 1 when it scheduled every stage itself, 0 to keep the
+   * default schedule, -1 on error (the message in s->err) */
+  int (*schedule)(void *self, sch_schedule *s, const lower_target *t);
+  /* a template about to run with its default knobs in cfg: may change them (a value outside its
+   * knob's range puts every default back) */
+  void (*knobs)(void *self, const char *tmpl, const lower_knob *knobs, int32_t n_knobs, void *cfg);
+};
+
+/* Hands a template's default cfg to t->tuning (if any) and checks what comes back. */
+void lower_tune_knobs(const lower_target *t, const char *tmpl, void *cfg, size_t cfg_size);
+
 /* Picks and applies the template of every heavy stage it knows; stages it does
  * not know keep the default schedule. Returns 0, or -1 with the schedule's error. */
 int lower_apply_templates(sch_schedule *s, const lower_target *t);
@@ -97,6 +131,11 @@ const char *lower_generic_heavy_stage(const sch_schedule *s);
  * stages scheduled by their templates, the leading spatial loops of the others
  * fused and run in parallel when the stage is large. t NULL: lower_target_default. */
 int lower_default_schedule(sch_schedule *s, const lower_target *t);
+/* A transpose stage the default schedule vectorized along the output's innermost
+ * axis: the output axis that walks the input's innermost moves just outside the
+ * vector loop, the leading loops become the parallel loop (sched_movement.c).
+ * 1 if it scheduled st, 0 if st is not such a stage, -1 on error. */
+int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t);
 /* The element-wise stage that is st's only reader, has its shape and is still
  * unscheduled at the root, or NULL. */
 sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);

@@ -15,7 +15,7 @@
 #   llvm         /usr/lib/llvm-19/bin/llvm-config (what CMake asks; llvm-config-19):
 #                version 19, the C API headers, libLLVM
 #   protoc-c     protoc-c runs and Debian's onnx.proto is where CMake looks
-#   pkg-config   libprotobuf-c, libarchive, libcjson, zlib
+#   pkg-config   libprotobuf-c, libarchive, libcjson, zlib, xgboost (the tuner's cost models)
 #   tools        cmake 3.20 or newer, make, file, each cross target's nm
 #   boards       for aarch64, armv7 and riscv64: qemu-user's qemu-aarch64 / qemu-arm /
 #                qemu-riscv64 run a program that the cross driver linked against the
@@ -69,7 +69,8 @@ CROSS=(
 LLVM_CONFIG=/usr/lib/llvm-19/bin/llvm-config
 ONNX_PROTO=/usr/include/onnx/onnx.proto
 # pkg-config module and its package
-PC_MODULES=("libprotobuf-c libprotobuf-c-dev" "libarchive libarchive-dev" "libcjson libcjson-dev" "zlib zlib1g-dev")
+PC_MODULES=("libprotobuf-c libprotobuf-c-dev" "libarchive libarchive-dev" "libcjson libcjson-dev" "zlib zlib1g-dev"
+  "xgboost libxgboost-dev")
 
 major() { "$1" -dumpversion 2>/dev/null | cut -d. -f1; }
 gcc_rt_pkg() { echo "libgcc-$(major cc)-dev"; }     # gcc's libasan.so / libubsan.so

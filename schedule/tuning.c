@@ -1,0 +1,65 @@
+/* tuning.c — the templates' knobs as data, and the check on what a tuner sets.
+ * Each template's cfg struct is a vector of named int32_t knobs; the tables below
+ * say which fields a caller (tuner/, `kiln compile --records`) may set and to what
+ * range, so a record file can never hand a template a zero split or a register
+ * tile of a thousand rows: a value out of range puts every default back (a value
+ * in range the template cannot use is a schedule error, never a crash). Knobs not
+ * listed (parallel, oc_vecs) stay what the analytic default says. */
+#include <stddef.h>
+#include <string.h>
+#include "templates.h"
+
+static const lower_knob conv_knobs[] = {
+    {"ow_tile", offsetof(lower_conv_cfg, ow_tile), 1, 64},
+    {"unroll_kw", offsetof(lower_conv_cfg, unroll_kw), 0, 1},
+    {"pad_tile", offsetof(lower_conv_cfg, pad_tile), 0, 1},
+    {"image_tile", offsetof(lower_conv_cfg, image_tile), 0, 1},
+    {"pixel_outer", offsetof(lower_conv_cfg, pixel_outer), 0, 1},
+    {"prefetch", offsetof(lower_conv_cfg, prefetch), 0, 1},
+    {"vec_ow", offsetof(lower_conv_cfg, vec_ow), 0, 1},
+    {"vec", offsetof(lower_conv_cfg, vec), 1, 64},
+};
+
+static const lower_knob matmul_knobs[] = {
+    {"mr", offsetof(lower_matmul_cfg, mr), 1, 32},
+    {"nr_vecs", offsetof(lower_matmul_cfg, nr_vecs), 1, 16},
+    {"vec", offsetof(lower_matmul_cfg, vec), 1, 64},
+    {"k_unroll", offsetof(lower_matmul_cfg, k_unroll), 1, 64},
+    {"panel_outer", offsetof(lower_matmul_cfg, panel_outer), 0, 1},
+};
+
+const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {
+  if (tmpl && !strcmp(tmpl, "conv")) {
+    *n = (int32_t)(sizeof conv_knobs / sizeof conv_knobs[0]);
+    return conv_knobs;
+  }
+  if (tmpl && !strcmp(tmpl, "matmul")) {
+    *n = (int32_t)(sizeof matmul_knobs / sizeof matmul_knobs[0]);
+    return matmul_knobs;
+  }
+  *n = 0;
+  return NULL;
+}
+
+void lower_tune_knobs(const lower_target *t, const char *tmpl, void *cfg, size_t cfg_size) {
+  if (!t || !t->tuning || !t->tuning->knobs) return;
+  int32_t n;
+  const lower_knob *k = lower_template_knobs(tmpl, &n);
+  unsigned char saved[256];
+  if (!k || cfg_size > sizeof saved) return;
+  memcpy(saved, cfg, cfg_size);
+  t->tuning->knobs(t->tuning->self, tmpl, k, n, cfg);
+  for (int i = 0; i < n; i++) {
+    int32_t v;
+    memcpy(&v, (const char *)cfg + k[i].offset, sizeof v);
+    if (v < k[i].lo || v > k[i].hi) {
+      memcpy(cfg, saved, cfg_size);
+      return;
+    }
+  }
+  /* whatever is not a knob stays the default's */
+  unsigned char knob_byte[256] = {0};
+  for (int i = 0; i < n; i++) memset(knob_byte + k[i].offset, 1, sizeof(int32_t));
+  for (size_t b = 0; b < cfg_size; b++)
+    if (!knob_byte[b]) ((unsigned char *)cfg)[b] = saved[b];
+}

@@ -1,0 +1,222 @@
+"""test_tune.py — `kiln tune` and `kiln compile --records` end to end, short.
+
+A small model (conv 3x3 + relu twice with one shape, a 1x1 conv, a matmul + bias,
+a softmax) is tuned for a few trials; then:
+  - with records that match nothing, the bundle is byte for byte the default one;
+  - the tuned bundle (`kiln compile --records`) says how many groups it matched,
+    and its outputs equal ONNX Runtime's on the same inputs (rtol 1e-3, atol 1e-5),
+    as do the default bundle's and those of a bundle made from records doctored so
+    that a non-default point of every workload is applied;
+  - the records are JSON lines with the fields the format promises, one per trial;
+  - a run killed with SIGKILL part way resumes: the rerun finishes the same trial
+    budget, reads every record the killed run wrote (a torn last line is counted
+    as malformed, not fatal) and measures no point twice;
+  - records from another CPU and from an incompatible kiln version are skipped
+    with their counts;
+  - --tasks list prints the tasks; usage errors exit 2 with one line.
+The trial counts are small: this checks behaviour, never speed (bench/tune.py).
+Closing line: test_tune: N passed, M failed.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import util  # noqa: E402
+
+RTOL, ATOL = 1e-3, 1e-5
+
+
+def make_model(path):
+    rng = np.random.default_rng(3)
+    w = lambda *s: numpy_helper.from_array((rng.standard_normal(s) * 0.1).astype(np.float32))
+    inits = []
+    for name, shape in [("w1", (32, 32, 3, 3)), ("b1", (32,)), ("w2", (32, 32, 3, 3)), ("b2", (32,)),
+                        ("w3", (48, 32, 1, 1)), ("m", (96, 80)), ("mb", (80,))]:
+        t = w(*shape)
+        t.name = name
+        inits.append(t)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3"], ["y"]),
+        helper.make_node("MatMul", ["a", "m"], ["mm"]),
+        helper.make_node("Add", ["mm", "mb"], ["z0"]),
+        helper.make_node("Softmax", ["z0"], ["z"], axis=-1),
+    ]
+    g = helper.make_graph(nodes, "tune_small", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 14, 14]),
+        helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 24, 96])
+    ], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+        helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(m, path)
+
+
+def records(path):
+    good, bad = [], 0
+    if not os.path.exists(path):
+        return good, bad
+    for line in open(path):
+        try:
+            good.append(json.loads(line))
+        except ValueError:
+            bad += 1
+    return good, bad
+
+
+def compare(c, kiln, bundle, inputs, ref, what, work):
+    args = ["run", bundle, "--repeat", "1", "--outputs", os.path.join(work, "out.npz")]
+    for name, f in inputs.items():
+        args += ["--input", "%s=%s" % (name, f)]
+    r = util.run_kiln(kiln, args, timeout=300)
+    if not c.check(r.rc == 0, "%s: kiln run: %s %s" % (what, r.describe(), r.err[:300])):
+        return
+    out = np.load(os.path.join(work, "out.npz"))
+    for name, want in ref.items():
+        got = out[name]
+        ok = got.shape == want.shape and np.all(np.abs(got - want) <= ATOL + RTOL * np.abs(want))
+        c.check(ok, "%s: output %s differs from ONNX Runtime (max abs diff %g)" %
+                (what, name, float(np.max(np.abs(got - want))) if got.shape == want.shape else -1))
+
+
+def main():
+    args = util.parse_args(__doc__)
+    kiln = args.kiln
+    c = util.Checks("test_tune")
+    asan = "asan" in kiln
+    with tempfile.TemporaryDirectory() as work:
+        model = os.path.join(work, "small.onnx")
+        make_model(model)
+        rec = os.path.join(work, "small.json")
+        # usage errors
+        for bad in (["tune", model], ["tune", model, "--records", rec, "--tasks", "bogus"],
+                    ["tune", model, "--records", rec, "--search", "greedy"],
+                    ["tune", model, "--records", rec, "--trials", "0"]):
+            r = util.run_kiln(kiln, bad)
+            c.check(r.rc == 2 and len(r.err_lines()) == 1, "%s: want one usage line, exit 2 (%s: %r)" %
+                    (" ".join(bad[2:]), r.describe(), r.err[:200]))
+        r = util.run_kiln(kiln, ["tune", model, "--records", rec, "--tasks", "list"])
+        c.check(r.rc == 0 and "conv" in r.out and "matmul" in r.out and not os.path.exists(rec),
+                "--tasks list: %s %r" % (r.describe(), r.out[-400:]))
+
+        # a tune, then a bundle from its records, against ONNX Runtime
+        trials = 24  # every task, generated spaces included
+        r = util.run_kiln(kiln, ["tune", model, "--records", rec, "--trials", str(trials)], timeout=900)
+        c.check(r.rc == 0 and "tuned tasks:" in r.out, "tune: %s %s" % (r.describe(), r.err[:300]))
+        good, bad = records(rec)
+        c.check(len(good) == trials and bad == 0, "records: %d lines, %d malformed (want %d)" % (len(good), bad, trials))
+        keys = {"v", "kiln", "workload", "hash", "template", "target", "cpu", "knobs", "cost", "error", "time",
+                "flops", "fv", "features"}
+        c.check(all(keys <= set(x) for x in good), "every record has %s" % sorted(keys))
+        c.check(any(x["knobs"] == "default" for x in good), "the default schedules are measured")
+        c.check({"conv", "matmul", "generic"} <= {x["template"] for x in good}, "conv, matmul and generic tasks tuned")
+        c.check(os.path.exists(rec + ".svg") and "<svg" in open(rec + ".svg").read(), "the plot is written")
+
+        rng = np.random.default_rng(5)
+        feeds = {"x": rng.uniform(-1, 1, (1, 32, 14, 14)).astype(np.float32),
+                 "a": rng.uniform(-1, 1, (1, 24, 96)).astype(np.float32)}
+        inputs = {}
+        for n, v in feeds.items():
+            inputs[n] = os.path.join(work, n + ".npy")
+            np.save(inputs[n], v)
+        import onnxruntime as ort
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        ref = dict(zip(["y", "z"], sess.run(["y", "z"], feeds)))
+        # records that apply to nothing change nothing: the bundle is byte for byte the default one
+        empty = os.path.join(work, "empty.json")
+        open(empty, "w").close()
+        b1, b2 = os.path.join(work, "plain.kiln"), os.path.join(work, "hooked.kiln")
+        r1 = util.run_kiln(kiln, ["compile", model, "-o", b1], timeout=300)
+        r2 = util.run_kiln(kiln, ["compile", model, "-o", b2, "--records", empty], timeout=300)
+        c.check(r1.rc == 0 and r2.rc == 0 and open(b1, "rb").read() == open(b2, "rb").read(),
+                "with an empty records file the bundle is the default one, byte for byte")
+
+        # which workloads beat their default (only those are applied)
+        best, default = {}, {}
+        for x in good:
+            if x["error"] or x["cost"] <= 0:
+                continue
+            d = default if x["knobs"] == "default" else best
+            d[x["workload"]] = min(d.get(x["workload"], 1e30), x["cost"])
+        beaten = sum(1 for k in best if k in default and best[k] < default[k])
+        # every non-default record made "fastest", so the bundle runs tuned kernels whatever the timings said
+        forced = os.path.join(work, "forced.json")
+        with open(forced, "w") as f:
+            picked = set()
+            for x in good:
+                if x["knobs"] != "default" and not x["error"] and x["workload"] not in picked:
+                    picked.add(x["workload"])
+                    x = dict(x, cost=1e-12)
+                f.write(json.dumps(x) + "\n")
+        for what, extra in (("default", []), ("tuned", ["--records", rec]), ("forced", ["--records", forced])):
+            bundle = os.path.join(work, what + ".kiln")
+            r = util.run_kiln(kiln, ["compile", model, "-o", bundle] + extra, timeout=300)
+            if not c.check(r.rc == 0, "compile %s: %s %s" % (what, r.describe(), r.err[:300])):
+                continue
+            if extra:
+                line = next((l for l in r.out.splitlines() if "records:" in l), "")
+                m = re.search(r"tuned schedules for (\d+) of (\d+) groups \((\d+) workloads", line)
+                want = len(picked) if what == "forced" else beaten
+                c.check(m and int(m.group(3)) == want and (int(m.group(1)) >= want),
+                        "compile --records (%s): %d workloads to apply, the line says %r" % (what, want, line))
+            compare(c, kiln, bundle, inputs, ref, what, work)
+
+        # records from another CPU or version are skipped, with counts
+        other = os.path.join(work, "other.json")
+        with open(other, "w") as f:
+            for x in good[:3]:
+                f.write(json.dumps(dict(x, cpu="Some Other CPU")) + "\n")
+            for x in good[3:5]:
+                f.write(json.dumps(dict(x, kiln="9.4.0")) + "\n")
+            f.write('{"v": 1, "workl\n')
+        r = util.run_kiln(kiln, ["compile", model, "-o", os.path.join(work, "o.kiln"), "--records", other])
+        c.check(r.rc == 0 and "tuned schedules for 0 of" in r.out and "3 records from another CPU skipped" in r.out
+                and "2 from an incompatible kiln version skipped" in r.out and "1 malformed" in r.out,
+                "skipped records counted: %r" % r.out[-400:])
+        r = util.run_kiln(kiln, ["compile", model, "-o", os.path.join(work, "o.kiln"), "--records",
+                                 os.path.join(work, "missing.json")])
+        c.check(util.clean_failure(r) is None, "a missing records file is one clean error: %s" % util.clean_failure(r))
+
+        # a killed run resumes
+        rec2 = os.path.join(work, "resume.json")
+        total = 24
+        argv = [kiln, "tune", model, "--records", rec2, "--trials", str(total), "--tasks", "templates"]
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + (600 if asan else 240)
+        while time.monotonic() < deadline and p.poll() is None and len(records(rec2)[0]) < 6:
+            time.sleep(0.05)
+        killed = p.poll() is None
+        if killed:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+        before = len(records(rec2)[0])
+        c.check(killed and 0 < before < total, "the first run was killed part way (%d records)" % before)
+        r = util.run_kiln(kiln, argv[1:], timeout=900)
+        c.check(r.rc == 0, "the rerun: %s %s" % (r.describe(), r.err[:300]))
+        good2, bad2 = records(rec2)
+        c.check(len(good2) == total and bad2 <= 1, "resumed to %d records (%d torn), want %d" % (len(good2), bad2, total))
+        seen = set()
+        dup = 0
+        for x in good2:
+            k = (x["workload"], json.dumps(x["knobs"], sort_keys=True))
+            dup += k in seen
+            seen.add(k)
+        c.check(dup == 0, "no point measured twice (%d twice)" % dup)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+/* tun_space.c — search spaces over the templates' knobs (AutoTVM's ConfigSpace):
+ * each knob lists the values worth trying for this shape, a point is one value per
+ * knob, encoded as a flat mixed-radix index so that points are cheap to store,
+ * hash and compare. tun_space_check rejects, before anything is compiled, the
+ * points that cannot pay or that repeat another point: register tiles with more
+ * accumulators than the target has vector registers, knob combinations the
+ * template ignores (prefetch with pixel_outer, image_tile without whole rows…).
+ * The knob names are the template's own (schedule/tuning.c), so a point applies
+ * by name. */
+#include <stdio.h>
+#include <string.h>
+#include "tun_internal.h"
+
+void tun_space_values(const tun_space *s, int64_t idx, int32_t *values) {
+  for (int i = 0; i < s->n_knobs; i++) {
+    int32_t n = s->knobs[i].n;
+    values[i] = s->knobs[i].cand[idx % n];
+    idx /= n;
+  }
+}
+
+int64_t tun_space_index(const tun_space *s, const int32_t *values) {
+  int64_t idx = 0, mul = 1;
+  for (int i = 0; i < s->n_knobs; i++) {
+    int j = 0;
+    while (j < s->knobs[i].n && s->knobs[i].cand[j] != values[i]) j++;
+    if (j == s->knobs[i].n) return -1;
+    idx += j * mul;
+    mul *= s->knobs[i].n;
+  }
+  return idx;
+}
+
+int tun_space_knob(const tun_space *s, const char *name) {
+  for (int i = 0; i < s->n_knobs; i++)
+    if (!strcmp(s->knobs[i].name, name)) return i;
+  return -1;
+}
+
+const char *tun_space_describe(const tun_space *s, const int32_t *values, char *buf, size_t n) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int i = 0; i < s->n_knobs && o < n; i++)
+    o += (size_t)snprintf(buf + o, n - o, "%s%s=%d", i ? "," : "", s->knobs[i].name, values[i]);
+  return buf;
+}
+
+static void add_knob(tun_space *s, const char *name) {
+  tun_knob_space *k = &s->knobs[s->n_knobs++];
+  memset(k, 0, sizeof *k);
+  snprintf(k->name, sizeof k->name, "%s", name);
+}
+
+static void add_cand(tun_space *s, int32_t v) {
+  tun_knob_space *k = &s->knobs[s->n_knobs - 1];
+  for (int i = 0; i < k->n; i++)
+    if (k->cand[i] == v) return;
+  if (k->n < TUN_MAX_CANDS) k->cand[k->n++] = v;
+}
+
+static int64_t dim(const gir_value *v, int d) { return d >= 0 && d < v->shape.rank ? v->shape.dims[d] : 1; }
+
+static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
+  /* knob order = lower_template_knobs("conv"):
+   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec */
+  const gir_value *y = n->out[0], *w = n->in[1];
+  if (y->shape.rank != 5 || !w || w->shape.rank != 6) return -1;
+  int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
+  int32_t vec = def[7];
+  s->conv_vecs = (int32_t)(vec > 0 ? (ob + vec - 1) / vec : ob);
+  s->depthwise = def[2]; /* the default pads per tile exactly for depthwise convs */
+  s->vec_ow = def[6];
+  s->conv_m = (int32_t)dim(y, 1);
+  int32_t npad, ns, nd;
+  const int64_t *pads = gir_attr_ints(n, "pads", &npad), *st = gir_attr_ints(n, "strides", &ns);
+  const int64_t *dl = gir_attr_ints(n, "dilations", &nd);
+  int padded = 0;
+  for (int i = 0; pads && i < npad; i++) padded |= pads[i] != 0;
+  /* a tile's padded input (pad_tile): its channels, rows and columns */
+  const gir_value *x = n->in[0];
+  s->conv_cin = s->depthwise ? ob : dim(x, 1) * dim(x, 4);
+  s->conv_rows = (dim(w, 2) - 1) * (dl && nd > 0 ? dl[0] : 1) + 1;
+  s->conv_cols = (kw - 1) * (dl && nd > 1 ? dl[1] : 1) + 1;
+  s->conv_sw = st && ns > 1 ? st[1] : 1;
+  s->conv_img = (dim(x, 2) + (pads && npad == 4 ? pads[0] + pads[2] : 0)) *
+                (dim(x, 3) + (pads && npad == 4 ? pads[1] + pads[3] : 0));
+  add_knob(s, "ow_tile");
+  if (s->vec_ow) /* whole vectors of pixels, up to four */
+    for (int64_t v = 1; v <= 4 && (v - 1) * vec < ow; v++) add_cand(s, (int32_t)(v * vec));
+  else
+    for (int64_t p = 1; p <= ow && p <= 32; p++) add_cand(s, (int32_t)p);
+  add_cand(s, def[0]);
+  add_knob(s, "unroll_kw");
+  add_cand(s, def[1]);
+  if (kw > 1 && !s->vec_ow) add_cand(s, !def[1]);
+  add_knob(s, "pad_tile");
+  add_cand(s, def[2]);
+  if (padded) add_cand(s, !def[2]);
+  add_knob(s, "image_tile");
+  add_cand(s, def[3]);
+  if (ow <= 32 && !s->vec_ow) add_cand(s, !def[3]);
+  add_knob(s, "pixel_outer");
+  add_cand(s, def[4]);
+  if (!s->vec_ow) add_cand(s, !def[4]);
+  add_knob(s, "prefetch");
+  add_cand(s, def[5]);
+  if (!s->depthwise && !s->vec_ow) add_cand(s, !def[5]);
+  add_knob(s, "vec_ow"); /* the layout decided: one channel per block or not */
+  add_cand(s, def[6]);
+  add_knob(s, "vec");
+  add_cand(s, def[7]);
+  return 0;
+}
+
+static int matmul_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
+  /* knob order = lower_template_knobs("matmul"): mr nr_vecs vec k_unroll panel_outer */
+  const gir_value *y = n->out[0], *a = n->in[0];
+  if (y->shape.rank < 2 || !a) return -1;
+  int64_t M = dim(y, y->shape.rank - 2), N = dim(y, y->shape.rank - 1), K = dim(a, a->shape.rank - 1);
+  add_knob(s, "mr");
+  for (int64_t r = 1; r <= M && r <= 16; r++) add_cand(s, (int32_t)r);
+  add_cand(s, def[0]);
+  int32_t v = y->dtype == GIR_F32 ? t->vec_f32 : 1;
+  add_knob(s, "nr_vecs");
+  int32_t minvec = v >= 8 ? v / 2 : v;
+  for (int32_t k = 1; k <= 8 && (int64_t)(k - 1) * minvec < N; k++) add_cand(s, k);
+  add_cand(s, def[1]);
+  add_knob(s, "vec");
+  add_cand(s, def[2]);
+  if (v >= 8) add_cand(s, v), add_cand(s, v / 2);
+  add_knob(s, "k_unroll");
+  for (int32_t k = 1; k <= 8 && k <= K; k *= 2) add_cand(s, k);
+  add_cand(s, def[3]);
+  add_knob(s, "panel_outer");
+  add_cand(s, def[4]);
+  if (M > 1) add_cand(s, !def[4]);
+  return 0;
+}
+
+int tun_space_template(tun_space *s, const char *tmpl, const gir_node *anchor, const int32_t *defaults,
+                       const lower_target *t) {
+  memset(s, 0, sizeof *s);
+  snprintf(s->tmpl, sizeof s->tmpl, "%s", tmpl);
+  s->vec_regs = t->vec_regs;
+  int rc = !strcmp(tmpl, "conv") ? conv_space(s, anchor, defaults, t)
+           : !strcmp(tmpl, "matmul") ? matmul_space(s, anchor, defaults, t)
+                                     : -1;
+  if (rc < 0) return -1;
+  s->size = 1;
+  for (int i = 0; i < s->n_knobs; i++) s->size *= s->knobs[i].n;
+  return 0;
+}
+
+static int32_t val(const tun_space *s, const int32_t *v, const char *name) {
+  int i = tun_space_knob(s, name);
+  return i < 0 ? 0 : v[i];
+}
+
+int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_len) {
+#define REJECT(...) return (snprintf(why, why_len, __VA_ARGS__), -1)
+  if (!strcmp(s->tmpl, "conv") && s->vec_ow) {
+    int64_t ow = val(s, v, "ow_tile"), vec = val(s, v, "vec");
+    if (vec < 2 || ow % vec) REJECT("vec_ow tiles are whole vectors of pixels");
+    if (ow / vec * s->conv_m + 2 > s->vec_regs)
+      REJECT("register tile of %lld x %d vectors needs more than %d registers", (long long)(ow / vec), s->conv_m,
+             s->vec_regs);
+    return 0;
+  }
+  if (!strcmp(s->tmpl, "conv")) {
+    int64_t cv = s->conv_vecs, ow = val(s, v, "ow_tile"), img = val(s, v, "image_tile");
+    int64_t owmax = s->knobs[tun_space_knob(s, "ow_tile")].cand[0];
+    for (int i = 0; i < s->knobs[0].n; i++) owmax = s->knobs[0].cand[i] > owmax ? s->knobs[0].cand[i] : owmax;
+    if (img && ow != owmax) REJECT("image_tile computes whole rows: ow_tile must be the row (%lld)", (long long)owmax);
+    if (ow * cv + cv + 1 > s->vec_regs)
+      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)ow, (long long)cv,
+             s->vec_regs);
+    if (img && val(s, v, "pixel_outer")) REJECT("pixel_outer does nothing with image_tile");
+    if (val(s, v, "pad_tile")) { /* the padded input of a tile lives on the stack */
+      int64_t bytes = s->conv_cin * 4 * (img ? s->conv_img : s->conv_rows * ((ow - 1) * s->conv_sw + s->conv_cols));
+      if (bytes > 256 * 1024) REJECT("a tile's padded input would be %lld KiB", (long long)(bytes >> 10));
+    }
+    if (val(s, v, "prefetch") && val(s, v, "pixel_outer")) REJECT("prefetch does nothing with pixel_outer");
+    return 0;
+  }
+  if (!strcmp(s->tmpl, "matmul")) {
+    int64_t mr = val(s, v, "mr"), nr = val(s, v, "nr_vecs");
+    if (mr * nr + nr + 2 > s->vec_regs)
+      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)mr, (long long)nr,
+             s->vec_regs);
+    return 0;
+  }
+  if (!strcmp(s->tmpl, "generic")) return tun_generic_check(s, v, why, why_len);
+  return 0;
+#undef REJECT
+}
