@@ -92,6 +92,10 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                        C(INSPECT)},
     [CLI_OPT_DUMP_IR] = {"--dump-ir", NULL, CLI_FLAG, 0, 0, NULL, "print the optimized LLVM IR of the kernels",
                          C(CHECK)},
+    [CLI_OPT_ATOL_SCALE] = {"--atol-scale", NULL, CLI_STRING, 0, 0, "X",
+                            "float outputs: also allow X times the reference's largest magnitude (default 0; for targets "
+                            "whose rounding differs from the reference's, e.g. no FMA, on long reductions)",
+                            C(CHECK)},
     [CLI_OPT_TRIALS] = {"--trials", NULL, CLI_INT, 1, 100000000, "N",
                         "measurements in all, over every task, the default schedules' included (default 32 per task)",
                         C(TUNE)},

@@ -49,6 +49,15 @@ int kiln_cmd_check(int argc, char **argv) {
   if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
   if (args.set[CLI_OPT_DUMP_IR]) o.dump_after = "codegen";
   const char *dir = args.str[CLI_OPT_TEST_DATA];
+  double atol_scale = 0;
+  if (args.str[CLI_OPT_ATOL_SCALE]) {
+    char *end = NULL;
+    atol_scale = strtod(args.str[CLI_OPT_ATOL_SCALE], &end);
+    if (!end || *end || !(atol_scale >= 0 && atol_scale <= 1)) {
+      fprintf(stderr, "kiln check: --atol-scale takes a number in [0, 1], not '%s'\n", args.str[CLI_OPT_ATOL_SCALE]);
+      return 2;
+    }
+  }
   if (o.target) { /* the code runs here: refuse targets this machine cannot run before compiling */
     char why[512];
     if (tgt_c_is_bare_metal(o.target)) snprintf(why, sizeof why, "a bare-metal target; kiln check runs code here");
@@ -99,7 +108,7 @@ int kiln_cmd_check(int argc, char **argv) {
     outs[i] = (cli_output){info.name, gir_dtype_from_name(kiln_dtype_name(info.dtype)),
                            gir_shape_make(info.rank, info.dims), data};
   }
-  rc = cli_compare_test_outputs(outs, n, dir, a);
+  rc = cli_compare_test_outputs(outs, n, dir, atol_scale, a);
 out:
   if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);
   kiln_model_close(m);

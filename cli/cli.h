@@ -52,7 +52,7 @@ typedef enum cli_opt {
   CLI_OPT_HELP, CLI_OPT_OUTPUT, CLI_OPT_TARGET, CLI_OPT_OPT_LEVEL, CLI_OPT_INPUT_SHAPE, CLI_OPT_DUMP_AFTER,
   CLI_OPT_MAX_ARENA, CLI_OPT_TEST_DATA, CLI_OPT_THREADS, CLI_OPT_REPEAT, CLI_OPT_WARMUP, CLI_OPT_PROFILE_RUNS,
   CLI_OPT_PROFILE, CLI_OPT_INPUT, CLI_OPT_INPUTS, CLI_OPT_OUTPUT_DIR, CLI_OPT_OUTPUTS, CLI_OPT_COMPARE,
-  CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR,
+  CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR, CLI_OPT_ATOL_SCALE,
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_COUNT
 } cli_opt;
@@ -128,7 +128,7 @@ int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **
 /* Compares every output with DIR's references at the tolerance its dtype needs
  * (float16/bfloat16 looser, float8/float4 exact on the decoded values). 0 when
  * all match, 1 otherwise. */
-int cli_compare_test_outputs(const cli_output *outs, int n, const char *dir, gir_arena *a);
+int cli_compare_test_outputs(const cli_output *outs, int n, const char *dir, double atol_scale, gir_arena *a);
 
 /* Monotonic wall clock in ms, and a qsort order for latency samples (timing.c). */
 double cli_now_ms(void);

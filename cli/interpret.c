@@ -42,7 +42,7 @@ int kiln_cmd_interpret(int argc, char **argv) {
   void *outputs[256];
   if (ok && lower_interpret(g, inputs, outputs, a, &err) == 0) {
     cli_output *outs = cli_graph_outputs(g, outputs, a);
-    rc = outs ? cli_compare_test_outputs(outs, g->n_outputs, dir, a) : 1;
+    rc = outs ? cli_compare_test_outputs(outs, g->n_outputs, dir, 0, a) : 1;
   } else if (ok) {
     fprintf(stderr, "kiln interpret: %s\n", err.msg);
   }

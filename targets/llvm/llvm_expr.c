@@ -718,7 +718,9 @@ static LLVMValueRef elem_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef idx
 
 static LLVMValueRef all_true(tgt_lcg *g, int lanes) { return cint(g, g->t_i1, 1, lanes); }
 
-static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) {
+/* buf[idx] in its memory type (raw: float16 as half, bfloat16 as i16), or converted
+ * to its register type (from_mem). */
+static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
   const tir_buffer *buf = e->u.load.buf;
   const tir_expr *ix = e->u.load.index;
   LLVMTypeRef mt = tgt_llvm_mem_type(g, buf->dtype);
@@ -727,7 +729,7 @@ static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) {
   if (lane >= 0 || e->lanes == 1) {
     v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, buf, emit(g, ix, lane)), "");
     LLVMSetAlignment(v, esz);
-    return from_mem(g, buf->dtype, v, 1);
+    return raw ? v : from_mem(g, buf->dtype, v, 1);
   }
   int n = e->lanes;
   LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)n);
@@ -744,8 +746,10 @@ static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) {
     LLVMValueRef args[4] = {ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n), LLVMGetPoison(vt)};
     v = intrin(g, "llvm.masked.gather", over, 2, args, 4);
   }
-  return from_mem(g, buf->dtype, v, n);
+  return raw ? v : from_mem(g, buf->dtype, v, n);
 }
+
+static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) { return load_as(g, e, lane, 0); }
 
 /* llvm.prefetch(ptr, read, locality 2, data): toward L2 (prefetcht1 on x86,
  * PRFM PLDL2KEEP on AArch64); the schedules prefetch data a whole reuse window
@@ -903,7 +907,16 @@ static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
   }
   case TIR_IF_THEN_ELSE: return if_then_else(g, e, lane);
   case TIR_CAST: return cast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
-  case TIR_BITCAST: return bitcast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
+  case TIR_BITCAST:
+    /* the bits of a loaded value straight from memory: a float16 or bfloat16 loaded
+     * into a float register and converted back may come out quieted (a signaling NaN's
+     * quiet bit set), where BitCast must keep every bit */
+    if (e->u.cast.a->kind == TIR_LOAD) {
+      LLVMValueRef m = load_as(g, e->u.cast.a, lane, 1);
+      m = LLVMBuildBitCast(g->b, m, vec_of(tgt_llvm_mem_type(g, e->dtype), lanes), "");
+      return from_mem(g, e->dtype, m, lanes);
+    }
+    return bitcast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
   case TIR_RAMP: return ramp(g, e, lane);
   case TIR_BROADCAST: {
     LLVMValueRef v = emit(g, e->u.bcast.value, -1);
