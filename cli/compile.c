@@ -139,6 +139,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   if (o->opt_level >= 2) {
     lay_stats ls;
     if (lay_split_conv_transpose(g, NULL, err) < 0) return -1; /* phase convs, blocked next */
+    if (lay_split_dilated_conv(g, NULL, err) < 0) return -1;   /* no taps on padding, blocked next */
     if (lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1;
     int32_t packed = 0; /* constant matmul weights in the template's column panels */
     if (lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;

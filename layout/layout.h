@@ -33,6 +33,14 @@ int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
  * Preserves: semantics, output names and shapes; compacts the graph. */
 int lay_split_conv_transpose(gir_graph *g, int32_t *rewritten, gir_err *err);
 
+/* Rewrites float32 2-D dilated convolutions with constant weights whose taps land in
+ * the zero padding for a good share of the outputs (an atrous pyramid's dilation 24 on
+ * a 32x32 map) into one conv per output region with the taps valid there, on the input
+ * rows and columns those taps read, concatenated along W and H (dilated.c): no FLOPs
+ * on padding. Requires: topological order. Preserves: semantics, output names and
+ * shapes; compacts the graph. */
+int lay_split_dilated_conv(gir_graph *g, int32_t *rewritten, gir_err *err);
+
 /* Packs the constant float32 [K, N] weights of matmuls into column panels
  * [ceil(N/nr), K, nr] (matmul attributes packed = nr, n = N), nr the matmul
  * template's tile width for `vec` lanes (pack_matmul.c). *packed counts them.

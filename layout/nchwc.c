@@ -85,7 +85,37 @@ static gir_value *unsqueezed_source(const gir_value *v) {
 /* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
  * a relayout that produced x. C is the number of real channels: a blocked side
  * holds whole blocks, the channels past C are padding. */
+/* A slice of a rank-4 value on H and W only (all channels, step 1 on them). */
+static int spatial_slice(const gir_node *p) {
+  if (!p || p->op != GIR_OP_slice || p->in[0]->shape.rank != 4) return 0;
+  int32_t n, n2, n3;
+  const int64_t *st = gir_attr_ints(p, "starts", &n), *sp = gir_attr_ints(p, "steps", &n2),
+                *sz = gir_attr_ints(p, "sizes", &n3);
+  return st && sp && sz && n == 4 && n2 == 4 && n3 == 4 && st[1] == 0 && sp[1] == 1 &&
+         sz[1] == p->in[0]->shape.dims[1];
+}
+
+/* slice p's window on v, a 5-D blocked value (the block axis whole). */
+static gir_value *blocked_slice(lay *L, const gir_node *p, gir_value *v) {
+  int32_t n1, n2, n3;
+  const int64_t *st = gir_attr_ints(p, "starts", &n1), *sp = gir_attr_ints(p, "steps", &n2),
+                *sz = gir_attr_ints(p, "sizes", &n3);
+  int64_t s5[5] = {st[0], 0, st[2], st[3], 0}, p5[5] = {sp[0], 1, sp[2], sp[3], 1},
+          z5[5] = {sz[0], v->shape.dims[1], sz[2], sz[3], v->shape.dims[4]};
+  gir_node *n = new_node(L, GIR_OP_slice, &v, 1, p);
+  gir_attr_set_ints(L->g, n, "starts", s5, 5);
+  gir_attr_set_ints(L->g, n, "steps", p5, 5);
+  gir_attr_set_ints(L->g, n, "sizes", z5, 5);
+  return finish(L, n);
+}
+
 static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64_t C, const gir_node *origin) {
+  /* a window of H and W of v (the pieces of a dilated conv, dilated.c): the window
+   * of v's blocked form, so one relayout serves every window */
+  if (!src && dst && spatial_slice(x->producer)) {
+    gir_value *vb = relayout(L, x->producer->in[0], 0, dst, C, origin);
+    return vb ? blocked_slice(L, x->producer, vb) : NULL;
+  }
   if (!src && x->shape.rank == 3) { /* NCW: as NCHW with H = 1 */
     gir_value *x4 = unsqueezed_source(x);
     if (!x4 && !(x4 = unsqueeze_h(L, x, origin))) return NULL;
@@ -278,13 +308,23 @@ static int propagate(lay *L, gir_node *n) {
     if (!is_spatial_reduce(n) || n->in[0]->shape.rank != 4 || rank != 4) return 0;
     ins[0] = blocked_source(n->in[0], &b);
     break;
-  case GIR_OP_concat:
-    if (gir_attr_int(n, "axis", 0) != 1) return 0;
-    for (int i = 0; i < n->n_in; i++) {
-      if (n->in[i]->shape.rank != rank || n->in[i]->shape.dims[1] % b) return 0;
-      if (!(ins[i] = relayout(L, n->in[i], 0, b, n->in[i]->shape.dims[1], n))) return -1;
+  case GIR_OP_concat: {
+    int64_t axis = gir_attr_int(n, "axis", 0);
+    if (axis == 1) {
+      for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i]->shape.rank != rank || n->in[i]->shape.dims[1] % b) return 0;
+        if (!(ins[i] = relayout(L, n->in[i], 0, b, n->in[i]->shape.dims[1], n))) return -1;
+      }
+    } else if (rank == 4 && (axis == 2 || axis == 3)) { /* along H or W: every input in block b already */
+      for (int i = 0; i < n->n_in; i++) {
+        int64_t bi = 0;
+        if (!(ins[i] = blocked_source(n->in[i], &bi)) || bi != b) return 0;
+      }
+    } else {
+      return 0;
     }
     break;
+  }
   default: return 0;
   }
   gir_node *nn = new_node(L, n->op, ins, n->n_in, n);

@@ -1135,6 +1135,13 @@ def conv_cases():
             ("8-out/5x5/rows-40", (1, 12, 7, 40), (8, 12, 5, 5), {"pads": [2, 2, 2, 2]}),
             ("1-out/rows-64", (1, 5, 4, 64), (1, 5, 3, 3), {"pads": [0, 1, 0, 1]}),
             ("6-out/stride2", (1, 8, 9, 9), (6, 8, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+            # dilated convs whose off-centre taps land in the padding for many outputs:
+            # one conv per output region with its valid taps (layout/dilated.c)
+            ("dilated/d5/regions", (1, 16, 12, 12), (32, 16, 3, 3), {"pads": [5, 5, 5, 5], "dilations": [5, 5]}),
+            ("dilated/d3/stride2/asym", (1, 8, 13, 11), (16, 8, 3, 3), {"pads": [3, 2, 1, 3], "dilations": [3, 4],
+                                                                        "strides": [2, 1]}),
+            ("dilated/d6/group2", (1, 16, 10, 10), (16, 8, 3, 3), {"pads": [6, 6, 6, 6], "dilations": [6, 6],
+                                                                   "group": 2}),
             # rows no tile divides (37, 41 pixels): full tiles, then a ragged last one,
             # with pixels outside channel blocks (a large input) and inside (large weights)
             ("ragged-rows/pixel-outer", (1, 16, 12, 37), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),

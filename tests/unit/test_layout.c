@@ -858,6 +858,27 @@ static void test_graph_outputs(void) {
   gir_graph_free(g);
 }
 
+/* Concats along H and W run blocked when every input is in the same block (the
+ * pieces of a dilated conv, layout/dilated.c). */
+static void test_spatial_concat(void) {
+  rng rr = {19};
+  gir_graph *g = gir_graph_new("hw_concat");
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 4, 5));
+  gir_value *a = relu(g, conv(g, x, 16, 3, &rr)), *b = relu(g, conv(g, x, 16, 1, &rr));
+  gir_value *w = concat(g, a, b, 3), *h = concat(g, w, w, 2);
+  gir_graph_add_output(g, conv(g, h, 8, 1, &rr));
+  ref r = REFERENCE(g, 19);
+  LAYOUT(g, 16);
+  int unblocks = 0; /* back to plain: the output only (x goes in once per conv: no CSE in the pass) */
+  for (int k = 0; k < g->n_nodes; k++) unblocks += g->nodes[k]->op == GIR_OP_relayout && is_unblock(g->nodes[k]->out[0]);
+  CHECK_INT(unblocks, 1);
+  gir_node *c = nth(g, GIR_OP_concat, 1);
+  if (CHECK(c)) CHECK(c->out[0]->shape.rank == 5 && gir_attr_int(c, "axis", 0) == 2);
+  AGREE(g, &r);
+  ref_free(&r);
+  gir_graph_free(g);
+}
+
 static void test_plain_consumers(void) {
   /* ops that need plain NCHW read a relayout back; the values they compute agree */
   for (int c = 0; c < 5; c++) {
@@ -868,7 +889,7 @@ static void test_plain_consumers(void) {
     if (c == 0) y = reduce(g, a, GIR_REDUCE_SUM, INTS(1), 1);               /* over channels */
     else if (c == 1) y = reduce(g, a, GIR_REDUCE_MAX, INTS(2, 3), 0);       /* spatial, no keepdims */
     else if (c == 2) y = reduce(g, a, GIR_REDUCE_MEAN, INTS(-2, -1), 1);    /* negative axes */
-    else if (c == 3) y = concat(g, a, a, 2);                                /* concat on H */
+    else if (c == 3) y = concat(g, a, a, 0);                /* concat on N (on H or W it runs blocked) */
     else y = with_ints(g, GIR_OP_transpose, a, "perm", INTS(0, 2, 3, 1));  /* to NHWC */
     gir_node *consumer = y->producer;
     gir_graph_add_output(g, y);
@@ -1050,6 +1071,7 @@ static void test_pack_matmul(void) {
 
 int main(void) {
   test_narrow_and_1d();
+  test_spatial_concat();
   test_chain();
   test_residual();
   test_pool_mean();
