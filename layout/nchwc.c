@@ -177,12 +177,19 @@ static int rewrite_conv(lay *L, gir_node *n) {
    * its consumers never read them; a grouped conv re-blocks */
   if (blocked_source(x, &in_b) && group != 1 && !dw && cpg % in_b) in_b = 0;
   if (dw) {
+    /* channels no block divides (ShuffleNetV2's 58, 116, 232): padded to whole
+     * vectors, the padding computed with zero weights and never read */
     ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
+    if (!ib) ib = ob = L->block;
   } else if (group != 1) {
     ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
     ob = pick_block(M / group, 2 * (int64_t)L->block);
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
+    /* input channels no block divides (an STFT's 257 bins, a shuffle's 58): whole
+     * vectors, the relayout padding them with zeros and the reduction stopping at the
+     * real ones (attribute "channels") */
+    if (!ib) ib = L->block;
     ob = pick_block(M, 2 * (int64_t)L->block);
     /* output channels that no full vector divides (MobileNet's 24, SqueezeNet's
      * 1000): padded up to whole vectors, with zero weights and bias, rather than

@@ -1135,6 +1135,13 @@ def conv_cases():
             ("8-out/5x5/rows-40", (1, 12, 7, 40), (8, 12, 5, 5), {"pads": [2, 2, 2, 2]}),
             ("1-out/rows-64", (1, 5, 4, 64), (1, 5, 3, 3), {"pads": [0, 1, 0, 1]}),
             ("6-out/stride2", (1, 8, 9, 9), (6, 8, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+            # channel counts no block divides: input channels padded with zeros (the
+            # reduction stops at the real ones), depthwise channels padded (ShuffleNetV2's 58)
+            ("ragged-in/1d/257-bins", (1, 257, 20), (24, 257, 5), {"pads": [2, 2]}),
+            ("ragged-in/1x1/58", (1, 58, 9, 9), (58, 58, 1, 1), {}),
+            ("depthwise/58", (1, 58, 9, 9), (58, 1, 3, 3), {"group": 58, "pads": [1, 1, 1, 1]}),
+            ("depthwise/29/stride2", (1, 29, 11, 11), (29, 1, 3, 3), {"group": 29, "pads": [1, 1, 1, 1],
+                                                                      "strides": [2, 2]}),
             # dilated convs whose off-centre taps land in the padding for many outputs:
             # one conv per output region with its valid taps (layout/dilated.c)
             ("dilated/d5/regions", (1, 16, 12, 12), (32, 16, 3, 3), {"pads": [5, 5, 5, 5], "dilations": [5, 5]}),
