@@ -25,6 +25,22 @@
 /* The node computes x: its consumers read x instead. */
 static int rw_x(gir_sx *s, gir_node *n, const gir_match *m) { return gir_sx_replace_node(s, n, m->x); }
 
+/* x^3 → x·x·x for a float x and a constant exponent that is 3 everywhere (GELU's tanh
+ * form): two multiplications, within an ulp of pow, instead of a libm call per
+ * element. The output keeps x's shape (a broadcast exponent would widen it). */
+static int rw_cube(gir_sx *s, gir_node *n, const gir_match *m) {
+  const gir_value *k = m->k;
+  if (!k->data || !gir_shape_equal(&m->x->shape, &n->out[0]->shape) || k->dtype != m->x->dtype) return 0;
+  for (int64_t i = 0; i < gir_value_numel(k); i++)
+    if (gir_load_f64(k->dtype, k->data, i) != 3.0) return 0;
+  gir_value *xx[2] = {m->x, m->x};
+  gir_value *sq = gir_sx_node(s, GIR_OP_binary, GIR_BINARY_MUL, xx, 2, n);
+  if (!sq) return -1;
+  gir_value *cu[2] = {sq, m->x};
+  gir_value *y = gir_sx_node(s, GIR_OP_binary, GIR_BINARY_MUL, cu, 2, n);
+  return y ? gir_sx_replace_node(s, n, y) : -1;
+}
+
 /* The node computes zeros of its own type and shape. */
 static int rw_zeros(gir_sx *s, gir_node *n, const gir_match *m) {
   (void)m;
@@ -241,6 +257,7 @@ static const gir_rule rules[] = {
   {"mul_one",       BIN(MUL),  T(ANY),   {ANY, ONE},      COMMUTE | KEEPS_X, rw_x,     "x*1 → x"},
   {"div_one",       BIN(DIV),  T(ANY),   {ANY, ONE},      KEEPS_X,           rw_x,     "x/1 → x"},
   {"pow_one",       BIN(POW),  T(ANY),   {ANY, ONE},      KEEPS_X,           rw_x,     "x^1 → x"},
+  {"pow_three",     BIN(POW),  T(FLOAT), {ANY, ANY},      0,                 rw_cube,  "x^3 → x*x*x (floats, within an ulp)"},
   {"mul_zero",      BIN(MUL),  T(INT),   {ANY, ZERO},     COMMUTE,           rw_zeros, "x*0 → 0 (integers only: NaN*0 is NaN)"},
   {"sub_self",      BIN(SUB),  T(INT),   {ANY, ANY},      SAME,              rw_zeros, "x-x → 0 (integers only: inf-inf is NaN)"},
   {"max_self",      BIN(MAX),  T(ANY),   {ANY, ANY},      SAME | KEEPS_X,    rw_x,     "max(x,x) → x"},

@@ -46,6 +46,79 @@ static te_tensor *copy_stage(te_ctx *c, te_tensor *t) {
   return te_compute(c, "copy", t->dtype, t->rank, t->shape, ax, te_load(c, t, idx));
 }
 
+/* The placeholders of one-element constants (a GELU's 3, a layer-norm's epsilon, a
+ * scale) and their values: their loads become immediate constants, so the
+ * simplifier sees x^3 rather than x^c[0] (a libm call per lane), and the kernel
+ * loses a parameter. */
+typedef struct scalars {
+  te_tensor **t;
+  const gir_value **v;
+  int32_t n;
+} scalars;
+
+static te_expr *inline_scalar(te_ctx *c, const te_expr *load, te_expr *const *idx, void *arg) {
+  const scalars *sc = arg;
+  for (int32_t i = 0; i < sc->n; i++)
+    if (load->u.load.t == sc->t[i]) {
+      const gir_value *v = sc->v[i];
+      return te_const(c, v->dtype, gir_dtype_is_float(v->dtype) ? gir_load_f64(v->dtype, v->data, 0)
+                                                                 : (double)gir_load_i64(v->dtype, v->data, 0));
+    }
+  return te_load(c, load->u.load.t, idx);
+}
+
+static int inlinable_scalar(const gir_value *v) {
+  if (!v->data || gir_value_numel(v) != 1 || !gir_dtype_first_class(v->dtype) || gir_dtype_is_f8(v->dtype)) return 0;
+  if (gir_dtype_is_float(v->dtype)) return 1;
+  int64_t x = gir_load_i64(v->dtype, v->data, 0); /* exactly a double, as te_const holds it */
+  return x > -(1ll << 53) && x < (1ll << 53);
+}
+
+/* The compute stages reachable from the outputs, in a growing list. */
+typedef struct stages {
+  te_tensor **t;
+  int32_t n, cap;
+  gir_arena *a;
+} stages;
+
+static void add_stage(te_tensor *t, void *arg) {
+  stages *st = arg;
+  if (t->kind != TE_COMPUTE) return;
+  for (int32_t j = 0; j < st->n; j++)
+    if (st->t[j] == t) return;
+  if (st->n == st->cap) {
+    int32_t nc = st->cap ? st->cap * 2 : 32;
+    st->t = gir_arena_grow(st->a, st->t, (size_t)st->n, (size_t)nc, sizeof *st->t);
+    st->cap = nc;
+  }
+  st->t[st->n++] = t;
+}
+
+/* Rewrites every stage reachable from the outputs, then drops the scalars from the
+ * kernel's inputs (params and in, np of them, compacted in place). */
+static void inline_scalars(te_ctx *c, gir_arena *a, te_tensor **params, const gir_value **in, int32_t *np,
+                           te_tensor *const *ot, int32_t n_outs) {
+  scalars sc = {gir_arena_calloc(a, (size_t)*np + 1, sizeof *sc.t), gir_arena_calloc(a, (size_t)*np + 1, sizeof *sc.v), 0};
+  for (int32_t i = 0; i < *np; i++)
+    if (inlinable_scalar(in[i])) sc.t[sc.n] = params[i], sc.v[sc.n++] = in[i];
+  if (!sc.n) return;
+  stages st = {.a = a};
+  for (int32_t i = 0; i < n_outs; i++) add_stage(ot[i], &st);
+  for (int32_t k = 0; k < st.n; k++) { /* the list grows as producers are found */
+    te_visit_loads(st.t[k]->body, add_stage, &st);
+    st.t[k]->body = te_rewrite_loads(c, st.t[k]->body, inline_scalar, &sc);
+  }
+  int32_t kept = 0;
+  for (int32_t i = 0; i < *np; i++) {
+    int scalar = 0;
+    for (int32_t j = 0; j < sc.n; j++) scalar |= params[i] == sc.t[j];
+    if (scalar) continue;
+    params[kept] = params[i];
+    in[kept++] = in[i];
+  }
+  *np = kept;
+}
+
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
                 int32_t n_outs, const char *name, const lower_target *t, lower_kernel *k, gir_err *err) {
   gir_arena *a = b->arena;
@@ -88,6 +161,8 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
     for (int j = 0; j < i; j++) dup |= ot[j] == ot[i];
     if (dup) ot[i] = copy_stage(c, ot[i]);
   }
+  inline_scalars(c, a, params, k->in, &np, ot, n_outs);
+  k->n_in = np;
   if (t && t->tuning && t->tuning->group) t->tuning->group(t->tuning->self, nodes, n_nodes, outs, n_outs, t);
   sch_schedule *s = sch_create(c, params, np, ot, n_outs, err);
   if (!s || lower_default_schedule(s, t) < 0) return gir_err_prefix(err, "scheduling %s", name);

@@ -369,6 +369,11 @@ static tir_expr *float_bin(simp *s, te_binop op, tir_expr *a, tir_expr *b) {
   case TE_MIN: case TE_MAX:                            /* min(x, x) = x */
     if (arith_expr_equal(a, b)) return a;
     break;
+  case TE_POW: /* exact forms of small constant exponents instead of a libm call per lane
+                * (x^3 → x·x·x, within an ulp, is a graph rewrite: graphir/simplify_rules.c) */
+    if (fconst_is(b, 2.0)) return tir_bin(s->b, TE_MUL, a, a);                       /* x^2 = x·x, exact */
+    if (fconst_is(b, -1.0)) return tir_bin(s->b, TE_DIV, cnst(s, a->dtype, a->lanes, (tir_value){.f = 1.0}), a); /* x^-1 = 1/x, exact */
+    break;
   default: break;
   }
   return tir_bin(s->b, op, a, b);

@@ -297,6 +297,17 @@ static void test_fold(void) {
   /* ...and nothing whose rounding could differ on a target */
   EXPECT_KEPT(tir_un(B, TE_EXP, tir_float(B, GIR_F32, 1)));
   EXPECT_KEPT(tir_bin(B, TE_POW, tir_float(B, GIR_F32, 2), tir_float(B, GIR_F32, 0.5)));
+  /* exact forms of x^2 and x^-1 instead of a libm call */
+  {
+    tir_var *xv = tir_var_new(B, "x", GIR_F32);
+    tir_expr *x = tir_var_ref(B, xv);
+    tir_expr *sq = tir_simplify_expr(B, &f.ctx, tir_bin(B, TE_POW, x, tir_float(B, GIR_F32, 2)));
+    CHECK(sq->kind == TIR_BINARY && sq->u.bin.op == TE_MUL && sq->u.bin.a == x && sq->u.bin.b == x);
+    tir_expr *inv = tir_simplify_expr(B, &f.ctx, tir_bin(B, TE_POW, x, tir_float(B, GIR_F32, -1)));
+    CHECK(inv->kind == TIR_BINARY && inv->u.bin.op == TE_DIV && inv->u.bin.b == x);
+    tir_expr *cube = tir_simplify_expr(B, &f.ctx, tir_bin(B, TE_POW, x, tir_float(B, GIR_F32, 3)));
+    CHECK(cube->kind == TIR_BINARY && cube->u.bin.op == TE_POW); /* not exact: the graph simplifier's rule */
+  }
   EXPECT_KEPT(tir_bin(B, TE_ADD, tir_float(B, GIR_F16, 0.1), tir_float(B, GIR_F16, 0.2)));
   EXPECT_KEPT(tir_bin(B, TE_FLOORMOD, tir_float(B, GIR_F32, 5.5), tir_float(B, GIR_F32, 2)));
   EXPECT_KEPT(tir_cast(B, GIR_F32, I((1LL << 60) + 1)));

@@ -135,6 +135,20 @@ static void test_identities(void) {
     CHECK_INT(g->n_nodes, 2);
     gir_graph_free(g);
   }
+  /* x^3 on floats → x*x*x; not with an exponent that is not 3 everywhere, nor one that broadcasts x */
+  for (int c = 0; c < 3; c++) {
+    gir_graph *g = gir_graph_new("t");
+    gir_value *x = tu_input(g, GIR_F32, SH(2, 3)), *e;
+    if (c == 0) e = cfill(g, GIR_F32, SH(1), 3);
+    else if (c == 1) e = cfill(g, GIR_F32, SH(3), 2.5);
+    else e = cfill(g, GIR_F32, SH(4, 2, 3), 3);
+    gir_graph_add_output(g, un(g, GIR_UNARY_RELU, bin(g, GIR_BINARY_POW, x, e)));
+    gir_simplify_stats st = SIMPLIFY(g);
+    CHECK_INT(count_op(g, GIR_OP_binary, GIR_BINARY_MUL), c == 0 ? 2 : 0);
+    CHECK_INT(count_op(g, GIR_OP_binary, GIR_BINARY_POW), c == 0 ? 0 : 1);
+    CHECK_INT(st.fired[rule_index("pow_three")], c == 0);
+    gir_graph_free(g);
+  }
   /* x-0 is a rule, 0-x is not */
   {
     gir_graph *g = gir_graph_new("t");
