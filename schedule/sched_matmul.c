@@ -75,11 +75,18 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
   if (sch_split(s, epi, epi->root_axes[r - 2], cfg->mr, &mo, &mi) < 0 ||
       sch_split(s, epi, epi->root_axes[r - 1], nr, &no, &ni) < 0)
     return -1;
-  sch_iter *order[4] = {cfg->panel_outer ? no : mo, cfg->panel_outer ? mo : no, mi, ni};
+  /* columns no tile width divides (197 keys of a ViT's attention): the row's column
+   * tiles stay a loop of their own inside the parallel rows, so the loop-partition
+   * pass gives the ragged last tile its own copy (a shorter vector) and the others no
+   * bounds test; fused into the parallel loop every tile would test every lane */
+  int ragged_n = epi->root_axes[r - 1]->extent % nr != 0;
+  int panel_outer = cfg->panel_outer && !ragged_n;
+  sch_iter *order[4] = {panel_outer ? no : mo, panel_outer ? mo : no, mi, ni};
   if (sch_reorder(s, epi, order, 4) < 0) return -1;
-  sch_iter *tile = lower_fuse_through(s, epi, order[1]);
-  if (!tile) return -1;
-  if (cfg->parallel && tile->extent > 1 && sch_annotate(s, epi, tile, TIR_PARALLEL) < 0) return -1;
+  sch_iter *par = lower_fuse_through(s, epi, ragged_n ? order[0] : order[1]);
+  if (!par) return -1;
+  if (cfg->parallel && par->extent > 1 && sch_annotate(s, epi, par, TIR_PARALLEL) < 0) return -1;
+  sch_iter *tile = ragged_n ? order[1] : par;
   if (sch_split(s, epi, ni, cfg->vec, &nio, &nii) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, epi, nii, TIR_VECTORIZED) < 0) return -1;
   if (sch_compute_at(s, red, epi, tile) < 0) return -1;

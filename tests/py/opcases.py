@@ -1267,6 +1267,10 @@ def matmul_cases():
     # constant B (packed in panels): column panels outside row tiles with k in
     # steps of 4 (B outweighs A), a batch of ragged rows with k in steps of 2, rows
     # outside panels with an odd k
+    # ragged column tiles (N prime: the row's last column tile is partial) of a batch
+    # matmul whose B is no constant (attention's keys: 197 of them)
+    cs.append(single("matmul/MatMul/f32/ragged-columns/3x29x16@3x16x53", "matmul", "MatMul",
+                     [("a", rnd((3, 29, 16), "f32", -1, 1)), ("b", rnd((3, 16, 53), "f32", -1, 1))]))
     # ragged row tiles (M prime: the last register tile is partial), with packed B
     for k, (sa, sb) in enumerate([((40, 64), (64, 96)), ((2, 19, 30), (30, 64)), ((64, 33), (33, 32)),
                                   ((1, 197, 40), (40, 48)), ((13, 29), (29, 37))]):
