@@ -37,6 +37,21 @@
  *         reduce; TVM only lets element-wise ops into reductions).
  *      2  the rest: injective side inputs of a complex group's epilogue
  *         (conv -> add(·, transpose(y))) join it, inlined at the epilogue's index.
+ *         And a group whose master is a SMALL matmul (at most SMALL_MATMUL_OUT
+ *         output elements: a matrix-vector product, one step of a recurrence)
+ *         grows into its post-dominator along injective paths too, when that
+ *         group is master-less and computes something (an element-wise unary,
+ *         binary or where; data movement alone — a reshape, an attention head's
+ *         transpose — runs as a view or with the copies horizontal fusion
+ *         arranges, as before):
+ *         an LSTM step's h @ R^T -> + x W^T -> four gate slices -> activations
+ *         -> cell and hidden state -> concat [h; c] becomes one kernel instead
+ *         of three. The epilogue no longer runs at the matmul's output index, so
+ *         the kernel keeps the product in a small buffer (the matmul template
+ *         without an epilogue: a register tile copied out) and the injective
+ *         stages read it at any index; that costs one write and read of a few
+ *         KiB in cache, where a kernel boundary costs a call, a fork-join and
+ *         the same write and read in the arena.
  *    A group never gets two masters, reductions never fuse forward (TVM), opaque
  *    nodes stay alone, and a merge that would make a group larger than
  *    max_group_nodes members is refused — counting distinct member nodes, not
@@ -102,9 +117,9 @@ typedef struct fuser {
   /* post-dominator tree */
   int32_t *pd_parent, *pd_depth;
   uint8_t *pd_pat;
-  /* union-find; size and gpat are valid at roots */
-  int32_t *uf, *size;
-  uint8_t *gpat;
+  /* union-find; size, gpat, master and work are valid at roots */
+  int32_t *uf, *size, *master; /* master: the complex or reduction node, -1 if none */
+  uint8_t *gpat, *work;         /* work: some member computes (unary, binary, where) */
   /* path walks */
   int32_t *seen, *root_seen, stamp, *stack, *found, n_found;
 } fuser;
@@ -129,6 +144,8 @@ static void merge(fuser *f, int32_t child, int32_t parent) {
   f->uf[child] = parent;
   f->size[parent] += f->size[child];
   f->gpat[parent] = max_pat(c, p);
+  if (f->master[child] >= 0) f->master[parent] = f->master[child];
+  f->work[parent] |= f->work[child];
 }
 
 static int build_forward(fuser *f, gir_arena *a, gir_err *err) {
@@ -250,6 +267,15 @@ static int walk_paths(fuser *f, int32_t src, int32_t sink_root, pattern inter_ma
   return 1;
 }
 
+/* Whether group root r's master is a matmul small enough to keep its whole
+ * product in a kernel-local buffer (phase 2 above). */
+#define SMALL_MATMUL_OUT 8192
+static int small_matmul_group(const fuser *f, int32_t r) {
+  if (f->master[r] < 0) return 0;
+  const gir_node *m = f->g->nodes[f->master[r]];
+  return m->op == GIR_OP_matmul && m->n_out == 1 && gir_value_numel(m->out[0]) <= SMALL_MATMUL_OUT;
+}
+
 /* Node k's group G tries to fuse into the group S of k's post-dominator. */
 static void try_fuse(fuser *f, int32_t k, int phase) {
   int32_t sink = f->pd_parent[k];
@@ -260,9 +286,12 @@ static void try_fuse(fuser *f, int32_t k, int phase) {
   if (gp == PAT_OPAQUE || sp == PAT_OPAQUE || dom == PAT_OPAQUE || gp == PAT_REDUCTION) return;
   pattern inter_max;
   if (gp == PAT_COMPLEX) {
-    /* the epilogue runs at the conv output's index: element-wise uses only */
-    if (phase != 0 || dom != PAT_ELEMWISE || sp > PAT_BROADCAST) return;
-    inter_max = PAT_BROADCAST;
+    if (phase == 0 && dom == PAT_ELEMWISE && sp <= PAT_BROADCAST) /* the epilogue runs at the conv output's */
+      inter_max = PAT_BROADCAST;                                    /* index: element-wise uses only */
+    else if (phase == 2 && dom <= PAT_INJECTIVE && sp <= PAT_INJECTIVE && f->work[S] && small_matmul_group(f, G))
+      inter_max = PAT_INJECTIVE; /* a small product kept in a buffer, read at any index */
+    else
+      return;
   } else {
     /* master-less: its work is inlined into the sink group's kernel */
     int into_reduce = dom == PAT_REDUCTION && sp == PAT_REDUCTION; /* the last use is the reduction's */
@@ -295,11 +324,13 @@ int fus_partition_graph(const gir_graph *g, const fus_options *opt, gir_arena *a
   size_t n1 = (size_t)f.n + 1;
   f.uf = gir_arena_calloc(a, n1, sizeof *f.uf);
   f.size = gir_arena_calloc(a, n1, sizeof *f.size);
+  f.master = gir_arena_calloc(a, n1, sizeof *f.master);
   f.gpat = gir_arena_alloc(a, n1);
+  f.work = gir_arena_alloc(a, n1);
   f.seen = gir_arena_calloc(a, n1, sizeof *f.seen);
   f.root_seen = gir_arena_calloc(a, n1, sizeof *f.root_seen);
   f.found = gir_arena_calloc(a, n1, sizeof *f.found);
-  if (!f.uf || !f.size || !f.gpat || !f.seen || !f.root_seen || !f.found) return gir_errf(err, "fusion: out of memory");
+  if (!f.uf || !f.size || !f.master || !f.gpat || !f.work || !f.seen || !f.root_seen || !f.found) return gir_errf(err, "fusion: out of memory");
   if (build_forward(&f, a, err) < 0) return -1;
   /* every edge is pushed at most once per walk */
   f.stack = gir_arena_calloc(a, (size_t)f.first[f.n] + 1, sizeof *f.stack);
@@ -308,6 +339,9 @@ int fus_partition_graph(const gir_graph *g, const fus_options *opt, gir_arena *a
     f.uf[k] = k;
     f.size[k] = 1;
     f.gpat[k] = f.pat[k];
+    f.master[k] = f.pat[k] >= PAT_REDUCTION && f.pat[k] <= PAT_COMPLEX ? k : -1;
+    gir_op op = g->nodes[k]->op;
+    f.work[k] = op == GIR_OP_unary || op == GIR_OP_binary || op == GIR_OP_where;
   }
   if (o.opt_level > 0) {
     if (build_postdom(&f, a, err) < 0) return -1;

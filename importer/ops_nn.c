@@ -62,7 +62,16 @@ static int64_t prod(const int64_t *d, int from, int to) {
 }
 
 /* Matmul with ONNX MatMul's 1-D rules: a 1-D left operand is a row vector, a
- * 1-D right operand a column vector, and the added dim is removed after. */
+ * 1-D right operand a column vector, and the added dim is removed after. A
+ * batched left operand of fewer rows than the matmul template's register tile (8)
+ * times a 2-D right one (a sequence model's [seq, batch = 1, hidden] @ W) is one
+ * [seq·M, K] @ [K, N] product between free reshapes: the template then tiles all
+ * those rows and reads W once per row tile, where seq single-row products would
+ * each stream all of W (35 passes over a 2000-word vocabulary projection, at 4% of
+ * peak). Products of 8 rows or more keep their batch: their tiles are full, and an
+ * epilogue (bias, activation) still follows the matmul directly. So do products
+ * whose few columns no vector tile covers (37 classes of a CRNN: the taller tile
+ * would keep its ragged accumulators in memory). */
 static gir_value *matmul_nd(imp_ctx *c, gir_value *a, gir_value *b) {
   if (!a || !b) return NULL;
   if (a->shape.rank < 1 || b->shape.rank < 1) {
@@ -78,7 +87,19 @@ static gir_value *matmul_nd(imp_ctx *c, gir_value *a, gir_value *b) {
     int64_t d[2] = {b->shape.dims[0], 1};
     b = imp_reshape(c, b, 2, d);
   }
-  gir_value *y = imp_matmul(c, a, b);
+  int64_t batch = 1;
+  for (int i = 0; i + 2 < a->shape.rank; i++) batch *= a->shape.dims[i];
+  gir_value *y;
+  int64_t n_cols = b->shape.rank == 2 ? b->shape.dims[1] : 0;
+  if (b->shape.rank == 2 && a->shape.rank > 2 && batch > 1 && a->shape.dims[a->shape.rank - 2] < 8 &&
+      (n_cols % 4 == 0 || n_cols >= 64)) {
+    int64_t d2[2] = {batch * a->shape.dims[a->shape.rank - 2], a->shape.dims[a->shape.rank - 1]};
+    gir_shape s = a->shape;
+    s.dims[s.rank - 1] = b->shape.dims[1];
+    y = reshape_s(c, imp_matmul(c, imp_reshape(c, a, 2, d2), b), &s);
+  } else {
+    y = imp_matmul(c, a, b);
+  }
   if (!y || (!a1 && !b1)) return y;
   gir_shape s = y->shape;
   if (b1) s.rank--;

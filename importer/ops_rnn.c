@@ -105,8 +105,8 @@ typedef struct rnn {
 /* One direction's parameters and running state. NULL state = known zero. */
 typedef struct dir_state {
   const act *acts;
-  gir_value *rt;                  /* R^T [1, H, G*H] */
-  gir_value *rt_zr, *rt_h;        /* GRU, linear_before_reset = 0: [1, H, 2H], [1, H, H] */
+  gir_value *rt;                  /* R^T [H, G*H] (rank 2: a constant one is packed into panels) */
+  gir_value *rt_zr, *rt_h;        /* GRU, linear_before_reset = 0: [H, 2H], [H, H] */
   gir_value *rbh;                 /* GRU, linear_before_reset != 0: Rbh [1, H] (NULL: no B) */
   gir_value *p_i, *p_o, *p_f;     /* LSTM peepholes [1, H] (NULL: no P) */
   gir_value *h, *cell;
@@ -289,7 +289,13 @@ static gir_value *step_gru(imp_ctx *c, const rnn *r, const dir_state *ds, step_i
   gir_value *xh = xp_cols(c, si, 2 * H, H), *pre_h;
   if (!r->lbr) {
     gir_value *rt = ds->h ? gate(c, r, &ds->acts[0], cols(c, si, zr, H, H)) : NULL; /* unused when Ht-1 = 0 */
-    pre_h = add0(c, xh, ds->h ? imp_matmul(c, mul0(c, rt, ds->h), ds->rt_h) : NULL);
+    gir_value *rh = mul0(c, rt, ds->h);
+    if (rh && z) { /* the first matmul's group has one exit, [rt (.) Ht-1; zt]: a prefix view feeds the second */
+      gir_value *pair[2] = {rh, z}, *both = imp_concat(c, pair, 2, 0);
+      rh = imp_slice_axis(c, both, 0, 0, 1, 1);
+      z = imp_slice_axis(c, both, 0, 1, 1, 1);
+    }
+    pre_h = add0(c, xh, rh ? imp_matmul(c, rh, ds->rt_h) : NULL);
   } else {
     gir_value *rt = rh ? gate(c, r, &ds->acts[0], cols(c, si, zr, H, H)) : NULL;
     pre_h = add0(c, xh, mul0(c, rt, rh));
@@ -524,10 +530,11 @@ static gir_value *initial_state(imp_ctx *c, const rnn *r, gir_value *v, int64_t 
 static int setup_direction(imp_ctx *c, const rnn *r, int64_t d, gir_value *rt_all, dir_state *ds) {
   int64_t H = r->H;
   ds->acts = r->acts[d];
-  ds->rt = imp_slice_axis(c, rt_all, 0, d, 1, 1); /* [1, H, G*H] */
+  int64_t rt2[2] = {H, r->gates * H};
+  ds->rt = imp_reshape(c, imp_slice_axis(c, rt_all, 0, d, 1, 1), 2, rt2); /* [H, G*H] */
   if (r->kind == KIND_GRU && !r->lbr) {
-    ds->rt_zr = imp_slice_axis(c, ds->rt, 2, 0, 1, 2 * H);
-    ds->rt_h = imp_slice_axis(c, ds->rt, 2, 2 * H, 1, H);
+    ds->rt_zr = imp_slice_axis(c, ds->rt, 1, 0, 1, 2 * H);
+    ds->rt_h = imp_slice_axis(c, ds->rt, 1, 2 * H, 1, H);
   }
   if (r->kind == KIND_GRU && r->lbr && r->Bias)
     ds->rbh = imp_slice_axis(c, imp_slice_axis(c, r->Bias, 0, d, 1, 1), 1, 5 * H, 1, H);
@@ -563,6 +570,12 @@ static int run_direction(imp_ctx *c, rnn *r, int64_t d, dir_state *ds, gir_value
       if (cell) cell = imp_where(c, m, cell, ds->cell ? ds->cell : imp_scalar_like(c, cell, 0.0));
     }
     if (c->err->msg[0] || !h) return imp_fail(c, "time step %lld could not be built", (long long)t);
+    if (cell) { /* LSTM: the step's one exit is its state [h; c]; h is a prefix (a view), c a side input */
+      gir_value *hc[2] = {h, cell}, *state = imp_concat(c, hc, 2, 0);
+      h = imp_slice_axis(c, state, 0, 0, 1, 1);
+      cell = imp_slice_axis(c, state, 0, 1, 1, 1);
+      if (!h || !cell) return imp_fail(c, "time step %lld could not be built", (long long)t);
+    }
     ds->h = h;
     ds->cell = cell;
     ys[t] = h;

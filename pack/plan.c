@@ -3,7 +3,9 @@
  * kernel that reads it; a kernel's workspace lives during that kernel only. Graph
  * inputs and outputs are the runtime's buffers, constants go to params.bin (each
  * 64-byte aligned, each stored once however many kernels read it). Two kinds of
- * kernel move no bytes and are dropped: re-views (a reshape), and concats whose
+ * kernel move no bytes and are dropped: re-views (a reshape, or a slice that is
+ * one contiguous byte range of its input at a 64-byte aligned offset: the leading
+ * part of an LSTM step's state [h; c], a channel split at batch 1), and concats whose
  * inputs are consecutive ranges of their output, whose producers then write
  * straight into the concat's storage. */
 #include <string.h>
@@ -26,16 +28,43 @@ static int is_view_node(const gir_node *n) {
          gir_value_numel(n->in[0]) == gir_value_numel(n->out[0]);
 }
 
-/* Whether kernel kr only re-views its one input: a chain of view nodes. */
-static int is_view_kernel(const lower_kernel *kr) {
-  if (kr->n_in != 1 || kr->n_out != 1 || kr->n_ws != 0 || !kr->node || kr->node->out[0] != kr->out[0]) return 0;
-  const gir_node *n = kr->node;
-  for (int depth = 0; depth < 16; depth++) {
-    if (!is_view_node(n)) return 0;
-    if (n->in[0] == kr->in[0]) return gir_value_nbytes(kr->in[0]) == gir_value_nbytes(kr->out[0]);
-    if (!(n = n->in[0]->producer)) return 0;
+/* The byte offset in its input of a slice whose output is one contiguous range
+ * of that input (unit steps; the axes after the first one it cuts are whole, the
+ * axes before it have size 1 in the output), else -1. */
+static int64_t range_slice_offset(const gir_node *n) {
+  if (n->op != GIR_OP_slice) return -1;
+  const gir_shape *x = &n->in[0]->shape, *y = &n->out[0]->shape;
+  int32_t ns = 0, np = 0;
+  const int64_t *st = gir_attr_ints(n, "starts", &ns), *sp = gir_attr_ints(n, "steps", &np);
+  if (!st || !sp || ns != x->rank || np != x->rank || y->rank != x->rank) return -1;
+  int cut = -1; /* the last axis the slice does not take whole */
+  for (int d = 0; d < x->rank; d++)
+    if (y->dims[d] != x->dims[d]) cut = d;
+  int64_t lin = 0;
+  for (int d = 0; d < x->rank; d++) {
+    if (sp[d] != 1 && y->dims[d] > 1) return -1;
+    if (d < cut && y->dims[d] != 1) return -1;
+    if (y->dims[d] > 0 && (st[d] < 0 || st[d] + y->dims[d] > x->dims[d])) return -1;
+    lin = lin * x->dims[d] + (y->dims[d] > 0 ? st[d] : 0);
   }
-  return 0;
+  return lin * (int64_t)gir_dtype_size(n->in[0]->dtype);
+}
+
+/* Whether kernel kr only re-views its one input (a chain of view nodes and
+ * range slices): the byte offset of its output in its input, else -1. */
+static int64_t view_kernel_offset(const lower_kernel *kr) {
+  if (kr->n_in != 1 || kr->n_out != 1 || kr->n_ws != 0 || !kr->node || kr->node->out[0] != kr->out[0]) return -1;
+  const gir_node *n = kr->node;
+  int64_t off = 0;
+  for (int depth = 0; depth < 16; depth++) {
+    int64_t o = range_slice_offset(n);
+    if (o < 0 && !is_view_node(n)) return -1;
+    if (o > 0) off += o;
+    if (n->in[0] == kr->in[0])
+      return off % PACK_ALIGN == 0 && off + gir_value_nbytes(kr->out[0]) <= gir_value_nbytes(kr->in[0]) ? off : -1;
+    if (!(n = n->in[0]->producer)) return -1;
+  }
+  return -1;
 }
 
 /* Whether kernel kr is one concat whose inputs are consecutive byte ranges of its
@@ -155,9 +184,12 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
    * which keep it out of both their groups) moves no bytes: its output is its
    * input's storage, and the call is dropped */
   char *view = gir_arena_calloc(a, (size_t)p->n_kernels + 1, 1);
+  int64_t *view_off = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *view_off);
+  if (!view || !view_off) return gir_errf(err, "plan: out of memory");
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
-    view[k] = is_view_kernel(kr) && where[kr->out[0]->id].kind == PACK_ARG_KIND_COUNT;
+    view_off[k] = view_kernel_offset(kr);
+    view[k] = view_off[k] >= 0 && where[kr->out[0]->id].kind == PACK_ARG_KIND_COUNT;
   }
   char *elided = gir_arena_calloc(a, (size_t)p->n_kernels + 1, 1);
   const gir_value **into = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *into);
@@ -170,8 +202,13 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   if (!ts.t || !ws_tensor) return gir_errf(err, "plan: out of memory");
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
-    if (view[k] && where[kr->in[0]->id].kind != PACK_ARG_KIND_COUNT) {
-      where[kr->out[0]->id] = where[kr->in[0]->id];
+    const loc *src = view[k] ? &where[kr->in[0]->id] : NULL;
+    /* inputs and outputs are whole buffers: a view inside one must start at it */
+    if (src && src->kind != PACK_ARG_KIND_COUNT &&
+        (view_off[k] == 0 || src->kind == PACK_ARG_ARENA || src->kind == PACK_ARG_PARAM)) {
+      where[kr->out[0]->id] = *src;
+      where[kr->out[0]->id].offset += view_off[k];
+      where[kr->out[0]->id].bytes = gir_value_nbytes(kr->out[0]);
       ws_tensor[k] = NULL;
       continue;
     }

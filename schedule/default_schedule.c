@@ -19,8 +19,9 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     /* a convolution's padded input and softmax's exp stay stages: their templates
-     * compute them once */
-    int keep = st->t->tag && (!strcmp(st->t->tag, "conv_pad") || !strcmp(st->t->tag, "row_keep"));
+     * compute them once; so do a resize's per-axis passes (compute_resize.c) */
+    int keep = st->t->tag && (!strcmp(st->t->tag, "conv_pad") || !strcmp(st->t->tag, "row_keep") ||
+                              !strcmp(st->t->tag, "resize_pass"));
     if (!st->is_output && st->n_reduce == 0 && !keep && sch_compute_inline(s, st) < 0) return -1;
   }
   if (lower_apply_templates(s, t) < 0) return -1;
@@ -38,8 +39,9 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
     sch_compute_at(s, st, c, c->leaf[c->n_leaf - 1]);
     s->err = saved;
   }
-  /* element-wise float stages: the innermost axis in vectors, when they divide it
-   * and nothing is computed inside that loop */
+  /* element-wise float stages: the innermost axis in vectors when it holds at
+   * least one and nothing is computed inside that loop; a ragged last vector
+   * keeps a guard that loop partition turns into one shorter vector */
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || st->n_root == 0 || st->n_rels || st->n_reduce || st->t->dtype != GIR_F32) continue;
@@ -47,20 +49,24 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
     for (int j = 0; j < s->n_stages; j++)
       has_attached |= s->stages[j]->attach == SCH_AT && s->stages[j]->at_stage == st;
     sch_iter *last = st->leaf[st->n_leaf - 1], *lo, *li;
-    if (has_attached || t->vec_f32 < 2 || last->reduce || last->extent % t->vec_f32) continue;
+    if (has_attached || t->vec_f32 < 2 || last->reduce || last->extent < t->vec_f32) continue;
     if (sch_split(s, st, last, t->vec_f32, &lo, &li) < 0 || sch_annotate(s, st, li, TIR_VECTORIZED) < 0) return -1;
+    if (lower_sched_transpose(s, st, t) < 0) return -1; /* a strided read: tile its loop order */
   }
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || st->n_root == 0) continue;
     /* a template's stage keeps its schedule; the vector split above is the only rel we add */
     if (st->n_rels && !(st->leaf[st->n_leaf - 1]->kind == TIR_VECTORIZED && st->n_rels == 1)) continue;
+    if (st->leaf[0]->kind == TIR_PARALLEL) continue; /* sched_movement.c's */
     int64_t numel = 1;
     for (int d = 0; d < st->n_root; d++) numel *= st->root_axes[d]->extent;
     if (numel < PARALLEL_MIN_ELEMENTS) continue;
     sch_iter *outer = st->leaf[0];
-    int fused = 1;
-    while (outer->extent < 4 * threads_hint && fused < st->n_root && st->n_leaf > 1 && !st->leaf[1]->reduce) {
+    /* the vector loop's ragged outer part stays out of the parallel loop: its
+     * guard must stay a test on a loop of its own for partition to remove */
+    int fused = 1, ragged = st->n_rels == 1 && st->root_axes[st->n_root - 1]->extent % t->vec_f32 != 0;
+    while (outer->extent < 4 * threads_hint && fused < st->n_root - ragged && st->n_leaf > 1 && !st->leaf[1]->reduce) {
       if (sch_fuse(s, st, outer, st->leaf[1], &outer) < 0) return -1;
       fused++;
     }

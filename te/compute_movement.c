@@ -69,13 +69,24 @@ int lower_compute_slice(te_ctx *c, const gir_node *n, te_tensor *const *in, te_t
   return 0;
 }
 
-/* Maps an index j (possibly outside [0, d)) into the input for the pad modes. */
-static te_expr *pad_map(te_ctx *c, gir_pad_mode mode, te_expr *j, int64_t d) {
+/* Maps an index j (possibly outside [0, d)) into the input for the pad modes;
+ * j ranges over [-before, d + after). Where one reflection (or wrap) reaches every
+ * index, the map is a select on the range j is in, which loop partition turns into
+ * three loops: the middle one a plain, vectorizable copy. */
+static te_expr *pad_map(te_ctx *c, gir_pad_mode mode, te_expr *j, int64_t d, int64_t before, int64_t after) {
+  te_expr *below = te_lt(c, j, te_int(c, 0)), *above = te_ge(c, j, te_int(c, d));
   switch (mode) {
-  case GIR_PAD_EDGE: return lower_clamp(c, j, 0, d - 1);
-  case GIR_PAD_WRAP: return te_bin(c, TE_FLOORMOD, j, te_int(c, d));
+  case GIR_PAD_EDGE:
+    return te_select(c, below, te_int(c, 0), te_select(c, above, te_int(c, d - 1), j));
+  case GIR_PAD_WRAP:
+    if (before <= d && after <= d)
+      return te_select(c, below, te_add(c, j, te_int(c, d)), te_select(c, above, te_sub(c, j, te_int(c, d)), j));
+    return te_bin(c, TE_FLOORMOD, j, te_int(c, d));
   case GIR_PAD_REFLECT: {
     if (d == 1) return te_int(c, 0);
+    if (before <= d - 1 && after <= d - 1) /* -j, j, 2(d-1) - j */
+      return te_select(c, below, te_sub(c, te_int(c, 0), j),
+                       te_select(c, above, te_sub(c, te_int(c, 2 * (d - 1)), j), j));
     int64_t period = 2 * (d - 1);
     te_expr *m = te_bin(c, TE_FLOORMOD, j, te_int(c, period));
     return te_select(c, te_lt(c, m, te_int(c, d)), m, te_sub(c, te_int(c, period), m));
@@ -100,7 +111,7 @@ int lower_compute_pad(te_ctx *c, const gir_node *n, te_tensor *const *in, te_ten
       inside = inside ? te_and(c, inside, ok) : ok;
       idx[i] = j;
     } else
-      idx[i] = pad_map(c, mode, j, x->shape[i]);
+      idx[i] = pad_map(c, mode, j, x->shape[i], pads[i], pads[i + r]);
   }
   te_expr *body = te_load(c, x, idx);
   if (mode == GIR_PAD_CONSTANT && inside) {

@@ -4,7 +4,20 @@
  * and the result is the weighted sum over the taps of every axis (1 tap for
  * nearest, 2 for linear, 4 for cubic), out-of-range taps reading the edge value.
  * Axes whose mapping is the identity (same size, x = output index for every
- * index — checked here at compile time) read directly and add no taps. */
+ * index — checked here at compile time) read directly and add no taps.
+ *
+ * A float linear or cubic resize of two or more axes is written as one pass per
+ * axis, innermost first: pass k interpolates axis k of the previous pass's result
+ * (sum over that axis's taps only), so an output element costs taps(H) + taps(W)
+ * loads instead of taps(H) x taps(W), the coordinate math of an axis is computed
+ * once per element of the pass that resizes it, and every pass but the first reads
+ * whole rows of its input at one index (contiguous vectors; only the innermost
+ * axis's pass gathers). The result is the same weighted sum (the weights are
+ * products over the axes), summed in double within each pass; the intermediate
+ * passes are stages tagged "resize_pass", which the default schedule keeps
+ * instead of inlining. Integer outputs (rounded once at the end), nearest and
+ * tf_crop_and_resize (extrapolation decided over all axes at once) keep the
+ * single stage. */
 #include <math.h>
 #include "compute.h"
 
@@ -78,6 +91,66 @@ static te_expr *cubic_coeff(te_ctx *c, te_expr *r, int j, double A) {
                 te_const(c, GIR_F64, 4 * A));
 }
 
+/* The taps of a linear or cubic axis at output index v: clamped source indices
+ * and their double weights (normalized over the in-range taps with exclude). */
+static void interp_taps(te_ctx *c, gir_resize_coord coord, const axis_map *a, te_var *v, int taps, double A,
+                        int exclude, te_expr **idx, te_expr **w) {
+  te_expr *xo = x_ori_expr(c, coord, a, v);
+  te_expr *f = te_un(c, TE_FLOOR, xo), *ratio = te_sub(c, xo, f);
+  te_expr *fi = te_cast(c, GIR_I64, f), *raw[4];
+  int first = taps == 2 ? 0 : -1;
+  for (int j = 0; j < taps; j++) {
+    te_expr *pos = te_add(c, fi, te_int(c, first + j));
+    idx[j] = lower_clamp(c, pos, 0, a->in - 1);
+    raw[j] = taps == 2 ? (j ? ratio : te_sub(c, te_const(c, GIR_F64, 1), ratio)) : cubic_coeff(c, ratio, j, A);
+    if (exclude) raw[j] = te_select(c, te_in_range(c, pos, a->in), raw[j], te_const(c, GIR_F64, 0));
+    w[j] = raw[j];
+  }
+  if (exclude) {
+    te_expr *sum = raw[0];
+    for (int j = 1; j < taps; j++) sum = te_add(c, sum, raw[j]);
+    for (int j = 0; j < taps; j++) w[j] = te_div(c, raw[j], sum);
+  }
+}
+
+/* One pass per resized axis, innermost first (see the top of the file). */
+static int resize_separable(te_ctx *c, const gir_node *n, te_tensor *x, const axis_map *am, gir_resize_coord coord,
+                            int taps, double A, int exclude, te_tensor **out) {
+  int r = x->rank, last = 0; /* the outermost resized axis: its pass makes the node's output */
+  for (int k = 0; k < r; k++)
+    if (!am[k].identity) {
+      last = k;
+      break;
+    }
+  te_tensor *cur = x;
+  for (int k = r - 1; k >= 0; k--) {
+    if (am[k].identity) continue;
+    int64_t shape[GIR_MAX_RANK];
+    for (int d = 0; d < r; d++) shape[d] = cur->shape[d];
+    shape[k] = am[k].out;
+    te_var *ax[GIR_MAX_RANK];
+    if (k == last) lower_out_axes(c, n, 0, ax);
+    else te_axes(c, r, shape, ax);
+    te_expr *tidx[4], *tw[4], *acc = NULL;
+    interp_taps(c, coord, &am[k], ax[k], taps, A, exclude, tidx, tw);
+    for (int j = 0; j < taps; j++) {
+      te_expr *idx[GIR_MAX_RANK];
+      for (int d = 0; d < r; d++) idx[d] = te_v(c, ax[d]);
+      idx[k] = tidx[j];
+      te_expr *term = te_mul(c, tw[j], te_cast(c, GIR_F64, te_load(c, cur, idx)));
+      acc = acc ? te_add(c, acc, term) : term;
+    }
+    if (k == last) {
+      out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, acc));
+      return 0;
+    }
+    cur = te_compute(c, n->name, x->dtype, r, shape, ax, te_cast(c, x->dtype, acc));
+    cur->tag = "resize_pass";
+    cur->origin = n;
+  }
+  return -1; /* unreachable: the caller checked that at least two axes move */
+}
+
 int lower_compute_resize(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int r = x->rank;
@@ -103,9 +176,15 @@ int lower_compute_resize(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
     a->identity = a->in == a->out;
     for (int64_t k = 0; a->identity && k < a->out; k++) a->identity = x_ori_value(coord, a, (double)k) == (double)k;
   }
+  int taps = mode == GIR_RESIZE_NEAREST ? 1 : mode == GIR_RESIZE_LINEAR ? 2 : 4;
+  int moving = 0;
+  for (int i = 0; i < r; i++) moving += !am[i].identity;
+  gir_dtype t = n->out[0]->dtype;
+  if (taps > 1 && coord != GIR_COORD_TF_CROP_AND_RESIZE && (t == GIR_F32 || t == GIR_F64) && x->dtype == t &&
+      moving >= 2)
+    return resize_separable(c, n, x, am, coord, taps, A, exclude, out);
   te_var *ax[GIR_MAX_RANK];
   lower_out_axes(c, n, 0, ax);
-  int taps = mode == GIR_RESIZE_NEAREST ? 1 : mode == GIR_RESIZE_LINEAR ? 2 : 4;
   /* per axis: tap index expressions and weights */
   te_expr *tidx[GIR_MAX_RANK][4], *tw[GIR_MAX_RANK][4], *outside = NULL;
   int ntap[GIR_MAX_RANK];
@@ -139,21 +218,7 @@ int lower_compute_resize(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
       continue;
     }
     ntap[i] = taps;
-    te_expr *w[4], *raw[4];
-    int first = taps == 2 ? 0 : -1;
-    for (int j = 0; j < taps; j++) {
-      te_expr *pos = te_add(c, fi, te_int(c, first + j));
-      tidx[i][j] = lower_clamp(c, pos, 0, am[i].in - 1);
-      raw[j] = taps == 2 ? (j ? ratio : te_sub(c, te_const(c, GIR_F64, 1), ratio)) : cubic_coeff(c, ratio, j, A);
-      if (exclude) raw[j] = te_select(c, te_in_range(c, pos, am[i].in), raw[j], te_const(c, GIR_F64, 0));
-      w[j] = raw[j];
-    }
-    if (exclude) {
-      te_expr *sum = raw[0];
-      for (int j = 1; j < taps; j++) sum = te_add(c, sum, raw[j]);
-      for (int j = 0; j < taps; j++) w[j] = te_div(c, raw[j], sum);
-    }
-    for (int j = 0; j < taps; j++) tw[i][j] = w[j];
+    interp_taps(c, coord, &am[i], ax[i], taps, A, exclude, tidx[i], tw[i]);
   }
   /* sum over the cartesian product of taps */
   int total = 1;
@@ -173,7 +238,6 @@ int lower_compute_resize(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
     acc = acc ? te_add(c, acc, term) : term;
   }
   if (outside) acc = te_select(c, outside, te_const(c, GIR_F64, extrap), acc);
-  gir_dtype t = n->out[0]->dtype;
   if (!gir_dtype_is_float(t) && mode != GIR_RESIZE_NEAREST) acc = te_un(c, TE_ROUND, acc);
   out[0] = lower_stage(c, n, 0, ax, te_cast(c, t, acc));
   return 0;

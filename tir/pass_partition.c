@@ -11,8 +11,10 @@
  * (if statements, if_then_else and select; each conjunct of a conjunction on
  * its own) is solved for v with arith_solve: the values of v for which it
  * holds whatever the other variables in it (inner loop variables, within
- * their ranges) are; lets of the body are seen through. Conditions that are true on only
- * part of [lo, hi] are candidates; the main range is the intersection of their
+ * their ranges) are — or, for a condition never provably true on a whole
+ * iteration, for which it provably fails (a reflect pad's `j < 0` with j over a
+ * vector of 16: false from the second vector on); lets of the body are seen
+ * through. Conditions decided on only part of [lo, hi] are candidates; the main range is the intersection of their
  * true ranges (or, when that is empty, the first one's). Each piece is then
  * simplified in the enclosing loops' context and partitioned again — the ends
  * may hold other conditions — up to a small depth that bounds code growth. */
@@ -54,7 +56,12 @@ static void consider(part *p, cands *c, const tir_expr *cond) {
   if (arith_solve(p->ctx, x, c->v, 1, &r) < 0) return;
   if (r.min < c->loop.min) r.min = c->loop.min;
   if (r.max > c->loop.max) r.max = c->loop.max;
-  if (r.min > r.max) return;                                      /* never provably true here */
+  if (r.min > r.max) { /* never provably true here: the range where it is provably false cuts as well */
+    if (arith_solve(p->ctx, tir_un(p->b, TE_NOT, x), c->v, 1, &r) < 0) return;
+    if (r.min < c->loop.min) r.min = c->loop.min;
+    if (r.max > c->loop.max) r.max = c->loop.max;
+    if (r.min > r.max) return; /* never decided on a whole iteration */
+  }
   if (r.min == c->loop.min && r.max == c->loop.max) return;       /* true throughout: no cut needed */
   if (c->n++ == 0) {
     c->first = c->main = r;
@@ -176,12 +183,15 @@ static tir_stmt *walk_for(part *p, tir_stmt *s, int splits) {
   int bounded = min->kind == TIR_INT && ext->kind == TIR_INT && ext->u.i > 1 && gir_dtype_is_int(min->dtype) &&
                 min->dtype != GIR_U64 && !__builtin_add_overflow(min->u.i, ext->u.i - 1, &hi);
   lo = min->u.i;
-  if (bounded && s->u.loop.kind != TIR_VECTORIZED && splits < MAX_SPLITS) {
+  if (bounded && splits < MAX_SPLITS) {
     int32_t mark = arith_ctx_mark(p->ctx);
     arith_ctx_push(p->ctx, s->u.loop.var, (arith_range){lo, hi});
     cands c = {s->u.loop.var, {lo, hi}, {0, 0}, {0, 0}, 0, 0, 0, 0, NULL, NULL};
     collect(p, &c, s->u.loop.body);
     arith_ctx_reset(p->ctx, mark);
+    /* a vector loop is cut too (`if i < n`, the guard of a ragged last vector; a
+     * pad's boundary inside a vector): each piece stays a shorter vector without
+     * the test, where the test would keep the whole loop scalar */
     if (c.n) {
       arith_range m = c.empty ? c.first : c.main;
       tir_stmt *xs[3] = {NULL, NULL, NULL};

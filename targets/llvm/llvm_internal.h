@@ -54,8 +54,9 @@ LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to);
 /* llvm_stmt.c */
 int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f);
 
-/* exp and erf of a <lanes x float> vector (lanes ≤ 64) as inline IR (llvm_vmath.c). */
+/* exp, erf and tanh of a <lanes x float> vector (lanes ≤ 64) as inline IR (llvm_vmath.c). */
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes);
 LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes);
+LLVMValueRef tgt_llvm_vtanhf(tgt_lcg *g, LLVMValueRef x, int lanes);
 
 #endif

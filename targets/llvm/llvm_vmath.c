@@ -1,4 +1,4 @@
-/* llvm_vmath.c — exp and erf of float32 vectors as straight-line LLVM IR.
+/* llvm_vmath.c — exp, erf and tanh of float32 vectors as straight-line LLVM IR.
  *
  * libm has no vector entry points LLVM can call here, so a vector exp would
  * otherwise become one expf call per lane, which dominates kernels such as a
@@ -12,7 +12,12 @@
  *   1e-7, which is what float32 callers can expect from erff.
  * For |x| < 0.5, erf is its Taylor series instead (to x^13), which keeps the
  * relative error small near 0. NaN propagates (a select at the end); ±inf give
- * inf/0 and ±1. */
+ * inf/0 and ±1.
+ *   tanh(x) = sign(x)·(1 − 2/(exp(2|x|) + 1)) for |x| ≥ 0.625, else Cephes
+ *   tanhf's odd polynomial x + x³·P(x²) (degree 4 in x²): relative error a few
+ *   ulp (an LSTM step evaluates it twice per hidden unit; per-lane tanhf calls
+ *   cost more than the step's matrix-vector product). exp overflowing to +inf
+ *   gives ±1, NaN stays NaN, −0 stays −0. */
 #include "llvm_internal.h"
 
 #include <string.h>
@@ -110,4 +115,17 @@ LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes) {
   y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, z, splat_f(g, 0.5, lanes), ""), s, y, "");
   LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
   return LLVMBuildSelect(B, nan, x, y, "");
+}
+
+LLVMValueRef tgt_llvm_vtanhf(tgt_lcg *g, LLVMValueRef x, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef z = call1(g, "llvm.fabs", x), one = splat_f(g, 1.0, lanes);
+  LLVMValueRef e = tgt_llvm_vexpf(g, LLVMBuildFAdd(B, z, z, ""), lanes);
+  LLVMValueRef big = LLVMBuildFSub(B, one, LLVMBuildFDiv(B, splat_f(g, 2.0, lanes), LLVMBuildFAdd(B, e, one, ""), ""), "");
+  static const double c[] = {2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1};
+  LLVMValueRef s = LLVMBuildFMul(B, z, z, ""), p = splat_f(g, -5.70498872745e-3, lanes);
+  for (int i = 0; i < 4; i++) p = mad(g, p, s, splat_f(g, c[i], lanes));
+  LLVMValueRef small = mad(g, LLVMBuildFMul(B, z, s, ""), p, z);
+  LLVMValueRef y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, z, splat_f(g, 0.625, lanes), ""), small, big, "");
+  return call2(g, "llvm.copysign", y, x); /* NaN: big is NaN, and stays NaN */
 }

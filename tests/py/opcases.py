@@ -600,7 +600,12 @@ def transpose_cases():
                         ((2, 3, 5, 7), (0, 2, 3, 1), "f32"), ((2, 3, 5, 7), (0, 3, 1, 2), "f32"),
                         ((2, 1, 3, 1, 5), (4, 2, 0, 3, 1), "f32"), ((3, 5), (1, 0), "i64"), ((2, 3, 4), (1, 0, 2), "f16"),
                         ((2, 3, 4), (0, 2, 1), "bool"), ((4, 1, 6), (2, 1, 0), "u8"), ((3, 4, 5), (1, 2, 0), "f64"),
-                        ((3, 4, 5), (2, 1, 0), "i32"), ((1, 13), (1, 0), "i8"), ((16, 17), (1, 0), "f32")]:
+                        ((3, 4, 5), (2, 1, 0), "i32"), ((1, 13), (1, 0), "i8"), ((16, 17), (1, 0), "f32"),
+                        # a strided read tiled by sched_movement.c (the input's innermost axis, >= 16,
+                        # moved next to the output's vector loop): ragged and whole last vectors,
+                        # serial and parallel (>= 16384 elements)
+                        ((37, 45), (1, 0), "f32"), ((2, 32, 16), (0, 2, 1), "f32"),
+                        ((1, 40, 24, 24), (0, 3, 1, 2), "f32"), ((1, 18, 20, 33), (0, 3, 1, 2), "f32")]:
         attrs = {"perm": list(perm)} if perm else {}
         cs.append(single("transpose/Transpose/%s/%s/%s" % ("".join(map(str, perm)) if perm else "default", dt, sh(s)),
                          "transpose", "Transpose", [("x", rnd(s, dt))], attrs))
@@ -1440,6 +1445,55 @@ def misc_cases():
     return cs
 
 
+def rnn_cases():
+    """ONNX LSTM, GRU and RNN: each sequence becomes a few kernels per step (the
+    recurrent matmul fused with the gate math and the state update, a small matmul
+    whose product the kernel keeps in a buffer: fusion/partition.c), so these check
+    those fused steps — hidden sizes that fill whole vectors (16), leave a ragged
+    last vector (20, 4H = 80; 13) or are below one (3), batch 1 and 3, both
+    directions, sequence lengths, initial states, peepholes, linear_before_reset.
+    Weights are initializers (the recurrent ones packed into panels at compile time)."""
+    cs = []
+    G = {"LSTM": 4, "GRU": 3, "RNN": 1}
+    for op, tag, seq, batch, inp, hid, attrs, extra in [
+            ("LSTM", "h16", 5, 1, 8, 16, {}, ()),
+            ("LSTM", "h20/batch3", 4, 3, 6, 20, {}, ()),
+            ("LSTM", "h13/bidirectional/init/peep", 4, 2, 5, 13, {"direction": "bidirectional"}, ("h0", "c0", "P")),
+            ("LSTM", "h3/reverse/lens", 5, 3, 4, 3, {"direction": "reverse"}, ("lens",)),
+            ("GRU", "h20", 5, 1, 7, 20, {}, ()),
+            ("GRU", "h20/lbr/batch3/init", 4, 3, 7, 20, {"linear_before_reset": 1}, ("h0",)),
+            ("GRU", "h13/bidirectional/lens", 4, 3, 5, 13, {"direction": "bidirectional"}, ("lens",)),
+            ("RNN", "h24/init", 6, 2, 5, 24, {}, ("h0",))]:
+        d = 2 if attrs.get("direction") == "bidirectional" else 1
+        g, seed = G[op], len(cs) + 90
+        rng = np.random.default_rng(seed)
+        sc = 1 / np.sqrt(hid)
+        inits = [("W", rng.uniform(-sc, sc, (d, g * hid, inp)).astype(np.float32)),
+                 ("R", rng.uniform(-sc, sc, (d, g * hid, hid)).astype(np.float32)),
+                 ("B", rng.uniform(-sc, sc, (d, 2 * g * hid)).astype(np.float32))]
+        inputs = [("X", rnd((seq, batch, inp), "f32", -1, 1))]
+        names = ["X", "W", "R", "B"]
+        if "lens" in extra:
+            inits.append(("lens", np.array([seq, 1, seq - 1][:batch], dtype=np.int32)))
+        names.append("lens" if "lens" in extra else "")
+        for opt, shape in [("h0", (d, batch, hid)), ("c0", (d, batch, hid))]:
+            if op == "RNN" or op == "GRU":
+                if opt == "c0":
+                    continue
+            if opt in extra:
+                inputs.append((opt, rnd(shape, "f32", -1, 1)))
+            names.append(opt if opt in extra else "")
+        if "P" in extra:
+            inits.append(("P", rng.uniform(-sc, sc, (d, 3 * hid)).astype(np.float32)))
+            names.append("P")
+        while names[-1] == "":
+            names.pop()
+        outs = ["Y", "Y_h", "Y_c"] if op == "LSTM" else ["Y", "Y_h"]
+        cs.append(one("matmul/%s/%s/f32/%dx%dx%d" % (op, tag, seq, batch, inp), "matmul", op, names, inputs,
+                      [(n, const(v)) for n, v in inits], dict(attrs, hidden_size=hid), outs=outs, opset=14))
+    return cs
+
+
 def empty_cases():
     """Zero-size tensors: well defined, easy to get wrong."""
     return [
@@ -1464,7 +1518,7 @@ def _all():
               transpose_cases, concat_cases, slice_cases, pad_cases, broadcast_cases, tile_cases, gather_cases,
               gather_elements_cases, gather_nd_cases, one_hot_cases, resize_cases, reduce_cases, arg_reduce_cases, softmax_cases,
               layer_norm_cases, cumulate_cases, conv_cases, conv_transpose_cases, matmul_cases, pool_cases, lrn_cases,
-              topk_cases, scatter_elements_cases, scatter_nd_cases, misc_cases, empty_cases]:
+              topk_cases, scatter_elements_cases, scatter_nd_cases, misc_cases, rnn_cases, empty_cases]:
         cs.extend(f())
     return cs
 

@@ -18,6 +18,11 @@ ranges of the concat's output, so the plan has the convs write there and drops t
 concat calls: plan.json must hold no concat kernel and eight calls fewer than the
 kernels compiled (test_e2e checks the numbers against ONNX Runtime).
 
+Last, a split whose halves feed two matmuls (a [1, 32, 64] tensor cut along axis 1
+into two [1, 16, 64] halves, each one contiguous, 64-byte aligned byte range of it):
+the two slices are views in the plan (no slice kernel in plan.json, two calls fewer
+than kernels), and the bundle's output matches numpy (rtol 1e-4, atol 1e-5).
+
 Both numbers are printed. Closing line: test_arena: N passed, M failed.
 """
 import json
@@ -94,6 +99,7 @@ def main():
             man = manifest_arena(bundle)
             checks.check(man == arena_b, "the manifest states arena %s, compile printed %d bytes" % (man, arena_b))
         check_concats_dropped(args, checks, work)
+        check_slices_viewed(args, checks, work)
     checks.finish()
 
 
@@ -118,6 +124,56 @@ def check_concats_dropped(args, checks, work):
     checks.check(int(k.group(1)) - int(c.group(1)) == 8 and len(names) == int(c.group(1)),
                  "expected the 8 fire-module concats dropped: %s kernels, %s calls" % (k.group(1), c.group(1)))
     checks.check(not [n for n in names if "concat" in n], "concat kernels left in the plan: %s" % names)
+
+
+def check_slices_viewed(args, checks, work):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    w = {n: rng.standard_normal(s).astype(np.float32) * 0.2 for n, s in [("bias", (64,)), ("wa", (64, 48)),
+                                                                         ("wb", (64, 48))]}
+    inits = [numpy_helper.from_array(v, n) for n, v in w.items()]
+    inits.append(numpy_helper.from_array(np.array([16, 16], np.int64), "split"))
+    nodes = [helper.make_node("Add", ["x", "bias"], ["c"]),
+             helper.make_node("Split", ["c", "split"], ["s0", "s1"], axis=1),
+             helper.make_node("MatMul", ["s0", "wa"], ["a"]), helper.make_node("MatMul", ["s1", "wb"], ["b"]),
+             helper.make_node("Concat", ["a", "b"], ["y"], axis=1)]
+    g = helper.make_graph(nodes, "split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 48])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model, bundle = os.path.join(work, "split.onnx"), os.path.join(work, "split.kiln")
+    onnx.save(m, model)
+    run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle], timeout=300)
+    if not checks.check(run.rc == 0, "compile split: %s" % run.describe()):
+        return
+    k, c = re.search(r"kernels: (\d+)", run.out), re.search(r"(\d+) called", run.out)
+    try:
+        with tarfile.open(bundle) as tar:
+            names = [x if isinstance(x, str) else x.get("name", "")
+                     for x in json.load(tar.extractfile("plan.json"))["kernels"]]
+    except (OSError, KeyError, tarfile.TarError, ValueError) as e:
+        checks.check(False, "plan.json of the split bundle: %s" % e)
+        return
+    print("split: %s kernels compiled, %s calls in the plan" % (k.group(1) if k else "?", c.group(1) if c else "?"),
+          flush=True)
+    checks.check(k is not None and c is not None and int(k.group(1)) - int(c.group(1)) == 2,
+                 "expected the two slices dropped: %s" % run.out.strip()[:300])
+    checks.check(not [n for n in names if "slice" in n], "slice kernels left in the plan: %s" % names)
+    x = rng.uniform(-1, 1, (1, 32, 64)).astype(np.float32)
+    np.save(os.path.join(work, "x.npy"), x)
+    out = os.path.join(work, "split_out.npz")
+    run = util.run_kiln(args.kiln, ["run", bundle, "--input", "x=" + os.path.join(work, "x.npy"), "--outputs", out],
+                        timeout=300)
+    if not checks.check(run.rc == 0, "run split: %s" % run.describe()):
+        return
+    c = x + w["bias"]
+    want = np.concatenate([c[:, :16] @ w["wa"], c[:, 16:] @ w["wb"]], axis=1)
+    got = np.load(out)["y"]
+    checks.check(got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5),
+                 "split output differs from numpy: max abs diff %s" % (
+                     np.abs(got - want).max() if got.shape == want.shape else got.shape))
 
 
 if __name__ == "__main__":

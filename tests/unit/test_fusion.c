@@ -127,6 +127,27 @@ static gir_node *reshape(gir_graph *g, gir_value *x, const int64_t *shape, int32
   return fin(g, n);
 }
 
+static gir_node *slice_last(gir_graph *g, gir_value *x, int64_t start, int64_t size) {
+  gir_node *n = mk(g, GIR_OP_slice, x, NULL);
+  int64_t st[GIR_MAX_RANK] = {0}, sp[GIR_MAX_RANK], sz[GIR_MAX_RANK];
+  for (int i = 0; i < x->shape.rank; i++) {
+    sp[i] = 1;
+    sz[i] = x->shape.dims[i];
+  }
+  st[x->shape.rank - 1] = start;
+  sz[x->shape.rank - 1] = size;
+  gir_attr_set_ints(g, n, "starts", st, x->shape.rank);
+  gir_attr_set_ints(g, n, "steps", sp, x->shape.rank);
+  gir_attr_set_ints(g, n, "sizes", sz, x->shape.rank);
+  return fin(g, n);
+}
+
+static gir_node *concat2(gir_graph *g, gir_value *a, gir_value *b, int64_t axis) {
+  gir_node *n = mk(g, GIR_OP_concat, a, b);
+  gir_attr_set_int(g, n, "axis", axis);
+  return fin(g, n);
+}
+
 static void output(gir_graph *g, gir_node *n) { gir_graph_add_output(g, n->out[0]); }
 
 /* --- checking partitions without trusting fusion/ --- */
@@ -176,10 +197,12 @@ static int check_partition(const gir_graph *g, const fus_partition *p) {
     }
     ok &= masters <= 1 && (!opaque || gr->n_nodes == 1);
     ok &= !leaves_and_returns(g, p, i, reach);
-    /* a complex group: what follows the op has its output shape, nothing before it
-     * (its inputs) is in the group */
+    /* a complex group: what follows the op has its output shape (unless the op is
+     * a small matmul, whose product the kernel keeps in a buffer: partition.c,
+     * phase 2), nothing before it (its inputs) is in the group */
     if (gr->category == GIR_COMPLEX) {
       const gir_node *m = g->nodes[gr->master];
+      int small = m->op == GIR_OP_matmul && gir_value_numel(m->out[0]) <= 8192;
       memset(reach, 0, (size_t)n);
       reach[m->id] = 1;
       for (int32_t k = m->id + 1; k < n; k++) {
@@ -187,7 +210,7 @@ static int check_partition(const gir_graph *g, const fus_partition *p) {
         if (p->group_of[k] != i) continue;
         for (int j = 0; j < c->n_in; j++)
           if (c->in[j] && c->in[j]->producer && reach[c->in[j]->producer->id]) reach[k] = 1;
-        if (reach[k]) ok &= gir_shape_equal(&c->out[0]->shape, &m->out[0]->shape);
+        if (reach[k] && !small) ok &= gir_shape_equal(&c->out[0]->shape, &m->out[0]->shape);
       }
       for (int j = 0; j < m->n_in; j++)
         if (m->in[j] && m->in[j]->producer) ok &= p->group_of[m->in[j]->producer->id] != i;
@@ -713,6 +736,66 @@ static void test_random_graphs(void) {
   printf("random graphs: %d of %d nodes fused away\n", fused, total);
 }
 
+/* One LSTM step, as the importer builds it: h @ R^T (a small matmul) + x W^T, four
+ * gate slices, activations, the cell and hidden state, concat [h; c]. The small
+ * product grows along the injective paths into one group with one exit; the same
+ * step at a size whose product does not stay small keeps its old three groups. */
+static void lstm_step(int64_t hidden, int *groups, int *one_exit_group) {
+  fx f = start();
+  gir_graph *g = f.g;
+  int64_t H = hidden;
+  gir_value *h = input(g, SH(1, 1, H)), *c = input(g, SH(1, 1, H)), *xw = input(g, SH(1, 1, 4 * H));
+  gir_node *mm = fin(g, mk(g, GIR_OP_matmul, h, cst(g, SH(H, 4 * H))));
+  gir_node *pre = ADD(O(mm), xw);
+  gir_value *gate[4];
+  for (int k = 0; k < 4; k++)
+    gate[k] = O(un(g, k == 3 ? GIR_UNARY_TANH : GIR_UNARY_SIGMOID, O(slice_last(g, O(pre), k * H, H))));
+  gir_node *cell = ADD(O(bin(g, GIR_BINARY_MUL, gate[2], c)), O(bin(g, GIR_BINARY_MUL, gate[0], gate[3])));
+  gir_node *hid = bin(g, GIR_BINARY_MUL, gate[1], O(un(g, GIR_UNARY_TANH, O(cell))));
+  gir_node *state = concat2(g, O(hid), O(cell), 0);
+  output(g, state);
+  if (part(&f, 0, 1)) {
+    *groups = f.p.n_groups;
+    *one_exit_group = SAME(mm, state) && f.p.groups[GROUP(state)].n_outputs == 1;
+  }
+  done(&f);
+}
+
+static void test_small_matmul_injective(void) {
+  int groups = 0, fused = 0;
+  lstm_step(32, &groups, &fused); /* a [1,1,128] product */
+  CHECK_INT(groups, 1);
+  CHECK(fused);
+  lstm_step(2100, &groups, &fused); /* [1,1,8400]: over SMALL_MATMUL_OUT */
+  CHECK(groups > 1);
+  CHECK(!fused);
+  /* a product that is only moved (a re-view, an attention head's transpose)
+   * stays alone: a reshape is a view in the plan, horizontal fusion arranges the
+   * copies of merged projections */
+  fx f = start();
+  gir_graph *g = f.g;
+  gir_node *mm = fin(g, mk(g, GIR_OP_matmul, input(g, SH(4, 8)), cst(g, SH(8, 16))));
+  gir_node *r = reshape(g, O(mm), INTS(4, 4, 4));
+  gir_node *t = transpose(g, O(r), (int64_t[]){1, 0, 2});
+  gir_node *mm2 = fin(g, mk(g, GIR_OP_matmul, O(t), cst(g, SH(4, 4))));
+  output(g, mm2);
+  if (part(&f, 0, 1)) CHECK(!SAME(mm, r) && !SAME(mm, t));
+  done(&f);
+  /* ... one that is reshaped and computed on takes both */
+  f = start();
+  g = f.g;
+  mm = fin(g, mk(g, GIR_OP_matmul, input(g, SH(4, 8)), cst(g, SH(8, 16))));
+  r = reshape(g, O(mm), INTS(4, 4, 4));
+  gir_node *sg = un(g, GIR_UNARY_SIGMOID, O(transpose(g, O(r), (int64_t[]){1, 0, 2})));
+  mm2 = fin(g, mk(g, GIR_OP_matmul, O(sg), cst(g, SH(4, 4))));
+  output(g, mm2);
+  if (part(&f, 0, 1)) {
+    CHECK(SAME(mm, r) && SAME(mm, sg));
+    CHECK(!SAME(sg, mm2));
+  }
+  done(&f);
+}
+
 int main(void) {
   test_conv_chain();
   test_residual();
@@ -725,6 +808,7 @@ int main(void) {
   test_opt_level_0();
   test_graph_outputs();
   test_complex_epilogue();
+  test_small_matmul_injective();
   test_errors();
   test_checkers_reject();
   test_random_graphs();

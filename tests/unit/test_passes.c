@@ -255,12 +255,30 @@ static void test_partition_split(void) {
   p = tir_loop_partition(B, s);
   CHECK_INT(count(p).ifs, 0);
   SAME(&bs, s, p, "split through a let");
-  /* a condition that does not involve the loop variable stays; vectorized loops stay whole */
+  /* a vectorized loop is cut at its tests too: each piece a shorter vector
+   * without them (a ragged last vector's guard, a pad boundary inside a vector) */
   s = tir_for(B, i, I(0), I(4), TIR_VECTORIZED, tir_if(B, BIN(TE_LT, V(i), I(3)), tir_store(B, A, V(i), F32(1)), NULL));
   p = tir_loop_partition(B, s);
-  CHECK_INT(count(p).loops, 1);
-  CHECK_INT(count(p).ifs, 1);
-  SAME(&bs, s, p, "vectorized");
+  CHECK_INT(count(p).ifs, 0);
+  CHECK_STR(sstr(&f, p), "vectorized i_2 in [0, +3):\n  A[i_2] = 1f\n");
+  SAME(&bs, s, p, "vectorized prefix guard");
+  s = tir_for(B, i, I(0), I(8), TIR_VECTORIZED,
+              tir_if(B, BIN(TE_LT, V(i), I(6)),
+                     tir_if(B, BIN(TE_GE, V(i), I(1)), tir_store(B, A, V(i), F32(1)), NULL), NULL));
+  p = tir_loop_partition(B, s);
+  CHECK_INT(count(p).ifs, 0);
+  CHECK_STR(sstr(&f, p), "vectorized i_2 in [1, +5):\n  A[i_2] = 1f\n");
+  SAME(&bs, s, p, "vectorized two guards");
+  /* a test never true on a whole iteration still cuts where it is false on whole
+   * iterations: select(io*4 + ii < 3, 1, 2) keeps its select at io = 0 only */
+  s = tir_for(B, io, I(0), I(3), TIR_SERIAL,
+              tir_for(B, ii, I(0), I(4), TIR_VECTORIZED,
+                      tir_store(B, A, idx, tir_select(B, BIN(TE_LT, idx, I(3)), F32(1), F32(2)))));
+  p = tir_loop_partition(B, s);
+  CHECK_STR(sstr(&f, p), "vectorized ii_1 in [0, +3):\n  A[ii_1] = 1f\n"
+                         "A[3] = 2f\n"
+                         "for io_0 in [1, +2):\n  vectorized ii_1 in [0, +4):\n    A[add(mul(io_0, 4), ii_1)] = 2f\n");
+  SAME(&bs, s, p, "false on whole iterations");
   fx_done(&f);
 }
 

@@ -1,0 +1,54 @@
+/* sched_movement.c — the loop order of a transpose that the default schedule has
+ * vectorized along the output's innermost axis.
+ *
+ * A vector of the output's innermost axis reads the input with a stride when that
+ * axis is not the input's innermost (NHWC -> NCHW reads 16 pixels 64 channels
+ * apart). Each lane then touches its own cache line of the input, and the default
+ * order — the other output axes outside in order — runs the output axis that does
+ * walk the input's innermost (the channels) outermost: the 15 neighbours of every
+ * line are read only after the whole image has gone through the cache, so each
+ * line is fetched from memory once per element. Moving that axis just outside the
+ * vector loop makes it a tile: for one vector of output columns, the loop over the
+ * input's innermost axis reads the same few lines again and again (16 lines, each
+ * reused for 16 consecutive values), and every store is still a whole output
+ * vector — both sides contiguous at cache-line granularity. (When the input's
+ * innermost axis is shorter than a vector, the lanes share a few lines and the
+ * default order already streams them: left alone.) The leading loops are
+ * then fused into the parallel loop here, keeping the ragged outer part of the
+ * vector loop (if any) out of it, as the default schedule does. */
+#include "templates.h"
+
+#define PARALLEL_MIN_ELEMENTS 16384 /* as default_schedule.c */
+
+int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t) {
+  const gir_node *n = st->t->origin;
+  int r = st->n_root;
+  if (!n || n->op != GIR_OP_transpose || r < 2 || st->attach != SCH_ROOT || st->n_rels != 1) return 0;
+  if (st->n_leaf != r + 1 || st->leaf[r]->kind != TIR_VECTORIZED) return 0; /* the vector split of the last axis */
+  int32_t np;
+  const int64_t *perm = gir_attr_ints(n, "perm", &np);
+  if (!perm || np != r) return 0;
+  int a = -1; /* the output axis that walks the input's innermost axis */
+  for (int i = 0; i < r; i++)
+    if (perm[i] == r - 1) a = i;
+  /* a gather whose lanes are less than a line apart (3 channels: RGB) already reads
+   * each line once, in order */
+  if (a < 0 || a == r - 1 || st->root_axes[a]->extent < t->vec_f32) return 0;
+  sch_iter *order[GIR_MAX_RANK + 1], *moved = st->root_axes[a];
+  int k = 0;
+  for (int i = 0; i < st->n_leaf - 1; i++)
+    if (st->leaf[i] != moved) order[k++] = st->leaf[i];
+  order[k++] = moved;
+  order[k++] = st->leaf[st->n_leaf - 1];
+  if (sch_reorder(s, st, order, k) < 0) return -1;
+  /* the parallel loop: the leading loops, up to (not into) the vector loop's outer part */
+  int64_t numel = 1;
+  for (int d = 0; d < r; d++) numel *= st->root_axes[d]->extent;
+  int lead = st->n_leaf - 3; /* loops before the vector loop's outer part */
+  if (numel < PARALLEL_MIN_ELEMENTS || lead < 1) return 1;
+  sch_iter *outer = st->leaf[0];
+  for (int fused = 1; fused < lead && outer->extent < 4 * t->threads; fused++)
+    if (sch_fuse(s, st, outer, st->leaf[1], &outer) < 0) return -1;
+  if (outer->extent > 1 && sch_annotate(s, st, outer, TIR_PARALLEL) < 0) return -1;
+  return 1;
+}
