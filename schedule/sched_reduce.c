@@ -16,12 +16,16 @@ static int is_plain(const sch_stage *st) {
   return c == TE_SUM || c == TE_PROD || c == TE_RMAX || c == TE_RMIN;
 }
 
-int lower_vector_reduce_ok(const sch_stage *red, int32_t vec) {
+int lower_vector_reduce_ok(const sch_stage *red, int32_t vec, int ragged) {
   if (vec < 2 || !is_plain(red) || red->n_root < 1) return 0;
   int64_t last = red->t->shape[red->t->rank - 1];
-  return last % vec == 0 && red->t->dtype == GIR_F32;
+  return (ragged ? last >= vec : last % vec == 0) && red->t->dtype == GIR_F32;
 }
 
+/* The reduction at `at` of its epilogue: reduce loops outside, then the tile's
+ * output vectors (lo, unrolled when the tile holds several: independent chains of
+ * max/add that the CPU overlaps, where one accumulator would wait on its own
+ * latency every tap), the lanes innermost. */
 static int sched_red_at(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *at, int32_t vec) {
   if (sch_compute_at(s, red, epi, at) < 0) return -1;
   sch_iter *lane = red->root_axes[red->n_root - 1], *lo, *li;
@@ -32,13 +36,26 @@ static int sched_red_at(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_ite
   order[n++] = lo;
   order[n++] = li;
   if (sch_reorder(s, red, order, n) < 0) return -1;
+  if (lo->extent > 1 && sch_annotate(s, red, lo, TIR_UNROLLED) < 0) return -1;
   return sch_annotate(s, red, li, TIR_VECTORIZED);
 }
+
+#define TILE_VECTORS 4 /* output vectors a reduction tile keeps in registers */
 
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel) {
   int r = epi->n_root;
   sch_iter *lo, *li;
-  if (sch_split(s, epi, epi->root_axes[r - 1], vec, &lo, &li) < 0) return -1;
+  /* a row of several vectors (a plain pool's output row): tiles of up to
+   * TILE_VECTORS vectors, computed together */
+  int64_t row = epi->root_axes[r - 1]->extent, vecs = (row + vec - 1) / vec;
+  int64_t tile = vecs < TILE_VECTORS ? vecs : TILE_VECTORS;
+  while (tile > 1 && vecs % tile && vecs > TILE_VECTORS) tile--; /* whole tiles where a divisor allows */
+  if (sch_split(s, epi, epi->root_axes[r - 1], vec * tile, &lo, &li) < 0) return -1;
+  if (tile > 1) {
+    sch_iter *lio, *lii;
+    if (sch_split(s, epi, li, vec, &lio, &lii) < 0) return -1;
+    li = lii;
+  }
   if (sch_annotate(s, epi, li, TIR_VECTORIZED) < 0) return -1;
   /* leading loops fused until there is enough parallel work (rows of a pool),
    * the inner ones (along a row) left as loops whose index arithmetic LLVM

@@ -41,11 +41,12 @@ sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last) {
 static int is_tag(const sch_stage *st, const char *tag) { return st->t->tag && !strcmp(st->t->tag, tag); }
 
 /* A reduction whose output keeps its input's innermost axis: a pool in NCHW[x]c,
- * or a reduce that does not reduce over the last axis. */
+ * or a reduce that does not reduce over the last axis; or a pool in plain NCHW,
+ * whose output rows are vectors too (its taps strided loads along the row). */
 static int keeps_last_axis(const sch_stage *st) {
   const gir_node *n = st->t->origin;
   if (!n) return 0;
-  if (n->op == GIR_OP_pool) return gir_attr_int(n, "blocked", 0) != 0;
+  if (n->op == GIR_OP_pool) return 1;
   if (n->op != GIR_OP_reduce) return 0;
   int32_t na;
   const int64_t *axes = gir_attr_ints(n, "axes", &na);
@@ -66,6 +67,23 @@ const char *lower_generic_heavy_stage(const sch_schedule *s) {
   return NULL;
 }
 
+/* A pool in plain NCHW: its rows are the vectors, and a row may end in a partial
+ * one (loop partition makes it a shorter vector). */
+static int plain_pool(const sch_stage *st) {
+  const gir_node *n = st->t->origin;
+  return n && n->op == GIR_OP_pool && !gir_attr_int(n, "blocked", 0);
+}
+
+/* Lanes for the vector-reduce template: the target's vector; for a blocked layout
+ * or a reduction halved down to 4 until it divides the innermost output axis. */
+static int32_t vreduce_lanes(const sch_stage *st, const lower_target *t) {
+  int64_t last = st->t->shape[st->t->rank - 1];
+  int32_t v = t->vec_f32;
+  if (plain_pool(st) && last >= v) return v;
+  while (v > 4 && last % v) v /= 2;
+  return v;
+}
+
 int lower_apply_templates(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
@@ -73,7 +91,7 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
     if (st->t->dtype != GIR_F32) continue;
     enum { MATMUL, CONV, VREDUCE, NONE } kind = is_tag(st, "matmul") && st->n_reduce == 1 ? MATMUL
                                                : is_tag(st, "conv_nchwc")                  ? CONV
-                                               : keeps_last_axis(st) && lower_vector_reduce_ok(st, t->vec_f32)
+                                               : keeps_last_axis(st) && lower_vector_reduce_ok(st, vreduce_lanes(st, t), plain_pool(st))
                                                    ? VREDUCE
                                                    : NONE;
     if (kind == NONE) continue;
@@ -94,7 +112,7 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
       lower_tune_knobs(t, "conv", &cfg, sizeof cfg);
       rc = lower_sched_conv(s, st, epi, &cfg);
     } else {
-      rc = lower_sched_vector_reduce(s, st, epi, t->vec_f32, 1);
+      rc = lower_sched_vector_reduce(s, st, epi, vreduce_lanes(st, t), 1);
     }
     if (rc < 0) return -1;
   }

@@ -79,7 +79,8 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
 
 /* Reductions that keep the innermost axis (pooling in NCHW[x]c, spatial means):
  * vectors of the innermost axis, reduce loops outside the lanes. */
-int lower_vector_reduce_ok(const sch_stage *red, int32_t vec);
+/* ragged: the innermost axis may end in a partial vector (it must hold one whole) */
+int lower_vector_reduce_ok(const sch_stage *red, int32_t vec, int ragged);
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel);
 
 /* Per-row statistics along the innermost axis (softmax, layer-norm: the

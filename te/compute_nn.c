@@ -249,6 +249,14 @@ int lower_compute_pool(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
     count = count ? te_mul(c, count, taps) : taps;
   }
   te_expr *v = te_cast(c, t, te_load(c, x, xi)), *body;
+  /* a float max or average reads the padding as its identity (-inf, 0) through a lazy
+   * select on the tap instead of skipping it with the reduction's condition: a row's
+   * vector then keeps its lanes at the image's edge (a masked load), where a
+   * condition per lane would make the edge vectors scalar */
+  if (cond && gir_dtype_is_float(t) && (fn == GIR_POOL_MAX || fn == GIR_POOL_AVG)) {
+    v = te_select(c, cond, v, te_const(c, t, fn == GIR_POOL_MAX ? -INFINITY : 0.0));
+    cond = NULL;
+  }
   if (fn == GIR_POOL_MAX) body = te_reduce(c, TE_RMAX, rv, k, v, cond);
   else if (fn == GIR_POOL_AVG) {
     te_expr *sum = te_reduce(c, TE_SUM, rv, k, v, cond);

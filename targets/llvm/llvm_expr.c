@@ -742,6 +742,21 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
     v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, buf, emit(g, ix->u.bcast.value, -1)), "");
     LLVMSetAlignment(v, esz);
     v = splat(g, v, n);
+  } else if (ix->kind == TIR_RAMP && ix->u.ramp.stride->kind == TIR_INT && ix->u.ramp.stride->u.i >= 2 &&
+             ix->u.ramp.stride->u.i <= 4 && n * ix->u.ramp.stride->u.i <= 64) {
+    /* a small constant stride (a stride-2 pool or conv along a row): one contiguous
+     * masked load of the span (nothing read past its last element) and a shuffle
+     * picking every k-th lane, instead of a gather of n loads */
+    unsigned k = (unsigned)ix->u.ramp.stride->u.i, span = (unsigned)(n - 1) * k + 1, wide = (unsigned)n * k;
+    LLVMTypeRef wt = LLVMVectorType(mt, wide);
+    LLVMValueRef ptr = elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
+    LLVMValueRef *mask = gir_arena_calloc(g->scratch, wide, sizeof *mask), *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
+    for (unsigned i = 0; i < wide; i++) mask[i] = LLVMConstInt(g->t_i1, i < span, 0);
+    for (int i = 0; i < n; i++) pick[i] = LLVMConstInt(g->t_i32, (unsigned long long)i * k, 0);
+    LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(g->t_i32, esz, 0), LLVMConstVector(mask, wide), LLVMGetPoison(wt)};
+    LLVMValueRef w = intrin(g, "llvm.masked.load", over, 2, args, 4);
+    v = LLVMBuildShuffleVector(g->b, w, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
   } else {
     LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
     LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};

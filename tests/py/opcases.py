@@ -1322,6 +1322,17 @@ def pool_cases():
         ("AveragePool", "2d/same_upper", (1, 2, 7, 6), {"kernel_shape": [3, 3], "strides": [2, 2],
                                                         "auto_pad": "SAME_UPPER"}, ["f32"]),
         ("AveragePool", "1d", (2, 3, 13), {"kernel_shape": [4], "strides": [3], "pads": [1, 2]}, ["f32"]),
+        # plain NCHW rows of vectors (rows of 16 or more): ragged last vectors, strided taps
+        # (a masked load of the span and a shuffle), tiles of several vectors, padding read
+        # as the identity at the edges
+        ("MaxPool", "2d/rows/k3s2/pads", (1, 3, 9, 75), {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                        "pads": [1, 1, 1, 1]}, ["f32"]),
+        ("MaxPool", "2d/rows/k7s1/pads", (1, 2, 11, 29), {"kernel_shape": [7, 7], "pads": [3, 3, 3, 3]}, ["f32"]),
+        ("AveragePool", "2d/rows/k3s1/exclude", (1, 2, 5, 37), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
+         ["f32"]),
+        ("AveragePool", "2d/rows/k2s3/include", (1, 2, 6, 64), {"kernel_shape": [2, 4], "strides": [1, 3],
+                                                               "pads": [0, 1, 1, 2], "count_include_pad": 1},
+         ["f32"]),
         ("AveragePool", "3d", (1, 2, 5, 6, 7), {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2]}, ["f32"]),
         ("LpPool", "2d/p2", (1, 3, 8, 9), {"kernel_shape": [2, 3], "strides": [2, 2]}, ["f32"]),
         ("LpPool", "2d/p1/pads", (1, 2, 7, 7), {"kernel_shape": [3, 3], "p": 1, "pads": [1, 1, 1, 1]}, ["f32"]),
