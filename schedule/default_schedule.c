@@ -48,9 +48,20 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
     int has_attached = 0;
     for (int j = 0; j < s->n_stages; j++)
       has_attached |= s->stages[j]->attach == SCH_AT && s->stages[j]->at_stage == st;
-    sch_iter *last = st->leaf[st->n_leaf - 1], *lo, *li;
+    /* trailing axes of extent 1 (a relayout to NCHW1c) do not count: the vector
+     * runs along the innermost axis that has more, and moves inside them */
+    int at = st->n_leaf - 1;
+    while (at > 0 && st->leaf[at]->extent == 1 && !st->leaf[at]->reduce) at--;
+    sch_iter *last = st->leaf[at], *lo, *li;
     if (has_attached || t->vec_f32 < 2 || last->reduce || last->extent < t->vec_f32) continue;
     if (sch_split(s, st, last, t->vec_f32, &lo, &li) < 0 || sch_annotate(s, st, li, TIR_VECTORIZED) < 0) return -1;
+    if (at + 2 < st->n_leaf) { /* li, then the unit loops: the unit loops, then li */
+      sch_iter *order[GIR_MAX_RANK + 2];
+      int k = 0;
+      for (int j = at + 2; j < st->n_leaf; j++) order[k++] = st->leaf[j];
+      order[k++] = li;
+      if (sch_reorder(s, st, order, k) < 0) return -1;
+    }
     if (lower_sched_transpose(s, st, t) < 0) return -1; /* a strided read: tile its loop order */
   }
   for (int i = 0; i < s->n_stages; i++) {

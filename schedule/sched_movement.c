@@ -1,5 +1,5 @@
-/* sched_movement.c — the loop order of a transpose that the default schedule has
- * vectorized along the output's innermost axis.
+/* sched_movement.c — the loop order of a transpose (or a relayout out of NCHW[b]c)
+ * that the default schedule has vectorized along the output's innermost axis.
  *
  * A vector of the output's innermost axis reads the input with a stride when that
  * axis is not the input's innermost (NHWC -> NCHW reads 16 pixels 64 channels
@@ -20,22 +20,38 @@
 
 #define PARALLEL_MIN_ELEMENTS 16384 /* as default_schedule.c */
 
+/* The output axis that walks the input's innermost axis, or -1: for a transpose
+ * the one perm maps there; for a relayout out of NCHW[b]c into plain NCHW (or
+ * NCHW1c) the channel axis, whose c % b is the input's innermost. */
+static int inner_reader(const gir_node *n, int r) {
+  if (n->op == GIR_OP_relayout) {
+    int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
+    return src > 1 && dst <= 1 ? 1 : -1;
+  }
+  int32_t np;
+  const int64_t *perm = gir_attr_ints(n, "perm", &np);
+  if (!perm || np != r) return -1;
+  for (int i = 0; i < r; i++)
+    if (perm[i] == r - 1) return i;
+  return -1;
+}
+
 int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t) {
   const gir_node *n = st->t->origin;
   int r = st->n_root;
-  if (!n || n->op != GIR_OP_transpose || r < 2 || st->attach != SCH_ROOT || st->n_rels != 1) return 0;
+  if (!n || (n->op != GIR_OP_transpose && n->op != GIR_OP_relayout) || r < 2 || st->attach != SCH_ROOT ||
+      st->n_rels != 1)
+    return 0;
   if (st->n_leaf != r + 1 || st->leaf[r]->kind != TIR_VECTORIZED) return 0; /* the vector split of the last axis */
-  int32_t np;
-  const int64_t *perm = gir_attr_ints(n, "perm", &np);
-  if (!perm || np != r) return 0;
-  int a = -1; /* the output axis that walks the input's innermost axis */
-  for (int i = 0; i < r; i++)
-    if (perm[i] == r - 1) a = i;
+  int a = inner_reader(n, r);
   /* a gather whose lanes are less than a line apart (3 channels: RGB) already reads
    * each line once, in order */
   if (a < 0 || a == r - 1 || st->root_axes[a]->extent < t->vec_f32) return 0;
   sch_iter *order[GIR_MAX_RANK + 1], *moved = st->root_axes[a];
-  int k = 0;
+  int k = 0, found = 0;
+  for (int i = 0; i < st->n_leaf - 1; i++)
+    found |= st->leaf[i] == moved;
+  if (!found) return 0; /* the vector runs along it already (a relayout of a 1x1 map) */
   for (int i = 0; i < st->n_leaf - 1; i++)
     if (st->leaf[i] != moved) order[k++] = st->leaf[i];
   order[k++] = moved;

@@ -15,16 +15,21 @@ static int row_kind(const sch_stage *st) {
   if (!strcmp(g, "row_partial")) return 1;
   if (!strcmp(g, "row_stat")) return 2;
   if (!strcmp(g, "row_keep")) return 3;
+  if (!strcmp(g, "row_fold")) return 4;
   return 0;
 }
 
 /* Splits the innermost root axis of st by vec (halved down to 4 until it divides
- * the axis) and vectorizes it. */
+ * the axis) and vectorizes it. A row no such vector divides (197) is split by the
+ * full vector all the same when it holds two: loop partition gives the ragged last
+ * vector its own copy, a shorter vector, and the others no test. */
 static int vector_inner(sch_schedule *s, sch_stage *st, int32_t vec, sch_iter **outer, sch_iter **inner) {
   sch_iter *last = st->root_axes[st->n_root - 1];
   *outer = *inner = last;
+  int32_t full = vec;
   while (vec > 4 && last->extent % vec) vec /= 2;
-  if (vec < 4 || last->extent % vec) return 0;
+  if (last->extent % vec && full >= 4 && last->extent >= 2 * full) vec = full;
+  else if (vec < 4 || last->extent % vec) return 0;
   if (sch_split(s, st, last, vec, outer, inner) < 0 || sch_annotate(s, st, *inner, TIR_VECTORIZED) < 0) return -1;
   return 1;
 }
@@ -77,7 +82,7 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     sch_iter *lo, *li;
     int v = vector_inner(s, p, t->vec_f32, &lo, &li);
     if (v < 0) return -1;
-    if (k == 1 && v) { /* reduce loop outside the lanes: every step is one vector op */
+    if (k == 1 && v && p->n_reduce) { /* reduce loop outside the lanes: every step is one vector op */
       sch_iter *order[3] = {p->reduce_axes[0], lo, li};
       if (sch_reorder(s, p, order, 3) < 0) return -1;
     }

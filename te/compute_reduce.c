@@ -136,7 +136,15 @@ int lower_compute_arg_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in,
  * divides it, the reduction goes through a partial stage p[.., L] = comb over
  * ro of elem at ro·L + l, whose lane axis the row template (templates.c)
  * vectorizes, and the statistic combines the L lanes: the rfactor of TVM, which
- * also sums in a better order than one serial chain. */
+ * also sums in a better order than one serial chain. A sum, max or min combines
+ * them in halves (stages of L/2, L/4, ... lanes, tag row_fold): four vector steps
+ * where a serial chain of 16 scalar steps took as long as the row's pass. A float row no lane count
+ * divides (a ViT's 197 attention keys) takes L = 16 all the same: the last step
+ * of ro reads the lanes past the row as the combiner's identity (a lazy select,
+ * a masked load once vectorized) instead of the whole row going scalar. A float
+ * sum, max or min over a row of 64 or more takes L = 32, two vectors' worth of
+ * lanes, so that its steps form two independent chains (a vector max's compare
+ * and blend, an add: each step waits for the last one otherwise). */
 static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
                            te_expr *elem, te_var *const *v) {
   int rank = x->rank;
@@ -146,6 +154,11 @@ static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int 
       L = l;
       break;
     }
+  int foldable = axis == rank - 1 && gir_dtype_is_float(t) && (comb == TE_SUM || comb == TE_RMAX || comb == TE_RMIN);
+  int ragged = 0;
+  if (foldable && R >= 64) L = 32; /* two vectors of lanes: two dependency chains, not one */
+  else if (foldable && !L && R >= 32) L = 16;
+  ragged = L && R % L != 0;
   for (int i = 0; i < rank; i++) shape[i] = i == axis ? 1 : x->shape[i];
   te_var *sax[GIR_MAX_RANK];
   te_axes(c, rank, shape, sax);
@@ -159,17 +172,40 @@ static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int 
   }
   int64_t pshape[GIR_MAX_RANK] = {0};
   for (int i = 0; i < rank; i++) pshape[i] = i == axis ? L : x->shape[i];
-  te_var *pax[GIR_MAX_RANK], *ro = te_var_new(c, "ro", R / L);
+  te_var *pax[GIR_MAX_RANK], *ro = te_var_new(c, "ro", (R + L - 1) / L);
   te_axes(c, rank, pshape, pax);
   for (int i = 0; i < rank; i++)
     idx[i] = i == axis ? te_add(c, te_mul(c, te_v(c, ro), te_int(c, L)), te_v(c, pax[i])) : te_v(c, pax[i]);
+  te_expr *at = te_subst(c, elem, v, idx, rank);
+  if (ragged)
+    at = te_select(c, te_lt(c, idx[axis], te_int(c, R)), at,
+                   te_const(c, t, comb == TE_SUM ? 0.0 : comb == TE_RMAX ? -INFINITY : INFINITY));
   size_t nl = strlen(name) + 6;
   char *pname = gir_arena_alloc(c->arena, nl);
   if (!pname) return NULL;
   snprintf(pname, nl, "%s_part", name);
   te_tensor *p = te_compute(c, pname, t, rank, pshape, pax,
-                            te_reduce(c, comb, &ro, 1, te_subst(c, elem, v, idx, rank), NULL));
+                            te_reduce(c, comb, &ro, 1, at, NULL));
   p->tag = "row_partial";
+  if (comb == TE_SUM || comb == TE_RMAX || comb == TE_RMIN) { /* the lanes folded in halves */
+    te_binop op = comb == TE_SUM ? TE_ADD : comb == TE_RMAX ? TE_MAX : TE_MIN;
+    for (int64_t w = L / 2; w >= 1; w /= 2) {
+      int64_t fshape[GIR_MAX_RANK];
+      te_var *fax[GIR_MAX_RANK];
+      for (int i = 0; i < rank; i++) fshape[i] = i == axis ? w : x->shape[i];
+      te_axes(c, rank, fshape, fax);
+      te_expr *lo[GIR_MAX_RANK], *hi[GIR_MAX_RANK];
+      for (int i = 0; i < rank; i++) {
+        lo[i] = te_v(c, fax[i]);
+        hi[i] = i == axis ? te_add(c, te_v(c, fax[i]), te_int(c, w)) : lo[i];
+      }
+      te_tensor *f = te_compute(c, w == 1 ? name : pname, t, rank, fshape, fax,
+                                te_bin(c, op, te_load(c, p, lo), te_load(c, p, hi)));
+      f->tag = w == 1 ? "row_stat" : "row_fold";
+      p = f;
+    }
+    return p;
+  }
   te_var *l = te_var_new(c, "l", L);
   for (int i = 0; i < rank; i++) idx[i] = i == axis ? te_v(c, l) : te_v(c, sax[i]);
   te_tensor *s = te_compute(c, name, t, rank, shape, sax, te_reduce(c, comb, &l, 1, te_load(c, p, idx), NULL));
@@ -223,7 +259,10 @@ int lower_compute_softmax(te_ctx *c, const gir_node *n, te_tensor *const *in, te
   } else {
     te_expr *ex = e ? te_load(c, e, oi)
                     : te_un(c, TE_EXP, te_sub(c, te_cast(c, t, te_load(c, x, oi)), load_stat(c, m, oi, (int)axis)));
-    body = te_div(c, ex, load_stat(c, s, oi, (int)axis));
+    /* times the row's reciprocal, as ONNX Runtime's MLAS does (within an ulp of the
+     * quotient): one division per row instead of a vector division per vector,
+     * whose throughput bounds the output pass */
+    body = te_mul(c, ex, te_div(c, te_const(c, t, 1.0), load_stat(c, s, oi, (int)axis)));
   }
   out[0] = lower_stage(c, n, 0, ax, te_cast(c, x->dtype, body));
   return 0;

@@ -2,7 +2,10 @@
  * simplifier first cleans the index arithmetic bound inference and split/fuse
  * produce, so that loop partition can solve boundary conditions; partition peels
  * padding and non-dividing-split guards off the main loops, which the vectorizer
- * then accepts; unrolling expands UNROLLED loops into straight code; a last
+ * then accepts; unrolling expands UNROLLED loops into straight code;
+ * unswitching then takes the guards partition cannot solve (a ragged tile's rows,
+ * through the modulo of a fused loop, each row a constant once unrolled) out of
+ * the inner loops; a last
  * simplification folds what unrolling exposed. */
 #include "tir_passes.h"
 
@@ -13,5 +16,6 @@ tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s) {
   s = tir_loop_partition(b, s);
   s = tir_vectorize(b, s);
   s = tir_unroll(b, s, UNROLL_MAX_EXTENT);
+  s = tir_unswitch(b, s);
   return tir_simplify(b, s);
 }

@@ -23,13 +23,21 @@ tir_stmt *tir_unroll(tir_builder *b, tir_stmt *s, int64_t max_extent);
  * left whole. As TVM's LoopPartition, without the need for "likely" hints. */
 tir_stmt *tir_loop_partition(tir_builder *b, tir_stmt *s);
 
+/* Requires: nothing. Guarantees: a loop (not a vectorized one) whose body tests,
+ * inside an inner loop, a condition that reads no memory and no variable bound in
+ * the body, has the body `if (all those tests) {body, each test true} else {body}`:
+ * the ragged last tile of a fused parallel loop keeps its guards, the full tiles
+ * lose them (pass_unswitch.c). */
+tir_stmt *tir_unswitch(tir_builder *b, tir_stmt *s);
+
 /* Requires: flat buffer indices. Guarantees: VECTORIZED loops become vector
  * statements (ramp/broadcast, vector loads and stores) where that is safe, the
  * others SERIAL loops (pass_vectorize.c). */
 tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
 
 /* The loop-IR pipeline every kernel goes through after schedule lowering:
- * simplify → loop partition → vectorize → unroll → simplify (lower_passes.c). */
+ * simplify → loop partition → vectorize → unroll → unswitch → simplify
+ * (lower_passes.c). */
 tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s);
 
 #endif

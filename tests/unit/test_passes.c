@@ -1,5 +1,6 @@
 /* test_passes.c — tests of the loop-IR passes: unrolling (tir/pass_unroll.c),
- * loop partitioning (tir/pass_partition.c) and the statement simplifier
+ * loop partitioning (tir/pass_partition.c), unswitching (tir/pass_unswitch.c)
+ * and the statement simplifier
  * (tir/tir_simplify.c) on whole loop nests.
  *
  * Unit cases build the nests that schedules produce — a non-divisible split
@@ -282,6 +283,48 @@ static void test_partition_split(void) {
   fx_done(&f);
 }
 
+/* The ragged row tile of a fused parallel loop: the guard reads the parallel
+ * variable through a modulo, which partition cannot solve; unswitching tests it
+ * once per iteration, outside the reduction loop. */
+static void test_unswitch_tile(void) {
+  fx f;
+  fx_init(&f);
+  tir_buffer *A = tir_buffer_new(B, "A", GIR_F32, 16, TIR_GLOBAL, 0), *X = tir_buffer_new(B, "X", GIR_F32, 16, TIR_GLOBAL, 1);
+  bufset bs = {2, {A, X}};
+  /* parallel p in [0,6): for k in [0,3): A[p] += X[k]; if (p mod 3)*2 < 3: A[p+8] += X[k+4]
+   * (a load-reading test would stay: if X[0] < 0 inside the loop) */
+  tir_var *p = tir_var_new(B, "p", GIR_I64), *k = tir_var_new(B, "k", GIR_I64);
+  tir_expr *guard = BIN(TE_LT, MUL(BIN(TE_MOD, V(p), I(3)), I(2)), I(3));
+  tir_stmt *body[3] = {
+      tir_store(B, A, V(p), ADD(tir_load(B, A, V(p)), tir_load(B, X, V(k)))),
+      tir_if(B, guard, tir_store(B, A, ADD(V(p), I(8)), ADD(tir_load(B, A, ADD(V(p), I(8))), tir_load(B, X, ADD(V(k), I(4))))),
+             NULL),
+      tir_if(B, BIN(TE_LT, tir_load(B, X, I(0)), F32(0)), tir_store(B, A, I(15), F32(7)), NULL)};
+  tir_stmt *s = tir_for(B, p, I(0), I(6), TIR_PARALLEL, tir_for(B, k, I(0), I(3), TIR_SERIAL, tir_seq(B, body, 3)));
+  tir_stmt *u = tir_unswitch(B, s);
+  CHECK_STR(sstr(&f, u), "parallel p_0 in [0, +6):\n"
+                         "  if lt(mul(mod(p_0, 3), 2), 3):\n"
+                         "    for k_1 in [0, +3):\n"
+                         "      A[p_0] = add(A[p_0], X[k_1])\n"
+                         "      A[add(p_0, 8)] = add(A[add(p_0, 8)], X[add(k_1, 4)])\n"
+                         "      if lt(X[0], 0f):\n"
+                         "        A[15] = 7f\n"
+                         "  else:\n"
+                         "    for k_1 in [0, +3):\n"
+                         "      A[p_0] = add(A[p_0], X[k_1])\n"
+                         "      if lt(mul(mod(p_0, 3), 2), 3):\n"
+                         "        A[add(p_0, 8)] = add(A[add(p_0, 8)], X[add(k_1, 4)])\n"
+                         "      if lt(X[0], 0f):\n"
+                         "        A[15] = 7f\n");
+  SAME(&bs, s, u, "unswitched ragged tile");
+  /* a test of the inner variable stays where it is */
+  tir_stmt *t = tir_for(B, p, I(0), I(6), TIR_PARALLEL,
+                        tir_for(B, k, I(0), I(3), TIR_SERIAL,
+                                tir_if(B, BIN(TE_LT, ADD(V(p), V(k)), I(5)), tir_store(B, A, V(p), F32(1)), NULL)));
+  CHECK(tir_unswitch(B, t) == t);
+  fx_done(&f);
+}
+
 static void test_partition_pad(void) {
   fx f;
   fx_init(&f);
@@ -432,7 +475,7 @@ static tir_stmt *nest(gen *g, int depth) {
 }
 
 static void property_nests(int n) {
-  int bad = 0, conds_before = 0, conds_after = 0;
+  int bad = 0, conds_before = 0, conds_after = 0, unswitched = 0;
   for (int t = 0; t < n && bad < 5; t++) {
     fx f;
     fx_init(&f);
@@ -447,16 +490,22 @@ static void property_nests(int n) {
     tir_stmt *part = tir_loop_partition(B, s);
     tir_stmt *pu = tir_simplify(B, tir_unroll(B, part, 4));
     tir_stmt *up = tir_loop_partition(B, tir_unroll(B, s, 3));
+    tir_stmt *sw = tir_unswitch(B, s), *usw = tir_unswitch(B, unr), *psw = tir_unswitch(B, part);
+    counts cs = count(sw);
+    unswitched += cs.ifs > count(s).ifs;
     counts c0 = count(simp), c1 = count(part);
     conds_before += c0.ifs + c0.ites;
     conds_after += c1.ifs + c1.ites;
     int ok = SAME(&bs, s, simp, "simplify") && SAME(&bs, s, unr, "unroll") && SAME(&bs, s, part, "partition") &&
-             SAME(&bs, s, pu, "partition, unroll") && SAME(&bs, s, up, "unroll, partition");
+             SAME(&bs, s, pu, "partition, unroll") && SAME(&bs, s, up, "unroll, partition") &&
+             SAME(&bs, s, sw, "unswitch") && SAME(&bs, s, usw, "unroll, unswitch") && SAME(&bs, s, psw, "partition, unswitch");
     ok = ok && CHECKF(count(unr).unrolled == 0 && count(pu).unrolled == 0, "unrolled loops left");
     if (!ok) bad++;
     fx_done(&f);
   }
-  printf("property: %d nests; conditions after simplify %d, after partition %d\n", n, conds_before, conds_after);
+  printf("property: %d nests; conditions after simplify %d, after partition %d; %d nests unswitched\n", n, conds_before,
+         conds_after, unswitched);
+  CHECKF(unswitched > 0, "no random nest was unswitched: the property does not reach the pass");
 }
 
 int main(void) {
@@ -465,6 +514,7 @@ int main(void) {
   test_unroll();
   test_partition_split();
   test_partition_pad();
+  test_unswitch_tile();
   property_nests(400);
   return check_finish("test_passes");
 }
