@@ -80,7 +80,7 @@ int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
   if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "input and weight element types differ");
   int64_t ib = x->dims[4], ob = wt->dims[5], channels = x->dims[1] * ib;
   if (group < 1) return gir_errf(err, "conv_nchwc: group %lld", (long long)group);
-  if (group != 1 && wt->dims[4] == 1) { /* depthwise */
+  if (group != 1 && wt->dims[4] == 1 && ib > 1) { /* depthwise (a grouped conv in blocks of one is not) */
     if (group != channels || wt->dims[1] != 1 || ob != ib || wt->dims[0] != x->dims[1])
       return gir_errf(err, "conv_nchwc: group %lld is not depthwise", (long long)group);
   } else if (wt->dims[1] * group != x->dims[1] || wt->dims[4] != ib || wt->dims[0] % group) {

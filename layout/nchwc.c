@@ -184,6 +184,14 @@ static int rewrite_conv(lay *L, gir_node *n) {
   } else if (group != 1) {
     ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
     ob = pick_block(M / group, 2 * (int64_t)L->block);
+    /* groups no block (or only a quarter vector) divides (ShuffleNet's 4 x 34 or
+     * 4 x 68 channels), at stride 1 along W
+     * over rows of half a vector or more: blocks of one channel (plain NCHW), which the
+     * conv template vectorizes along the rows, a few channels per tile */
+    int32_t ns;
+    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
+    int64_t sw = sv && ns >= 1 ? sv[ns - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
+    if ((!ib || !ob || 4 * ob <= L->block) && sw == 1 && 2 * ow >= L->block) ib = ob = 1;
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
     /* input channels no block divides (an STFT's 257 bins, a shuffle's 58): whole

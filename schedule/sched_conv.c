@@ -64,9 +64,20 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     if (sv && ns == 2) sw = sv[1];
   }
   int32_t lanes = t->vec_f32;
-  if (ob == 1 && red->n_reduce == 4 && sw == 1 && lanes > 1 && o->dtype == GIR_F32 && M <= t->vec_regs - 2) {
+  if (ob == 1 && red->n_reduce == 4 && sw == 1 && lanes > 1 && o->dtype == GIR_F32) {
     while (lanes > 4 && ow < lanes) lanes /= 2; /* a row narrower than a vector: half vectors */
-    int64_t max = (t->vec_regs - 2) / M, need = (ow + lanes - 1) / lanes, vecs = 1;
+    /* more channels than registers (a grouped conv of 4 x 34): tiles of up to 8 channels,
+     * a divisor of M where one is at least 4, else a ragged last tile */
+    int64_t mt = M;
+    if (M > t->vec_regs - 2) {
+      mt = 8;
+      for (int64_t d = 8; d >= 4; d--)
+        if (M % d == 0) {
+          mt = d;
+          break;
+        }
+    }
+    int64_t max = (t->vec_regs - 2) / mt, need = (ow + lanes - 1) / lanes, vecs = 1;
     if (max > 4) max = 4;
     /* a row in one tile, else the most vectors that divide the row's (the tiles of a
      * row are a loop of their own, so a ragged last one gets its own copy) */
@@ -79,7 +90,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
         }
     if (vecs == 1 && max >= 2 && need > max) vecs = max;
     if (max >= 1) {
-      c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1};
+      c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1,
+                           .oc_tile = mt < M ? (int32_t)mt : 0};
     }
   }
   return c;
@@ -181,16 +193,27 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
 /* vec_ow: rows (n, oh) in parallel, the row's tiles of ow_tile pixels in a loop of
  * their own (the loop-partition pass gives a ragged last tile its own copy, so the
  * others carry no bounds test); in a tile the reduction runs (cb, kh, kw, ic)
- * outside and M channels × ow_tile pixels (vectors) inside. */
+ * outside and M channels × ow_tile pixels (vectors) inside. With oc_tile, tiles of
+ * oc_tile channels, their loop outside the pixel tiles (the row's input stays in L1
+ * for all of them). */
 static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (red->n_reduce != 4 || epi->root_axes[4]->extent != 1 || cfg->vec < 2 || cfg->ow_tile % cfg->vec)
     return gir_errf(s->err, "conv template: vec_ow needs one channel per block and whole vectors per tile");
-  sch_iter *owo, *owi, *owio, *owiv;
+  sch_iter *owo, *owi, *owio, *owiv, *mo = NULL, *mi = epi->root_axes[1];
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
-  sch_iter *order[5] = {epi->root_axes[2], owo, epi->root_axes[1], owi, epi->root_axes[4]};
-  if (sch_reorder(s, epi, order, 5) < 0) return -1;
+  if (cfg->oc_tile > 0 && cfg->oc_tile < mi->extent && sch_split(s, epi, mi, cfg->oc_tile, &mo, &mi) < 0) return -1;
+  sch_iter *order[6];
+  int no = 0;
+  order[no++] = epi->root_axes[2];
+  if (mo) order[no++] = mo;
+  order[no++] = owo;
+  order[no++] = mi;
+  order[no++] = owi;
+  order[no++] = epi->root_axes[4];
+  if (sch_reorder(s, epi, order, no) < 0) return -1;
   sch_iter *rows = lower_fuse_through(s, epi, epi->root_axes[2]);
   if (!rows) return gir_errf(s->err, "conv template: cannot fuse the row loops of %s", epi->t->name);
+  if (mo && sch_fuse(s, epi, rows, mo, &rows) < 0) return -1; /* rows x channel tiles: the parallel work */
   if (cfg->parallel && rows->extent > 1 && sch_annotate(s, epi, rows, TIR_PARALLEL) < 0) return -1;
   if (sch_split(s, epi, owi, cfg->vec, &owio, &owiv) < 0 || sch_annotate(s, epi, owiv, TIR_VECTORIZED) < 0) return -1;
   if (sch_compute_at(s, red, epi, owo) < 0 || sched_pad(s, red, epi, owo, cfg) < 0) return -1;

@@ -16,9 +16,15 @@ static int is_plain(const sch_stage *st) {
   return c == TE_SUM || c == TE_PROD || c == TE_RMAX || c == TE_RMIN;
 }
 
+int lower_reduce_lane_axis(const sch_stage *st) {
+  int a = st->n_root - 1;
+  while (a > 0 && st->root_axes[a]->extent == 1) a--;
+  return a;
+}
+
 int lower_vector_reduce_ok(const sch_stage *red, int32_t vec, int ragged) {
   if (vec < 2 || !is_plain(red) || red->n_root < 1) return 0;
-  int64_t last = red->t->shape[red->t->rank - 1];
+  int64_t last = red->root_axes[lower_reduce_lane_axis(red)]->extent;
   return (ragged ? last >= vec : last % vec == 0) && red->t->dtype == GIR_F32;
 }
 
@@ -28,10 +34,12 @@ int lower_vector_reduce_ok(const sch_stage *red, int32_t vec, int ragged) {
  * latency every tap), the lanes innermost. */
 static int sched_red_at(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *at, int32_t vec) {
   if (sch_compute_at(s, red, epi, at) < 0) return -1;
-  sch_iter *lane = red->root_axes[red->n_root - 1], *lo, *li;
+  int la = lower_reduce_lane_axis(red);
+  sch_iter *lane = red->root_axes[la], *lo, *li;
   if (sch_split(s, red, lane, vec, &lo, &li) < 0) return -1;
-  sch_iter *order[GIR_MAX_RANK + 2];
+  sch_iter *order[2 * GIR_MAX_RANK + 2];
   int n = 0;
+  for (int i = la + 1; i < red->n_root; i++) order[n++] = red->root_axes[i]; /* unit axes: outside */
   for (int i = 0; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
   order[n++] = lo;
   order[n++] = li;
@@ -43,20 +51,29 @@ static int sched_red_at(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_ite
 #define TILE_VECTORS 4 /* output vectors a reduction tile keeps in registers */
 
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel) {
-  int r = epi->n_root;
-  sch_iter *lo, *li;
+  int r = epi->n_root, la = lower_reduce_lane_axis(epi);
+  sch_iter *lo, *li, *lio = NULL;
   /* a row of several vectors (a plain pool's output row): tiles of up to
    * TILE_VECTORS vectors, computed together */
-  int64_t row = epi->root_axes[r - 1]->extent, vecs = (row + vec - 1) / vec;
+  int64_t row = epi->root_axes[la]->extent, vecs = (row + vec - 1) / vec;
   int64_t tile = vecs < TILE_VECTORS ? vecs : TILE_VECTORS;
   while (tile > 1 && vecs % tile && vecs > TILE_VECTORS) tile--; /* whole tiles where a divisor allows */
-  if (sch_split(s, epi, epi->root_axes[r - 1], vec * tile, &lo, &li) < 0) return -1;
+  if (sch_split(s, epi, epi->root_axes[la], vec * tile, &lo, &li) < 0) return -1;
   if (tile > 1) {
-    sch_iter *lio, *lii;
+    sch_iter *lii;
     if (sch_split(s, epi, li, vec, &lio, &lii) < 0) return -1;
     li = lii;
   }
   if (sch_annotate(s, epi, li, TIR_VECTORIZED) < 0) return -1;
+  if (la < r - 1) { /* unit axes after the lanes (a pool in NCHW1c): outside the row */
+    sch_iter *order[GIR_MAX_RANK + 3];
+    int n = 0;
+    for (int i = la + 1; i < r; i++) order[n++] = epi->root_axes[i];
+    order[n++] = lo;
+    if (lio) order[n++] = lio;
+    order[n++] = li;
+    if (sch_reorder(s, epi, order, n) < 0) return -1;
+  }
   /* leading loops fused until there is enough parallel work (rows of a pool),
    * the inner ones (along a row) left as loops whose index arithmetic LLVM
    * strength-reduces, instead of one div/mod chain per output vector */

@@ -67,17 +67,17 @@ const char *lower_generic_heavy_stage(const sch_schedule *s) {
   return NULL;
 }
 
-/* A pool in plain NCHW: its rows are the vectors, and a row may end in a partial
- * one (loop partition makes it a shorter vector). */
+/* A pool in plain NCHW (or NCHW1c, the same memory): its rows are the vectors,
+ * and a row may end in a partial one (loop partition makes it a shorter vector). */
 static int plain_pool(const sch_stage *st) {
   const gir_node *n = st->t->origin;
-  return n && n->op == GIR_OP_pool && !gir_attr_int(n, "blocked", 0);
+  return n && n->op == GIR_OP_pool && (!gir_attr_int(n, "blocked", 0) || st->t->shape[st->t->rank - 1] == 1);
 }
 
 /* Lanes for the vector-reduce template: the target's vector; for a blocked layout
  * or a reduction halved down to 4 until it divides the innermost output axis. */
 static int32_t vreduce_lanes(const sch_stage *st, const lower_target *t) {
-  int64_t last = st->t->shape[st->t->rank - 1];
+  int64_t last = st->root_axes[lower_reduce_lane_axis(st)]->extent;
   int32_t v = t->vec_f32;
   if (plain_pool(st) && last >= v) return v;
   while (v > 4 && last % v) v /= 2;

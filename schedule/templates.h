@@ -72,6 +72,9 @@ typedef struct lower_conv_cfg {
                           column, spread over the current window: the weights are read from memory once and
                           then reused from cache, so without it each window's first pass waits on a burst of
                           memory traffic while the rest of the window leaves the memory bus idle */
+  int32_t oc_tile;     /* vec_ow: output channels per tile (0: all M); more channels than the registers hold
+                          (a grouped conv whose groups no vector divides, ShuffleNet's 4 x 34) take tiles of
+                          oc_tile channels, a loop outside the row's pixel tiles */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
@@ -79,6 +82,9 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
 
 /* Reductions that keep the innermost axis (pooling in NCHW[x]c, spatial means):
  * vectors of the innermost axis, reduce loops outside the lanes. */
+/* The output axis the vector-reduce template cuts into vectors: the innermost one
+ * with more than one element (a pool in NCHW1c runs along its rows). */
+int lower_reduce_lane_axis(const sch_stage *st);
 /* ragged: the innermost axis may end in a partial vector (it must hold one whole) */
 int lower_vector_reduce_ok(const sch_stage *red, int32_t vec, int ragged);
 int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, int32_t vec, int parallel);

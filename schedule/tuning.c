@@ -18,6 +18,7 @@ static const lower_knob conv_knobs[] = {
     {"prefetch", offsetof(lower_conv_cfg, prefetch), 0, 1},
     {"vec_ow", offsetof(lower_conv_cfg, vec_ow), 0, 1},
     {"vec", offsetof(lower_conv_cfg, vec), 1, 64},
+    {"oc_tile", offsetof(lower_conv_cfg, oc_tile), 0, 4096},
 };
 
 static const lower_knob matmul_knobs[] = {

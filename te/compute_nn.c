@@ -72,7 +72,7 @@ int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
 int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
   int64_t group = gir_attr_int(n, "group", 1);
-  int depthwise = group != 1 && w->shape[4] == 1;
+  int depthwise = group != 1 && w->shape[4] == 1 && x->shape[4] > 1; /* blocks of one: grouped */
   window win = read_window(n, 2);
   const int64_t *st = win.st, *dl = win.dl, *pd = win.pd;
   te_tensor *xp = x;

@@ -62,7 +62,7 @@ static int64_t dim(const gir_value *v, int d) { return d >= 0 && d < v->shape.ra
 
 static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
   /* knob order = lower_template_knobs("conv"):
-   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec */
+   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile */
   const gir_value *y = n->out[0], *w = n->in[1];
   if (y->shape.rank != 5 || !w || w->shape.rank != 6) return -1;
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
@@ -109,6 +109,11 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   add_cand(s, def[6]);
   add_knob(s, "vec");
   add_cand(s, def[7]);
+  add_knob(s, "oc_tile"); /* vec_ow: channels per tile (0: all), divisors of M up to 16 */
+  add_cand(s, def[8]);
+  if (s->vec_ow)
+    for (int32_t m = 2; m <= 16 && m < s->conv_m; m++)
+      if (s->conv_m % m == 0) add_cand(s, m);
   return 0;
 }
 
@@ -159,10 +164,11 @@ static int32_t val(const tun_space *s, const int32_t *v, const char *name) {
 int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_len) {
 #define REJECT(...) return (snprintf(why, why_len, __VA_ARGS__), -1)
   if (!strcmp(s->tmpl, "conv") && s->vec_ow) {
-    int64_t ow = val(s, v, "ow_tile"), vec = val(s, v, "vec");
+    int64_t ow = val(s, v, "ow_tile"), vec = val(s, v, "vec"), mt = val(s, v, "oc_tile");
+    if (mt <= 0 || mt > s->conv_m) mt = s->conv_m;
     if (vec < 2 || ow % vec) REJECT("vec_ow tiles are whole vectors of pixels");
-    if (ow / vec * s->conv_m + 2 > s->vec_regs)
-      REJECT("register tile of %lld x %d vectors needs more than %d registers", (long long)(ow / vec), s->conv_m,
+    if (ow / vec * mt + 2 > s->vec_regs)
+      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)(ow / vec), (long long)mt,
              s->vec_regs);
     return 0;
   }

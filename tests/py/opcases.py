@@ -1147,6 +1147,14 @@ def conv_cases():
             ("depthwise/58", (1, 58, 9, 9), (58, 1, 3, 3), {"group": 58, "pads": [1, 1, 1, 1]}),
             ("depthwise/29/stride2", (1, 29, 11, 11), (29, 1, 3, 3), {"group": 29, "pads": [1, 1, 1, 1],
                                                                       "strides": [2, 2]}),
+            # grouped convs whose groups no block (or only a quarter vector) divides:
+            # plain NCHW, vectors along the rows, tiles of a few channels (ShuffleNet's
+            # 4 x 34 and 4 x 68; 2 x 47: no tile of 4..8 divides 94, a ragged last one;
+            # a 3x3 with 3 x 5 channels over rows of 19)
+            ("group4/34/1x1", (1, 136, 6, 28), (136, 34, 1, 1), {"group": 4}),
+            ("group4/68/1x1/rows-14", (1, 272, 5, 14), (272, 68, 1, 1), {"group": 4}),
+            ("group2/47/ragged-tile", (1, 94, 4, 20), (94, 47, 1, 1), {"group": 2}),
+            ("group3/5/3x3/rows-19", (1, 15, 7, 19), (15, 5, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
             # dilated convs whose off-centre taps land in the padding for many outputs:
             # one conv per output region with its valid taps (layout/dilated.c)
             ("dilated/d5/regions", (1, 16, 12, 12), (32, 16, 3, 3), {"pads": [5, 5, 5, 5], "dilations": [5, 5]}),

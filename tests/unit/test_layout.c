@@ -550,21 +550,22 @@ static void unchanged_(gir_graph *g, int32_t block, int line) {
 
 static void test_left_alone(void) {
   rng rr = {10};
-  /* group 2 with 3 output channels per group: no block */
+  /* group 2 with 3 output channels per group at stride 2: no block (at stride 1
+   * it takes blocks of one channel, test_grouped) */
   {
     gir_graph *g = gir_graph_new("group2");
     gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
-    gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(6, 4, 3, 3), &rr), crand(g, GIR_F32, SH(6), &rr), 2, 1, 1);
+    gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(6, 4, 3, 3), &rr), crand(g, GIR_F32, SH(6), &rr), 2, 1, 2);
     gir_graph_add_output(g, relu(g, y));
     UNCHANGED(g, 4);
     CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
     gir_graph_free(g);
   }
-  /* depthwise with a channel multiplier (group 8, 16 outputs) is not handled either */
+  /* depthwise with a channel multiplier (group 8, 16 outputs) at stride 2: neither */
   {
     gir_graph *g = gir_graph_new("dwmult");
     gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 6));
-    gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(16, 1, 3, 3), &rr), NULL, 8, 1, 1);
+    gir_value *y = conv_full(g, x, crand(g, GIR_F32, SH(16, 1, 3, 3), &rr), NULL, 8, 1, 2);
     gir_graph_add_output(g, relu(g, y));
     UNCHANGED(g, 4);
     gir_graph_free(g);
@@ -732,7 +733,9 @@ static void test_depthwise(void) {
   }
 }
 
-/* grouped convs: whole blocks per group on both sides, else left plain */
+/* grouped convs: whole blocks per group on both sides; groups no block (or only a
+ * quarter vector) divides take blocks of one channel at stride 1 over rows of half
+ * a block or more (the conv template's vectors along the rows), else stay plain */
 static void test_grouped(void) {
   for (int32_t block = 4; block <= 16; block *= 2) {
     rng rr = {14};
@@ -745,17 +748,39 @@ static void test_grouped(void) {
     gir_graph_add_output(g, y);
     ref r = REFERENCE(g, 14);
     lay_stats st = LAYOUT(g, block);
-    CHECK_INT(st.convs, 1);
+    int narrow = 4 * 4 <= block, ones = 2 * 7 >= block; /* the first conv's 4 per group; the rows of 7 */
+    CHECK_INT(st.convs, 1 + ones);
     gir_node *c = nth(g, GIR_OP_conv_nchwc, 0);
     if (CHECK(c)) {
       int64_t ib = c->in[0]->shape.dims[4], ob = c->out[0]->shape.dims[4];
-      CHECKF(ib == 8 && ob == 4, "block %d: blocks %lld -> %lld", block, (long long)ib,
-             (long long)ob);
+      int64_t wib = narrow && ones ? 1 : 8, wob = narrow && ones ? 1 : 4;
+      CHECKF(ib == wib && ob == wob, "block %d: blocks %lld -> %lld", block, (long long)ib, (long long)ob);
       /* weight [16/ob, 8/ib, 3, 3, ib, ob]: one group's input blocks per output block */
       CHECK(shape_is(c->in[1], SH(16 / ob, 8 / ib, 3, 3, ib, ob)));
       CHECK_INT(gir_attr_int(c, "group", 1), 4);
     }
-    CHECK_INT(tu_count_op(g, GIR_OP_conv), 1);
+    gir_node *c2 = nth(g, GIR_OP_conv_nchwc, st.convs - 1);
+    if (ones && CHECK(c2)) { /* the 2 x 6 one: blocks of one channel, weight [12, 8, 1, 1, 1, 1] */
+      CHECKF(c2->in[0]->shape.dims[4] == 1 && c2->out[0]->shape.dims[4] == 1, "block %d: 2 x 6 in blocks of one", block);
+      CHECK(shape_is(c2->in[1], SH(12, 8, 1, 1, 1, 1)));
+      CHECK_INT(gir_attr_int(c2, "group", 1), 2);
+    }
+    CHECK_INT(tu_count_op(g, GIR_OP_conv), 2 - st.convs);
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
+  /* a depthwise conv with a channel multiplier (8 groups of 1 in, 2 out): blocks of one */
+  {
+    rng rr = {15};
+    gir_graph *g = gir_graph_new("dwmult");
+    gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 6, 9));
+    gir_graph_add_output(g, relu(g, conv_full(g, x, crand(g, GIR_F32, SH(16, 1, 3, 3), &rr), NULL, 8, 1, 1)));
+    ref r = REFERENCE(g, 15);
+    lay_stats st = LAYOUT(g, 16);
+    CHECK_INT(st.convs, 1);
+    gir_node *c = nth(g, GIR_OP_conv_nchwc, 0);
+    if (CHECK(c)) CHECK(shape_is(c->in[1], SH(16, 1, 3, 3, 1, 1)) && c->in[0]->shape.dims[4] == 1);
     AGREE(g, &r);
     ref_free(&r);
     gir_graph_free(g);
