@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 BUNDLE_FUZZ_SECONDS ?= 30
 TESTDATA_FUZZ_SECONDS ?= 20
 
-.PHONY: all setup build board-runtimes asan-build fuzz-build run bench bench-shapes test test-release test-asan fuzz conformance clean
+.PHONY: all setup build board-runtimes asan-build fuzz-build run bench bench-shapes bench-broad test test-release test-asan fuzz conformance clean
 
 all: build
 
@@ -44,6 +44,11 @@ bench: build
 # kiln vs onnxruntime per shape class (bench/shapes.py); SHAPES_ARGS="--classes conv1d,matmul" picks some
 bench-shapes: build
 	@$(PY) bench/shapes.py --kiln $(BUILD)/kiln $(SHAPES_ARGS)
+
+# kiln vs onnxruntime on the sixteen broad models (bench/models.py), alternating and each alone;
+# BROAD_ARGS="--models resnet18,vit --mode alone" picks some
+bench-broad: build
+	@$(PY) bench/models.py --kiln $(BUILD)/kiln $(BROAD_ARGS)
 
 test: test-release test-asan fuzz
 

@@ -3,7 +3,8 @@
 
 Usage: .venv/bin/python bench/shapes.py --kiln build/kiln [--classes NAME,GROUP,PATTERN,...] [--threads 2]
                                         [--repeat 30] [--warmup 3] [--profile-runs 5] [--out bench/results]
-                                        [--model-dir build/shape-models] [--regenerate] [--python PATH] [--list]
+                                        [--model-dir build/shape-models] [--regenerate] [--python PATH] [--quiet-wait S]
+                                        [--list]
        make bench-shapes [SHAPES_ARGS="--classes conv1d,matmul"]
 
 Every class is a single-op (or tiny) model written by models/gen_shape_models.py (the
@@ -38,6 +39,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import run as bench_run  # noqa: E402  (bench_one, machine, fmt, geomean)
+import quiet  # noqa: E402
 import gen_shape_models  # noqa: E402
 
 BAR = 1.25  # issue 15: every class at kiln / ORT <= 1.25
@@ -119,6 +121,9 @@ def markdown(classes, results, settings, gms):
             r = results[c.name]
             lines.append("- `%s` (%s, ratio %.2f): %s" % (c.name, c.what, r["ratio"], top_kernels(r)))
         lines.append("")
+    if settings.get("not_quiet"):
+        lines += ["Measured without a quiet machine (other processes > 15%% busy before): %s." %
+                  ", ".join(settings["not_quiet"]), ""]
     lines += ["Peak: %s GFLOPS (measured FMA peak per core x threads). GFLOPS and %% peak only where the FLOPs are "
               "a conv's or a matmul's; MB: inputs + weights + outputs; fits L2: MB <= %s MB (L2 per core x threads); "
               "generic: groups on the generic (non-template) schedule, `?` where this kiln does not report it." %
@@ -139,6 +144,9 @@ def main():
     ap.add_argument("--python", default=sys.executable, help="the Python that runs onnxruntime (default: this one)")
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "shape-models"))
     ap.add_argument("--regenerate", action="store_true", help="rebuild the model files even if present")
+    ap.add_argument("--quiet-wait", type=float, default=0, metavar="S",
+                    help="before each class, wait up to S seconds for the machine to be quiet (at most 15%% busy "
+                         "over two 2-second windows); the busy %% is recorded (default 0: no wait)")
     ap.add_argument("--list", action="store_true", help="list the selected classes and exit")
     args = ap.parse_args()
     try:
@@ -157,7 +165,9 @@ def main():
     results = {}
     for c in classes:
         print("%-30s ..." % c.name, end="", flush=True)
+        calm, busy = quiet.wait_quiet(args.quiet_wait)
         r = results[c.name] = bench_run.bench_one(args, paths[c.name])
+        r["quiet"], r["busy_pct_before"] = calm, busy
         r["group"] = c.group
         r["what"] = c.what
         if "error" in r:
@@ -166,10 +176,11 @@ def main():
         r["pct_peak"] = pct_peak(r, c.group)
         r["working_set_bytes"] = working_set(paths[c.name])
         r["fits_l2"] = None if l2 is None else r["working_set_bytes"] <= l2
-        print(" kiln %s ms, ORT %s ms, ratio %s%s" % (
+        print(" kiln %s ms, ORT %s ms, ratio %s%s%s" % (
             bench_run.fmt(r.get("kiln_ms_median"), ".3f"), bench_run.fmt(r.get("ort_ms_median"), ".3f"),
             bench_run.fmt(r.get("ratio"), ".2f"),
-            "" if r["pct_peak"] is None else ", %.1f%% of peak" % r["pct_peak"]), flush=True)
+            "" if r["pct_peak"] is None else ", %.1f%% of peak" % r["pct_peak"],
+            "" if calm is None else " (%s, %.0f%% busy before)" % ("quiet" if calm else "NOT quiet", busy)), flush=True)
         for w in r.get("warnings", []):
             print("    %s" % w, flush=True)
     gms = {"all": bench_run.geomean([r["ratio"] for r in results.values() if r.get("ratio")])}
@@ -181,7 +192,8 @@ def main():
                 "profile_runs": args.profile_runs, "machine": bench_run.machine(), "l2_bytes": l2,
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "kiln": subprocess.run([args.kiln, "--version"], stdout=subprocess.PIPE).stdout.decode().strip(),
-                "bar": BAR}
+                "bar": BAR, "quiet_wait": args.quiet_wait,
+                "not_quiet": [n for n, r in results.items() if r.get("quiet") is False]}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "shapes.json"), "w") as f:
         json.dump({"settings": settings, "geomean_ratio": gms, "classes": results}, f, indent=1)
