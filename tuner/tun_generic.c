@@ -16,7 +16,8 @@
  * and when there is a reduction:
  *   red_at     where R is computed: 0 at the root (its own buffer), 1 at O's last
  *              outer loop (a tile of accumulators: cache_write when R is O), 2 at
- *              O's innermost loop (one accumulator)
+ *              O's innermost loop (one accumulator); the other reductions O reads
+ *              (a softmax's max and sum) go to the same loop
  *   rtile      a two-level split of R's largest reduce axis (inner factor)
  *   rorder     0: R's reduce loops outside its spatial loops (the accumulators of a
  *              tile stay in registers while the reduction runs, as a micro-kernel);
@@ -328,7 +329,22 @@ int tun_generic_apply(const tun_space *sp, const int32_t *v, sch_schedule *s, co
   int32_t ns = 0; /* O's spatial loops come first, its own reduce loops (in place) after them */
   while (ns < o->n_leaf && !o->leaf[ns]->reduce) ns++;
   sch_iter *where = at == 1 ? tile_loop : at == 2 && ns > 0 ? o->leaf[ns - 1] : NULL;
-  if (where && sch_compute_at(s, r, o, where) < 0) return -1;
+  if (where) {
+    /* R goes there, with every other reduction or kept stage O reads through it or
+     * beside it (the statistics of a softmax or a layer-norm: a max, a sum, the
+     * exps), consumers first: compute_at wants every other reader already inside */
+    uint8_t mark[256] = {0};
+    if (s->n_stages > 256) return gir_errf(s->err, "generic: too many stages");
+    for (int i = s->n_stages - 1; i >= 0; i--) {
+      sch_stage *st = s->stages[i];
+      if (st == o || st->attach != SCH_ROOT || (!st->n_reduce && !keep_stage(st))) continue;
+      int read = sch_reads(o, st);
+      for (int j = i + 1; j < s->n_stages && !read; j++) read = mark[j] && sch_reads(s->stages[j], st);
+      mark[i] = read || st == r;
+    }
+    for (int i = s->n_stages - 1; i >= 0; i--)
+      if (mark[i] && sch_compute_at(s, s->stages[i], o, where) < 0) return -1;
+  }
   int32_t rt = v[g->k_rtile];
   sch_iter *rax = g->red_axis >= 0 && g->red_axis < r->n_reduce ? r->reduce_axes[g->red_axis] : NULL, *ro, *ri;
   if (rax && rt > 1 && rt < rax->extent && sch_split(s, r, rax, rt, &ro, &ri) < 0) return -1;

@@ -427,11 +427,11 @@ static int round_of(tuner *tu, int32_t ti, int64_t budget, gir_err *err) {
   int use_model = tu->o->strategy == TUN_MODEL && (s->local || tu->global);
   if (use_model && want > 0) {
     predictor p = {tu->global, s->local, NULL, 0};
-    int32_t nc = tun_sa_run(s->sa, s->cache, predict_fn, &p, is_measured_cb, s, 60, cand, cs, want * 4);
+    int32_t nc = tun_sa_run(s->sa, s->cache, predict_fn, &p, is_measured_cb, s, 60, cand, cs, want * 2);
     free(p.base);
     int32_t n_random = tu->o->epsilon > 0 ? (int32_t)ceil(want * tu->o->epsilon) : 0; /* at least one */
     int32_t n_model = want - n_random;
-    n = tun_pick_diverse(&k->space, cand, cs, nc, n_model, 0.5, pts);
+    n = tun_pick_diverse(&k->space, cand, cs, nc, n_model, 0.1, pts);
   }
   for (int tries = 0; n < want && tries < want * 4; tries++) { /* random picks: exploration, or no model yet */
     int64_t p = tun_random_point(&k->space, s->cache, &s->rng, is_measured_cb, s, 256);

@@ -1,0 +1,521 @@
+"""tune.py — benchmarks of `kiln tune` (issue 14). Numbers and plots for the README;
+never a test. Each phase writes into --out (default bench/results/tune):
+
+  tuned     for each workload of the fixed set — ResNet-18's conv layers C1–C12 (the
+            AutoTVM paper's table), BERT-base FFN matmuls 128x768x3072 and 128x3072x768,
+            a ViT-B/16 matmul with 197 rows (197x768x3072), an STFT-style 1-D conv (1
+            input channel, kernel 512, stride 160, 257 outputs, 16000 samples), a 3x3
+            conv with dilation 24 on a 32x32 map (256 channels), a depthwise 3x3 at
+            112x112x32 — a single-op ONNX model is tuned (`kiln tune --trials N`, every
+            task: the op and the layout changes around it). kiln's time is the sum over
+            the model's kernels of the tuner's own measurements, default and best (one
+            core, CPU time of the measuring thread); ONNX Runtime's is the same model on
+            one thread, the caller's CPU time per run (median of 40). Both clocks ignore
+            time the core spent on other processes, which on a shared 2-core machine
+            is the only way to get numbers that mean anything. Reports default and
+            tuned GFLOPS, % of the measured one-core peak, ONNX Runtime's time, the ratio.
+  search    model-guided vs random search: each workload tuned twice from scratch
+            (--search model / random, same trial budget); the best of the workload's
+            main task after 64, 128 and 256 trials (the records keep the trial order),
+            and a plot of best-so-far vs trials.
+  transfer  records of C1–C6 and the first matmul as --transfer-from for C7–C12 and the
+            other matmuls: trials to reach 95% of the from-scratch best, with and
+            without the transferred global model (and conv → matmul: matmul targets
+            from conv records only).
+  e2e       ResNet-50, MobileNetV2, the BERT-like encoder (build/bench-models, else
+            models/gen_bench_models.py): tuned with a trial budget, then default and tuned
+            bundles against ONNX Runtime with `kiln bench --compare onnxruntime
+            --threads 2`; tuning time.
+
+usage: .venv/bin/python bench/tune.py [--kiln build/kiln] [--phases tuned,search,transfer,e2e]
+       [--workloads C1,C2,...] [--trials 128] [--search-trials 256] [--transfer-trials 256]
+       [--e2e-trials 400] [--models resnet50,...] [--out DIR]
+Every phase appends to DIR/results.json (keyed by phase and workload), so phases can
+run on different days; results.md and the plots are rewritten from it each time.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = sys.executable
+
+# name: (kind, params). conv: (C, H, W, M, k, stride, pad, dilation, group); conv1d: (C, L, M, k, stride);
+# matmul: (M, K, N)
+RESNET18 = {
+    "C1": (3, 224, 224, 64, 7, 2, 3), "C2": (64, 56, 56, 64, 3, 1, 1), "C3": (64, 56, 56, 64, 1, 1, 0),
+    "C4": (64, 56, 56, 128, 3, 2, 1), "C5": (64, 56, 56, 128, 1, 2, 0), "C6": (128, 28, 28, 128, 3, 1, 1),
+    "C7": (128, 28, 28, 256, 3, 2, 1), "C8": (128, 28, 28, 256, 1, 2, 0), "C9": (256, 14, 14, 256, 3, 1, 1),
+    "C10": (256, 14, 14, 512, 3, 2, 1), "C11": (256, 14, 14, 512, 1, 2, 0), "C12": (512, 7, 7, 512, 3, 1, 1),
+}
+WORKLOADS = {k: ("conv", v + (1, 1)) for k, v in RESNET18.items()}
+WORKLOADS.update({
+    "mm_ffn1": ("matmul", (128, 768, 3072)),
+    "mm_ffn2": ("matmul", (128, 3072, 768)),
+    "mm_vit197": ("matmul", (197, 768, 3072)),
+    "stft1d": ("conv1d", (1, 16000, 257, 512, 160)),
+    "dil24": ("conv", (256, 32, 32, 256, 3, 1, 24, 24, 1)),
+    "dw112": ("conv", (32, 112, 112, 32, 3, 1, 1, 1, 32)),
+    # beyond the issue's set: groups no conv/matmul template covers, tuned in generated spaces
+    "pool112": ("pool", (64, 112, 112, 3, 2, 1)),
+    "softmax": ("softmax", (12, 128, 128)),
+})
+SOURCES = ["C1", "C2", "C3", "C4", "C5", "C6", "mm_ffn1"]
+TARGETS = ["C7", "C8", "C9", "C10", "C11", "C12", "mm_ffn2", "mm_vit197"]
+
+
+def make_model(name, path):
+    kind, p = WORKLOADS[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    t = lambda a, n: numpy_helper.from_array(a.astype(np.float32), n)
+    if kind == "conv":
+        C, H, W, M, k, s, pad, dil, grp = p
+        w = t(rng.standard_normal((M, C // grp, k, k)) * 0.05, "w")
+        node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4,
+                                dilations=[dil, dil], group=grp)
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, W])
+        flops = 2 * M * (C // grp) * k * k * ((H + 2 * pad - dil * (k - 1) - 1) // s + 1) * \
+            ((W + 2 * pad - dil * (k - 1) - 1) // s + 1)
+    elif kind == "conv1d":
+        C, L, M, k, s = p
+        w = t(rng.standard_normal((M, C, k)) * 0.05, "w")
+        node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[k], strides=[s])
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, L])
+        flops = 2 * M * C * k * ((L - k) // s + 1)
+    elif kind == "pool":
+        C, H, W, k, s, pad = p
+        node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4)
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, W])
+        o = (H + 2 * pad - k) // s + 1
+        g = helper.make_graph([node], name, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return C * o * o * k * k
+    elif kind == "softmax":
+        Hh, S, S2 = p
+        node = helper.make_node("Softmax", ["x"], ["y"], axis=-1)
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, Hh, S, S2])
+        g = helper.make_graph([node], name, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return 5 * Hh * S * S2
+    else:
+        M, K, N = p
+        w = t(rng.standard_normal((K, N)) * 0.05, "w")
+        node = helper.make_node("MatMul", ["x", "w"], ["y"])
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, M, K])
+        flops = 2 * M * K * N
+    g = helper.make_graph([node], name, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=[w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return flops
+
+
+def run(argv, timeout=None, quiet=False):
+    t0 = time.monotonic()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if p.returncode != 0 and not quiet:
+        print("  failed (%d): %s\n%s" % (p.returncode, " ".join(argv), p.stderr[-600:]), flush=True)
+    return p, time.monotonic() - t0
+
+
+def load_records(path):
+    out = []
+    if os.path.exists(path):
+        for line in open(path):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def main_workload(recs):
+    """The workload key of the heaviest task in a records file (the op itself, not a relayout)."""
+    w = {}
+    for r in recs:
+        w[r["workload"]] = max(w.get(r["workload"], 0), r.get("flops", 0))
+    return max(w, key=w.get) if w else None
+
+
+def curve(recs, key, candidates_only=False):
+    """Best-so-far seconds after each trial of workload key, in file order (the default
+    schedule's measurement included, or left out: the search's own progress)."""
+    best, out = float("inf"), []
+    for r in recs:
+        if r["workload"] != key or (candidates_only and r["knobs"] == "default"):
+            continue
+        if not r["error"] and r["cost"] > 0:
+            best = min(best, r["cost"])
+        out.append(best)
+    return out
+
+
+def bench(kiln, bundle, onnx_path, threads, repeat=30):
+    env = dict(os.environ, KILN_PYTHON=PY)
+    p = subprocess.run([kiln, "bench", bundle, "--onnx", onnx_path, "--compare", "onnxruntime", "--threads",
+                        str(threads), "--json", "--repeat", str(repeat)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode != 0:
+        print("  bench failed: %s" % p.stderr[-400:], flush=True)
+        return None
+    return json.loads(p.stdout)
+
+
+def load_results(out):
+    path = os.path.join(out, "results.json")
+    return json.load(open(path)) if os.path.exists(path) else {}
+
+
+def save_results(out, res):
+    json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1, sort_keys=True)
+
+
+def uptime():
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
+
+
+def ort_cpu_ms(model, feeds, runs=40):
+    """ONNX Runtime on one thread: the median CPU time of the calling thread per run
+    (with intra_op_num_threads = 1 the session runs its kernels in the caller), the
+    same clock the tuner's measurements use, so both survive a busy machine."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    for _ in range(5):
+        sess.run(None, feeds)
+    ts = []
+    for _ in range(runs):
+        t0 = time.thread_time()
+        sess.run(None, feeds)
+        ts.append(time.thread_time() - t0)
+    return float(np.median(ts)) * 1e3
+
+
+def tuner_table(out):
+    """The per-task rows of `kiln tune`'s final table: (label, occ, default ms, tuned ms)."""
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"^(\d+)\s+(.*?)\s+(\d+)\s+([\d.na]+)\s+([\d.na]+)\s+[\d.na]+x\s", line)
+        if m:
+            rows.append((m.group(2).strip(), int(m.group(3)), float(m.group(4)), float(m.group(5))))
+    return rows
+
+
+def phase_tuned(a, res):
+    for name in a.workloads:
+        d = os.path.join(a.out, name)
+        os.makedirs(d, exist_ok=True)
+        model = os.path.join(d, name + ".onnx")
+        flops = make_model(name, model)
+        rec = os.path.join(d, "tuned.json")
+        if os.path.exists(rec):
+            os.remove(rec)
+        print("[tuned] %s: load %s, tuning %d trials" % (name, uptime(), a.trials), flush=True)
+        p, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.trials)])
+        rows = tuner_table(p.stdout)
+        peak = re.search(r"peak: (\d+) GFLOPS on one core", p.stdout)
+        if not rows or not peak:
+            print("  no table: %s" % p.stdout[-500:], flush=True)
+            continue
+        peak = float(peak.group(1))
+        dflt = sum(o * dm for _, o, dm, _ in rows)
+        tuned = sum(o * tm for _, o, _, tm in rows)
+        kind, prm = WORKLOADS[name]
+        shape = {"conv": lambda: (1, prm[0], prm[1], prm[2]), "conv1d": lambda: (1, prm[0], prm[1]),
+                 "matmul": lambda: (1, prm[0], prm[1]), "pool": lambda: (1, prm[0], prm[1], prm[2]),
+                 "softmax": lambda: (1,) + tuple(prm)}[kind]()
+        feeds = {"x": np.random.default_rng(1).uniform(-1, 1, shape).astype(np.float32)}
+        ort_ms = ort_cpu_ms(model, feeds)
+        r = {"flops": flops, "default_ms": dflt, "tuned_ms": tuned, "ort_ms": ort_ms, "peak": peak, "tune_s": secs,
+             "trials": a.trials, "load": uptime(), "tasks": rows}
+        r["default_gflops"] = flops / dflt * 1e-6
+        r["tuned_gflops"] = flops / tuned * 1e-6
+        res.setdefault("tuned", {})[name] = r
+        print("  default %.3f ms (%.0f GFLOPS), tuned %.3f ms (%.0f GFLOPS, %.0f%% of peak), ORT %.3f ms, "
+              "tuned/ORT %.2f; %.0f s" % (dflt, r["default_gflops"], tuned, r["tuned_gflops"],
+                                           100 * r["tuned_gflops"] / peak, ort_ms, tuned / ort_ms, secs), flush=True)
+        save_results(a.out, res)
+
+
+def phase_search(a, res):
+    for name in a.workloads:
+        d = os.path.join(a.out, name)
+        os.makedirs(d, exist_ok=True)
+        model = os.path.join(d, name + ".onnx")
+        make_model(name, model)
+        out = {}
+        for strategy in ("model", "random"):
+            rec = os.path.join(d, "search-%s.json" % strategy)
+            if os.path.exists(rec):
+                os.remove(rec)
+            print("[search] %s %s: load %s, %d trials" % (name, strategy, uptime(), a.search_trials), flush=True)
+            _, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.search_trials), "--search",
+                           strategy, "--tasks", "0", "--seed", "1"])
+            recs = load_records(rec)
+            c = curve(recs, main_workload(recs))
+            out[strategy] = {"curve": c, "seconds": secs}
+        res.setdefault("search", {})[name] = out
+        at = lambda s, n: out[s]["curve"][min(n, len(out[s]["curve"])) - 1] if out[s]["curve"] else float("nan")
+        print("  best ms at 64/128/%d: model %s, random %s" % (
+            a.search_trials, " ".join("%.4f" % (at("model", n) * 1e3) for n in (64, 128, a.search_trials)),
+            " ".join("%.4f" % (at("random", n) * 1e3) for n in (64, 128, a.search_trials))), flush=True)
+        save_results(a.out, res)
+
+
+def trials_to(c, target):
+    for i, v in enumerate(c):
+        if v <= target:
+            return i + 1
+    return None
+
+
+def phase_transfer(a, res):
+    src_recs = []
+    for group, targets, sources in (("all", TARGETS, SOURCES), ("conv->matmul", ["mm_ffn2", "mm_vit197"],
+                                                                   [s for s in SOURCES if s.startswith("C")])):
+        srcs = []
+        for name in sources:
+            d = os.path.join(a.out, name)
+            os.makedirs(d, exist_ok=True)
+            model = os.path.join(d, name + ".onnx")
+            make_model(name, model)
+            rec = os.path.join(d, "source.json")
+            if not os.path.exists(rec):
+                print("[transfer] source %s: load %s" % (name, uptime()), flush=True)
+                run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.transfer_trials // 2), "--tasks", "0"])
+            srcs.append(rec)
+        src_recs = srcs
+        for name in targets:
+            d = os.path.join(a.out, name)
+            os.makedirs(d, exist_ok=True)
+            model = os.path.join(d, name + ".onnx")
+            make_model(name, model)
+            curves = {}
+            for how in ("scratch", "transfer"):
+                if how == "scratch" and group != "all" and "scratch" in res.get("transfer", {}).get(name, {}):
+                    curves[how] = res["transfer"][name]["scratch"]
+                    continue
+                rec = os.path.join(d, "%s-%s.json" % (how, group.replace(">", "")))
+                if os.path.exists(rec):
+                    os.remove(rec)
+                argv = [a.kiln, "tune", model, "--records", rec, "--trials", str(a.transfer_trials), "--tasks", "0"]
+                if how == "transfer":
+                    for s in src_recs:
+                        argv += ["--transfer-from", s]
+                print("[transfer] %s %s (%s): load %s" % (name, how, group, uptime()), flush=True)
+                run(argv)
+                recs = load_records(rec)
+                curves[how] = curve(recs, main_workload(recs), candidates_only=True)
+            # the search's own progress (the default schedule's measurement left out): trials until a
+            # candidate within 95% of the from-scratch best throughput
+            best = min(curves["scratch"]) if curves["scratch"] else float("nan")
+            target = best / 0.95
+            n_s, n_t = trials_to(curves["scratch"], target), trials_to(curves["transfer"], target)
+            res.setdefault("transfer", {}).setdefault(name, {})["scratch"] = curves["scratch"]
+            res["transfer"][name][group] = {"curve": curves["transfer"], "trials_95": n_t, "scratch_trials_95": n_s}
+            print("  %s: a candidate within 95%% of the from-scratch best after %s trials from scratch, %s with "
+                  "transfer (%s)" % (name, n_s, n_t, group), flush=True)
+            save_results(a.out, res)
+
+
+def phase_transfer_report(a, res):
+    """Recomputes the transfer table from the records the transfer phase left (no tuning)."""
+    for name in TARGETS:
+        d = os.path.join(a.out, name)
+        sc = load_records(os.path.join(d, "scratch-all.json"))
+        if not sc:
+            continue
+        c_s = curve(sc, main_workload(sc), candidates_only=True)
+        target = min(c_s) / 0.95
+        x = res.setdefault("transfer", {}).setdefault(name, {})
+        x["scratch"] = c_s
+        for group, f in (("all", "transfer-all.json"), ("conv->matmul", "transfer-conv-matmul.json")):
+            tr = load_records(os.path.join(d, f))
+            if not tr:
+                continue
+            c_t = curve(tr, main_workload(tr), candidates_only=True)
+            x[group] = {"curve": c_t, "trials_95": trials_to(c_t, target), "scratch_trials_95": trials_to(c_s, target)}
+    save_results(a.out, res)
+
+
+def phase_e2e(a, res):
+    models_dir = os.path.join(ROOT, "build", "bench-models")
+    for name in a.models:
+        model = os.path.join(models_dir, name + ".onnx")
+        if not os.path.exists(model):
+            run([PY, os.path.join(ROOT, "models", "gen_bench_models.py"), "--out", models_dir])
+        d = os.path.join(a.out, "e2e-" + name)
+        os.makedirs(d, exist_ok=True)
+        rec = os.path.join(d, "tuned.json")
+        print("[e2e] %s: load %s, %d trials" % (name, uptime(), a.e2e_trials), flush=True)
+        p, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.e2e_trials), "--tasks", "templates"])
+        dflt, tuned = os.path.join(d, "default.kiln"), os.path.join(d, "tuned.kiln")
+        run([a.kiln, "compile", model, "-o", dflt])
+        pc, _ = run([a.kiln, "compile", model, "-o", tuned, "--records", rec])
+        matched = re.search(r"tuned schedules for (\d+) of (\d+) groups", pc.stdout)
+        bd, bt = bench(a.kiln, dflt, model, 2), bench(a.kiln, tuned, model, 2)
+        if not bd or not bt:
+            continue
+        r = {"tune_s": secs, "trials": a.e2e_trials, "default_ms": bd["kiln_ms_median"], "tuned_ms": bt["kiln_ms_median"],
+             "ort_ms": min(bd["ort_ms_median"], bt["ort_ms_median"]), "matched": matched.group(0) if matched else "",
+             "load": uptime()}
+        r["ratio_default"] = r["default_ms"] / r["ort_ms"]
+        r["ratio_tuned"] = r["tuned_ms"] / r["ort_ms"]
+        res.setdefault("e2e", {})[name] = r
+        print("  default %.2f ms, tuned %.2f ms, ORT %.2f ms: ratio %.2f -> %.2f; tuning %.0f s" %
+              (r["default_ms"], r["tuned_ms"], r["ort_ms"], r["ratio_default"], r["ratio_tuned"], secs), flush=True)
+        save_results(a.out, res)
+
+
+def svg_curves(path, series, title):
+    """series: [(label, [best seconds per trial], flops)] → GFLOPS curves."""
+    W, H, L, R, T, B = 860, 460, 60, 260, 36, 44
+    pw, ph = W - L - R, H - T - B
+    maxt = max((len(c) for _, c, _ in series), default=1) or 1
+    gf = lambda c, f: [f / v * 1e-9 if v and v != float("inf") else 0 for v in c]
+    maxg = max((max(gf(c, f) or [0]) for _, c, f in series), default=1) or 1
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+              "#17becf"]
+    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' %
+         (W, H), '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="22" font-size="14">%s</text>' % (L, title)]
+    s.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T + ph, L + pw, T + ph))
+    s.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, T + ph))
+    for k in range(5):
+        y = T + ph - ph * k / 4
+        s.append('<text x="%d" y="%.0f" text-anchor="end">%.0f</text>' % (L - 5, y + 4, maxg * k / 4))
+        s.append('<text x="%.0f" y="%d" text-anchor="middle">%.0f</text>' % (L + pw * k / 4, T + ph + 15, maxt * k / 4))
+    s.append('<text x="%d" y="%d" text-anchor="middle">trials</text>' % (L + pw / 2, H - 8))
+    for i, (label, c, f) in enumerate(series):
+        pts = " ".join("%.1f,%.1f" % (L + pw * (j + 1) / maxt, T + ph - ph * g / maxg) for j, g in enumerate(gf(c, f)))
+        dash = ' stroke-dasharray="5 3"' if "random" in label or "scratch" in label else ""
+        s.append('<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>' % (colors[i // 2 % 10], dash, pts))
+        y = T + 10 + i * 14
+        s.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>' %
+                 (L + pw + 10, y - 4, L + pw + 28, y - 4, colors[i // 2 % 10], dash))
+        s.append('<text x="%d" y="%d">%s</text>' % (L + pw + 32, y, label))
+    s.append("</svg>")
+    open(path, "w").write("\n".join(s) + "\n")
+
+
+def write_report(a, res):
+    lines = []
+    t = res.get("tuned", {})
+    if t:
+        lines += ["| workload | default GFLOPS | tuned GFLOPS | tuned % peak | ONNX Runtime ms | tuned ms | tuned / ORT | trials | tuning s | load |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for n in WORKLOADS:
+            if n in t:
+                r = t[n]
+                lines.append("| %s | %.1f | %.1f | %.0f | %.3f | %.3f | %.2f | %d | %.0f | %s |" % (
+                    n, r["default_gflops"], r["tuned_gflops"], 100 * r["tuned_gflops"] / r["peak"], r["ort_ms"],
+                    r["tuned_ms"], r["tuned_ms"] / r["ort_ms"], r["trials"], r["tune_s"], r["load"]))
+        lines.append("")
+    s = res.get("search", {})
+    if s:
+        lines += ["| workload | model best ms @64 | @128 | @256 | random best ms @64 | @128 | @256 |", "|---|---:|---:|---:|---:|---:|---:|"]
+        wins, n = 0, 0
+        series = []
+        for name in WORKLOADS:
+            if name not in s:
+                continue
+            at = lambda k, t: s[name][k]["curve"][min(t, len(s[name][k]["curve"])) - 1] * 1e3 if s[name][k]["curve"] else float("nan")
+            lines.append("| %s | %s | %s |" % (name, " | ".join("%.4f" % at("model", t) for t in (64, 128, 256)),
+                                               " | ".join("%.4f" % at("random", t) for t in (64, 128, 256))))
+            for t_ in (64, 128, 256):
+                n += 1
+                wins += at("model", t_) <= at("random", t_)
+            flops = make_flops(name)
+            series.append((name + " model", s[name]["model"]["curve"], flops))
+            series.append((name + " random", s[name]["random"]["curve"], flops))
+        lines.append("")
+        lines.append("model-guided at least as good as random in %d of %d (workload, budget) pairs" % (wins, n))
+        lines.append("")
+        svg_curves(os.path.join(a.out, "search.svg"), series[:20], "best-so-far GFLOPS: model-guided (solid) vs random (dashed)")
+    tr = res.get("transfer", {})
+    if tr:
+        lines += ["| workload | trials to 95% of scratch best: scratch | transfer (C1–C6 + mm) | transfer (convs only) |",
+                  "|---|---:|---:|---:|"]
+        for name in TARGETS:
+            if name in tr:
+                x = tr[name]
+                g = x.get("all", {})
+                c = x.get("conv->matmul", {})
+                lines.append("| %s | %s | %s | %s |" % (name, g.get("scratch_trials_95", "-"), g.get("trials_95", "-"),
+                                                        c.get("trials_95", "-")))
+        lines.append("")
+    e = res.get("e2e", {})
+    if e:
+        lines += ["| model | default ms | tuned ms | ONNX Runtime ms | ratio default | ratio tuned | tuning s | trials | groups |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for name, r in e.items():
+            lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %d | %s |" % (
+                name, r["default_ms"], r["tuned_ms"], r["ort_ms"], r["ratio_default"], r["ratio_tuned"], r["tune_s"],
+                r["trials"], r["matched"]))
+    open(os.path.join(a.out, "results.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def make_flops(name):
+    kind, p = WORKLOADS[name]
+    if kind == "conv":
+        C, H, W, M, k, s, pad, dil, grp = p
+        o = lambda n: (n + 2 * pad - dil * (k - 1) - 1) // s + 1
+        return 2 * M * (C // grp) * k * k * o(H) * o(W)
+    if kind == "conv1d":
+        C, L, M, k, s = p
+        return 2 * M * C * k * ((L - k) // s + 1)
+    if kind == "pool":
+        C, H, W, k, s, pad = p
+        o = (H + 2 * pad - k) // s + 1
+        return C * o * o * k * k
+    if kind == "softmax":
+        Hh, S, S2 = p
+        return 5 * Hh * S * S2
+    M, K, N = p
+    return 2 * M * K * N
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    ap.add_argument("--phases", default="tuned,search,transfer,e2e")
+    ap.add_argument("--workloads", default=",".join(w for w in WORKLOADS if w not in ("pool112", "softmax")),
+                    help="default: the issue's set; pool112 and softmax (generated spaces) on request")
+    ap.add_argument("--trials", type=int, default=128)
+    ap.add_argument("--search-trials", type=int, default=256)
+    ap.add_argument("--transfer-trials", type=int, default=256)
+    ap.add_argument("--e2e-trials", type=int, default=400)
+    ap.add_argument("--models", default="resnet50,mobilenetv2,bert_encoder")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "tune"))
+    a = ap.parse_args()
+    a.workloads = [w for w in a.workloads.split(",") if w]
+    bad = [w for w in a.workloads if w not in WORKLOADS]
+    if bad:
+        sys.exit("unknown workloads: %s (known: %s)" % (", ".join(bad), ", ".join(WORKLOADS)))
+    a.models = [m for m in a.models.split(",") if m]
+    os.makedirs(a.out, exist_ok=True)
+    res = load_results(a.out)
+    for ph in a.phases.split(","):
+        {"tuned": phase_tuned, "search": phase_search, "transfer": phase_transfer, "e2e": phase_e2e,
+         "transfer-report": phase_transfer_report}[ph](a, res)
+    write_report(a, res)
+
+
+if __name__ == "__main__":
+    main()
