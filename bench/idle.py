@@ -3,7 +3,7 @@
 N ms of sleep before every run, against back-to-back (warm) runs.
 
 Usage: .venv/bin/python bench/idle.py [--build build] [--model PATH.onnx] [--idle-ms 0,1,5,20] [--threads 2]
-                                      [--runs 40] [--rounds 3] [--python PATH] [--json FILE]
+                                      [--runs 40] [--rounds 3] [--python PATH] [--json FILE] [--spin-us 50000]
 
 The use case: a wake-word or voice-activity model invoked once per audio chunk, the
 process idle in between. The model defaults to the BERT-like encoder of bench/run.py
@@ -16,7 +16,8 @@ all its runs. Also `idle_run wake`: what waking kiln's thread pool costs by itse
 time from a parallel_for's publish to a worker running its chunk, after the same idle
 times, and how often the caller ran the sleeping worker's chunk itself — and kiln on one
 thread (no pool to wake), which separates the pool's cost from the CPU's (caches,
-frequency, the hypervisor descheduling an idle vCPU).
+frequency, the hypervisor descheduling an idle vCPU), and kiln with its idle workers
+spinning --spin-us (kiln_model_set_spin_us: ONNX Runtime's allow_spinning trade-off).
 
 Prints a Markdown table: runtime, then per idle time the median ms and its ratio to the
 warm median. Name the CPU and the load with the numbers (it prints both).
@@ -47,9 +48,10 @@ def build_driver(build, out):
     return out
 
 
-def kiln_times(driver, bundle, threads, runs, idle_ms):
+def kiln_times(driver, bundle, threads, runs, idle_ms, spin_us=-1):
     p = subprocess.run([driver, "run", bundle, "--threads", str(threads), "--runs", str(runs), "--idle-us",
-                        str(int(idle_ms * 1000))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        str(int(idle_ms * 1000)), "--spin-us", str(spin_us)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise SystemExit("bench/idle.py: idle_run failed: %s" % p.stderr.strip())
     return [float(t) / 1e3 for t in p.stdout.split()[1:]]
@@ -85,6 +87,8 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--json", default="", help="also write every sample to this file")
     ap.add_argument("--no-ort", action="store_true", help="kiln only")
+    ap.add_argument("--spin-us", type=int, default=50000,
+                    help="also time kiln with its idle workers spinning this long (kiln_model_set_spin_us; 0: no row)")
     args = ap.parse_args()
     idles = [float(v) for v in args.idle_ms.split(",")]
     if 0.0 not in idles:
@@ -103,6 +107,9 @@ def main():
         flush=True)
     rows = [("kiln", lambda ms: kiln_times(driver, bundle, args.threads, args.runs, ms)),
             ("kiln, 1 thread", lambda ms: kiln_times(driver, bundle, 1, args.runs, ms))]
+    if args.spin_us > 0:
+        rows.insert(1, ("kiln, spinning %g ms" % (args.spin_us / 1000),
+                        lambda ms: kiln_times(driver, bundle, args.threads, args.runs, ms, args.spin_us)))
     if not args.no_ort:
         rows += [("ONNX Runtime, spinning off", lambda ms: ort_times(args.python, model, args.threads, args.runs, ms, False)),
                  ("ONNX Runtime, spinning on (default)",

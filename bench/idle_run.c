@@ -4,7 +4,7 @@
  * Built by bench/idle.py with the host cc against the build's libkiln_runtime.a (only
  * runtime/kiln.h and runtime/krt_threadpool.h are used; nothing here is part of kiln).
  *
- *   idle_run run BUNDLE [--threads N] [--runs R] [--warmup W] [--idle-us U] [--profile 1]
+ *   idle_run run BUNDLE [--threads N] [--runs R] [--warmup W] [--idle-us U] [--profile 1] [--spin-us S]
  *     opens the bundle, fills every float input with seeded uniform [-1, 1) data and
  *     every integer input with zeros, runs W untimed runs, then R timed runs, sleeping
  *     U microseconds (nanosleep) before each one (U = 0: back to back, warm). Prints
@@ -51,17 +51,18 @@ static float uniform(void) { /* splitmix64 → [-1, 1) */
 }
 
 typedef struct {
-  long threads, runs, warmup, idle_us, profile;
+  long threads, runs, warmup, idle_us, profile, spin_us;
 } opts;
 
 static int parse(int argc, char **argv, int first, opts *o) {
-  o->threads = 2, o->runs = 30, o->warmup = 3, o->idle_us = 0, o->profile = 0;
+  o->threads = 2, o->runs = 30, o->warmup = 3, o->idle_us = 0, o->profile = 0, o->spin_us = -1;
   for (int i = first; i < argc; i++) {
     long *dst = !strcmp(argv[i], "--threads") ? &o->threads
                 : !strcmp(argv[i], "--runs")  ? &o->runs
                 : !strcmp(argv[i], "--warmup") ? &o->warmup
                 : !strcmp(argv[i], "--idle-us") ? &o->idle_us
                 : !strcmp(argv[i], "--profile") ? &o->profile
+                : !strcmp(argv[i], "--spin-us") ? &o->spin_us
                                                 : NULL;
     if (!dst || i + 1 >= argc) {
       fprintf(stderr, "idle_run: unknown option or missing value: %s\n", argv[i]);
@@ -84,6 +85,10 @@ static int cmd_run(const char *bundle, const opts *o) {
   char err[1024];
   if (kiln_model_open(bundle, &ko, &m, err, sizeof err) != KILN_OK) {
     fprintf(stderr, "idle_run: %s\n", err);
+    return 1;
+  }
+  if (o->spin_us >= 0 && kiln_model_set_spin_us(m, o->spin_us) != KILN_OK) {
+    fprintf(stderr, "idle_run: %s\n", kiln_model_last_error(m));
     return 1;
   }
   for (int32_t i = 0; i < kiln_model_input_count(m); i++) {

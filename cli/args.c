@@ -63,6 +63,10 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
     [CLI_OPT_THREADS] = {"--threads", NULL, CLI_INT, 0, KILN_MAX_THREADS, "N",
                          "threads running the kernels, the caller included (0: one per core; check: 1 by default)",
                          C(RUN) | C(BENCH) | C(CHECK)},
+    [CLI_OPT_SPIN_US] = {"--spin-us", NULL, CLI_INT, 0, 10000000, "US",
+                          "how long idle workers spin before sleeping (default 200; longer keeps a model run every "
+                          "few ms fast after the gaps, at the price of a busy core while idle)",
+                          C(RUN)},
     [CLI_OPT_REPEAT] = {"--repeat", NULL, CLI_INT, 1, 1000000, "N", "timed runs (run: 10, bench: 20)",
                         C(RUN) | C(BENCH)},
     [CLI_OPT_WARMUP] = {"--warmup", NULL, CLI_INT, 0, 1000000, "N", "untimed runs first (default 3)", C(BENCH)},

@@ -109,6 +109,11 @@ int kiln_cmd_run(int argc, char **argv) {
     fprintf(stderr, "kiln run: %s: %s\n", kiln_status_str(st), why);
     return 1;
   }
+  if (args.set[CLI_OPT_SPIN_US] && kiln_model_set_spin_us(m, args.num[CLI_OPT_SPIN_US]) != KILN_OK) {
+    fprintf(stderr, "kiln run: %s\n", kiln_model_last_error(m));
+    kiln_model_close(m);
+    return 1;
+  }
   int32_t n_in = kiln_model_input_count(m);
   cli_input *ins = calloc((size_t)n_in + 1, sizeof *ins);
   int rc = ins ? 0 : 1;

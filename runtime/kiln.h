@@ -173,6 +173,15 @@ kiln_status kiln_model_output(kiln_model *model, int32_t index, const void **dat
 kiln_status kiln_model_set_threads(kiln_model *model, int32_t threads);
 int32_t kiln_model_threads(const kiln_model *model);
 
+/* How long the pool's idle workers keep spinning after a parallel loop before
+ * they sleep, in microseconds (default 200; 0 to sleep at once; at most 10 s).
+ * A model run once per audio chunk, say every 20 ms, pays the machine's cost of
+ * resuming sleeping cores on every run (kiln's own wake-up is ~10 us; on a VM the
+ * whole run can take 2-3x its warm time); spinning through the gap avoids it at
+ * the price of a busy core while idle — ONNX Runtime's allow_spinning trade-off.
+ * Kept across kiln_model_set_threads. */
+kiln_status kiln_model_set_spin_us(kiln_model *model, int64_t us);
+
 /* Turns per-kernel timing on or off (the counters are kept). */
 kiln_status kiln_model_set_profile(kiln_model *model, int32_t enabled);
 /* The per-kernel counters (zero calls when profiling was never on). */

@@ -135,6 +135,7 @@ struct kiln_model {
   void *lib;            /* dlopen handle */
 
   krt_pool *pool;
+  int64_t spin_us; /* kiln_model_set_spin_us's; -1: the pool's default */
   kiln_ctx ctx;
   krt_check_failure failure;
   int32_t threads;

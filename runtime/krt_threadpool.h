@@ -31,6 +31,17 @@ int32_t krt_pool_threads(const krt_pool *pool);
  * the pool has one thread or pool is NULL). */
 void krt_pool_bind(krt_pool *pool, kiln_ctx *ctx);
 
+/* Wakes the workers that sleep (they spin again for a while): a run calls it
+ * before its first kernel, so the workers' wake-up overlaps the caller's work
+ * instead of the first parallel_for waiting for it. One atomic load when no
+ * worker sleeps; a no-op for NULL, one thread, or a pool whose workers never
+ * spin (more threads than cores: a spinning worker would only steal a core). */
+void krt_pool_wake(krt_pool *pool);
+
+/* How long an idle worker spins before it sleeps, in ns (negative: the default,
+ * 200 us). No-op for NULL, one thread, or more threads than cores (never spins). */
+void krt_pool_set_spin(krt_pool *pool, int64_t ns);
+
 /* kiln_ctx.parallel_for implementations. Both return 0, or 1 when fn is NULL
  * or n < 0. A parallel_for called from inside a task (or concurrently from
  * another thread) runs its loop serially on the calling thread. */

@@ -138,6 +138,7 @@ static kiln_status start_pool(kiln_model *m, int32_t threads, krt_error *err) {
   kiln_status s = krt_pool_create(threads, &m->pool, msg, sizeof msg);
   if (s != KILN_OK) return krt_fail(err, s, "thread pool: %s", msg);
   m->threads = threads;
+  krt_pool_set_spin(m->pool, m->spin_us < 0 ? -1 : m->spin_us * 1000);
   krt_pool_bind(m->pool, &m->ctx);
   return KILN_OK;
 }
@@ -205,6 +206,7 @@ static kiln_status open_any(const bundle_source *src, const kiln_options *option
     return finish_open(&err, NULL, out, errbuf, errlen);
   }
   m->threads = 1;
+  m->spin_us = -1;
   krt_archive archive;
   if (src->path) krt_archive_read_file(src->path, o.max_entry_bytes, &archive, &err);
   else krt_archive_read_memory(src->data, src->size, o.max_entry_bytes, &archive, &err);
@@ -341,6 +343,7 @@ kiln_status kiln_model_run(kiln_model *m) {
     if (!m->inputs[i].set) return fail(m, KILN_ERR_RUN, "run: input '%s' has not been set", m->inputs[i].name);
   m->outputs_ready = 0;
   m->failure.set = 0;
+  krt_pool_wake(m->pool); /* workers asleep after idle start waking while the first kernels run */
   for (int32_t k = 0; k < m->kernel_count; k++) {
     const krt_kernel *kn = &m->kernels[k];
     int32_t rc;
@@ -372,6 +375,15 @@ kiln_status kiln_model_output(kiln_model *m, int32_t index, const void **data, k
 }
 
 /* ---------------------------------------------------------------- threads, profile */
+
+kiln_status kiln_model_set_spin_us(kiln_model *m, int64_t us) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  if (us < 0 || us > 10000000)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_spin_us: %lld is outside [0, 10000000]", (long long)us);
+  m->spin_us = us;
+  krt_pool_set_spin(m->pool, us * 1000);
+  return KILN_OK;
+}
 
 kiln_status kiln_model_set_threads(kiln_model *m, int32_t threads) {
   if (!m) return KILN_ERR_INVALID_ARGUMENT;

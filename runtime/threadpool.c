@@ -60,7 +60,7 @@ struct krt_pool {
   uint64_t generation; /* caller-only; 48 bits of it travel in `word` (never wraps in practice) */
   int32_t threads;
   int32_t started;
-  int64_t spin_ns; /* SPIN_NS, or 0 when there are more threads than cores */
+  int64_t spin_ns; /* atomic: SPIN_NS or krt_pool_set_spin's; 0 when there are more threads than cores */
   int32_t busy; /* atomic: a parallel_for is in flight */
   krt_worker *workers;
   pthread_mutex_t lock;
@@ -72,6 +72,7 @@ struct krt_pool {
   char pad2[64];
   int32_t sleepers; /* atomic */
   int32_t stop;     /* atomic */
+  uint32_t nudges;  /* atomic: bumped by krt_pool_wake, under lock */
 };
 
 static inline void cpu_relax(void) {
@@ -107,24 +108,30 @@ void krt_chunk(int64_t n, int32_t chunks, int32_t t, int64_t *begin, int64_t *en
   *end = *begin + base + (t < rem ? 1 : 0);
 }
 
-/* Returns the next word different from `seen`, or `seen` itself on stop. */
+/* Returns the next word different from `seen`, or `seen` itself on stop. A worker
+ * spins for spin_ns, then sleeps; krt_pool_wake (a nudge, no task) sends it back to
+ * spinning for another spin_ns, so that its wake-up overlaps the caller's own work. */
 static uint64_t wait_for_task(krt_pool *p, uint64_t seen) {
-  int64_t start = now_ns();
-  for (uint32_t i = 1; p->spin_ns > 0; i++) {
-    uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
-    if (w != seen) return w;
-    if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return seen;
-    cpu_relax();
-    if ((i & 127) == 0 && now_ns() - start > p->spin_ns) break;
+  for (;;) {
+    int64_t start = now_ns(), spin = __atomic_load_n(&p->spin_ns, __ATOMIC_RELAXED);
+    for (uint32_t i = 1; spin > 0; i++) {
+      uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+      if (w != seen) return w;
+      if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return seen;
+      cpu_relax();
+      if ((i & 127) == 0 && now_ns() - start > spin) break;
+    }
+    uint64_t w;
+    pthread_mutex_lock(&p->lock);
+    uint32_t nudges = __atomic_load_n(&p->nudges, __ATOMIC_RELAXED); /* written under the lock */
+    __atomic_fetch_add(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    while ((w = __atomic_load_n(&p->word, __ATOMIC_SEQ_CST)) == seen && !__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST) &&
+           __atomic_load_n(&p->nudges, __ATOMIC_RELAXED) == nudges)
+      pthread_cond_wait(&p->wake, &p->lock);
+    __atomic_fetch_sub(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&p->lock);
+    if (w != seen || __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return w;
   }
-  uint64_t w;
-  pthread_mutex_lock(&p->lock);
-  __atomic_fetch_add(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-  while ((w = __atomic_load_n(&p->word, __ATOMIC_SEQ_CST)) == seen && !__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST))
-    pthread_cond_wait(&p->wake, &p->lock);
-  __atomic_fetch_sub(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-  pthread_mutex_unlock(&p->lock);
-  return w;
 }
 
 /* Claims chunk w->index for generation gen; fails when it is already claimed
@@ -189,13 +196,28 @@ int32_t krt_pool_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closur
   fn(closure, begin, end);
   for (int32_t t = chunks - 1; t >= 1; t--)
     if (claim(&p->workers[t - 1], p->generation)) run_chunk(p, chunks, t);
-  uint32_t spins = p->spin_ns > 0 ? CALLER_SPINS : 0;
+  uint32_t spins = __atomic_load_n(&p->spin_ns, __ATOMIC_RELAXED) > 0 ? CALLER_SPINS : 0;
   for (uint32_t i = 0; __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0; i++) {
     if (i < spins) cpu_relax();
     else sched_yield();
   }
   __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
   return 0;
+}
+
+void krt_pool_set_spin(krt_pool *p, int64_t ns) {
+  if (!p || p->threads <= 1 || p->threads > krt_online_cores()) return; /* never spins */
+  __atomic_store_n(&p->spin_ns, ns < 0 ? SPIN_NS : ns, __ATOMIC_RELAXED);
+}
+
+void krt_pool_wake(krt_pool *p) {
+  if (!p || p->threads <= 1 || __atomic_load_n(&p->spin_ns, __ATOMIC_RELAXED) <= 0 ||
+      __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) == 0)
+    return;
+  pthread_mutex_lock(&p->lock);
+  __atomic_fetch_add(&p->nudges, 1, __ATOMIC_RELAXED);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->lock);
 }
 
 static void stop_workers(krt_pool *p) {

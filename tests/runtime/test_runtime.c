@@ -11,7 +11,7 @@
  * set_input / run / output can be misused (each must give the right status
  * and a message that names the problem). The thread pool is tested directly:
  * exact coverage of every index by a static contiguous partition, for many
- * sizes and thread counts, repeated calls, the sleep/wake path, nested calls.
+ * sizes and thread counts, repeated calls, the sleep/wake path and krt_pool_wake's nudges, nested calls.
  * Hostile bundles are tests/py/test_runtime_reject.py's job; two quick ones
  * (truncated, corrupted) are repeated here through kiln_model_open_memory. */
 #include <errno.h>
@@ -450,6 +450,21 @@ static void test_pool(void) {
     }
     CHECKF(sleep_ok, "threads=%d: calls after the workers slept", threads);
 
+    /* krt_pool_wake (what a run does first): nudges while the workers sleep or
+     * spin, followed by calls at once or a little later, and one followed by none. */
+    int wake_ok = 1;
+    for (int rep = 0; rep < 6; rep++) {
+      usleep(3000);
+      krt_pool_wake(pool);
+      if (rep % 3 == 1) usleep(50);
+      if (rep % 3 == 2) krt_pool_wake(pool);
+      wake_ok &= check_cover(&ctx, threads, 2000 + rep, c);
+      krt_pool_wake(pool);
+    }
+    usleep(3000);
+    krt_pool_wake(pool);
+    CHECKF(wake_ok, "threads=%d: calls after krt_pool_wake", threads);
+
     /* A task that calls parallel_for itself runs the inner loop serially. */
     memset(c->hits, 0, 64 * sizeof *c->hits);
     c->ctx = &ctx;
@@ -466,6 +481,7 @@ static void test_pool(void) {
   kiln_ctx serial;
   memset(&serial, 0, sizeof serial);
   krt_pool_bind(NULL, &serial);
+  krt_pool_wake(NULL); /* no pool: nothing to wake */
   CHECK(serial.parallel_for == krt_serial_for);
   CHECK(check_cover(&serial, 1, 777, c));
   CHECK_INT(krt_serial_for(&serial, NULL, c, 3), 1);
@@ -474,6 +490,7 @@ static void test_pool(void) {
     krt_pool *pool = NULL;
     char msg[256];
     CHECK(krt_pool_create(1 + rep % 5, &pool, msg, sizeof msg) == KILN_OK);
+    if (rep % 2) krt_pool_wake(pool); /* a nudge right before the stop */
     krt_pool_destroy(pool);
   }
   krt_pool *pool = (krt_pool *)1;
@@ -586,6 +603,20 @@ static void test_introspection(const char *bundle) {
   CHECK_INT(kiln_model_set_threads(m, -1), KILN_ERR_INVALID_ARGUMENT);
   CHECK_CONTAINS(kiln_model_last_error(m), "set_threads");
   CHECK_INT(kiln_model_set_threads(m, KILN_MAX_THREADS + 1), KILN_ERR_INVALID_ARGUMENT);
+
+  /* The idle spin: sleeping at once, spinning long, kept across thread changes,
+   * never changing a result; out of range refused with the call named. */
+  static const int64_t spins[] = {0, 50000, 200, 0};
+  for (size_t i = 0; i < sizeof spins / sizeof *spins; i++) {
+    CHECK_INT(kiln_model_set_spin_us(m, spins[i]), KILN_OK);
+    CHECK_INT(kiln_model_set_threads(m, i % 2 ? 2 : 3), KILN_OK);
+    for (int rep = 0; rep < 3; rep++) CHECK_INT(kiln_model_run(m), KILN_OK);
+    check_outputs(m, "after set_spin_us");
+  }
+  CHECK_INT(kiln_model_set_spin_us(m, -1), KILN_ERR_INVALID_ARGUMENT);
+  CHECK_CONTAINS(kiln_model_last_error(m), "set_spin_us");
+  CHECK_INT(kiln_model_set_spin_us(m, 10000001), KILN_ERR_INVALID_ARGUMENT);
+  CHECK_INT(kiln_model_set_spin_us(NULL, 0), KILN_ERR_INVALID_ARGUMENT);
   kiln_model_close(m);
 }
 
