@@ -140,7 +140,9 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     lay_stats ls;
     if (lay_split_conv_transpose(g, NULL, err) < 0) return -1; /* phase convs, blocked next */
     if (lay_split_dilated_conv(g, NULL, err) < 0) return -1;   /* no taps on padding, blocked next */
+    if (lay_separable_pool(g, NULL, err) < 0) return -1;       /* large max windows as rows, then columns */
     if (lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1;
+    if (lay_flatten_reduce(g, NULL, err) < 0) return -1; /* what stayed plain: rows for the row template */
     int32_t packed = 0; /* constant matmul weights in the template's column panels */
     if (lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
     int32_t merged = 0; /* two convs reading one input got one relayout each */

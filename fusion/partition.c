@@ -34,7 +34,8 @@
  *         forward too (into injective, reduction or complex consumers).
  *      1  master-less injective groups fuse into a post-dominator that is
  *         injective or a reduction, along injective paths (transpose -> cast ->
- *         reduce; TVM only lets element-wise ops into reductions).
+ *         reduce; TVM only lets element-wise ops into reductions) — except a lone
+ *         reshape into a reduction, which stays a view the reduction reads flat.
  *      2  the rest: injective side inputs of a complex group's epilogue
  *         (conv -> add(·, transpose(y))) join it, inlined at the epilogue's index.
  *         And a group whose master is a SMALL matmul (at most SMALL_MATMUL_OUT
@@ -295,6 +296,10 @@ static void try_fuse(fuser *f, int32_t k, int phase) {
   } else {
     /* master-less: its work is inlined into the sink group's kernel */
     int into_reduce = dom == PAT_REDUCTION && sp == PAT_REDUCTION; /* the last use is the reduction's */
+    /* a lone reshape stays a view: the reduction reads the flat buffer at a linear
+     * index instead of the div/mod of unflattening it (a global pool over H·W,
+     * GroupNorm's [N, G, C/G·H·W] rows), which the row template can vectorize */
+    if (into_reduce && f->size[G] == 1 && f->g->nodes[k]->op == GIR_OP_reshape) return;
     int sink_ok;
     if (phase == 2) /* injective side inputs of a complex group's epilogue */
       sink_ok = sp == PAT_COMPLEX && dom <= PAT_INJECTIVE;

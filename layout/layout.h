@@ -47,4 +47,18 @@ int lay_split_dilated_conv(gir_graph *g, int32_t *rewritten, gir_err *err);
  * Preserves: semantics, output shapes; compacts the graph. */
 int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err);
 
+/* Rewrites float32 2-D max pools with windows of 5x5 or more into a pool over
+ * rows (kh x 1) and one over columns (1 x kw) (separable_pool.c): kh + kw
+ * comparisons per output instead of kh·kw, exactly. *split counts them.
+ * Requires: topological order. Preserves: semantics, output names and shapes;
+ * compacts the graph. */
+int lay_separable_pool(gir_graph *g, int32_t *split, gir_err *err);
+
+/* Rewrites every reduce over two or more trailing axes (a global pool over H and W
+ * left in plain NCHW) into a reduce over the last axis of a flat view of them,
+ * between two reshapes (views): the per-row template's shape (flatten_reduce.c).
+ * *flattened counts them. Requires: topological order. Preserves: semantics up to
+ * the order of a float sum, output names and shapes; compacts the graph. */
+int lay_flatten_reduce(gir_graph *g, int32_t *flattened, gir_err *err);
+
 #endif

@@ -43,7 +43,7 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     int reads = 0;
     for (int j = 0; j < i; j++) {
       int k = row_kind(s->stages[j]);
-      reads |= (k == 2 || k == 3) && sch_reads(st, s->stages[j]);
+      reads |= k && sch_reads(st, s->stages[j]); /* the folds may be inlined into it */
     }
     if (!reads) continue;
     if (E) return 0; /* two consumers: leave it to the default schedule */
@@ -63,7 +63,12 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
   }
   if (!per_row && r < 2) return 0;
   sch_iter *io, *ii, *row;
-  int64_t numel;
+  int64_t numel, along = 1; /* the elements a row reduces: a partial's lanes times its steps */
+  for (int i = 0; i < s->n_stages; i++) {
+    const sch_stage *p = s->stages[i];
+    if (row_kind(p) == 1 && p->n_reduce && p->t->shape[p->t->rank - 1] * p->reduce_axes[0]->extent > along)
+      along = p->t->shape[p->t->rank - 1] * p->reduce_axes[0]->extent;
+  }
   if (per_row) {
     if (!(row = lower_fuse_through(s, E, E->leaf[r - 1]))) return -1;
     numel = row->extent;
@@ -72,6 +77,7 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     if (!(row = lower_fuse_through(s, E, E->leaf[r - 2]))) return -1;
     numel = row->extent * E->t->shape[r - 1];
   }
+  if (along > numel / (row->extent > 0 ? row->extent : 1)) numel = row->extent * along;
   if (row->extent > 1 && numel >= 4096 && sch_annotate(s, E, row, TIR_PARALLEL) < 0) return -1;
   for (int i = s->n_stages - 1; i >= 0; i--) { /* consumers first: compute_at wants them inside */
     sch_stage *p = s->stages[i];

@@ -920,7 +920,9 @@ def reduce_cases():
                 return rnd(s, dt, -5, 5)
             return rnd(s, dt)
         variants = [((3, 5, 7), None, 1), ((3, 5, 7), None, 0), ((3, 5, 7), (1,), 0), ((3, 5, 7), (0, 2), 1),
-                    ((3, 5, 7), (-1,), 1), ((2, 1, 13), (0, 1), 0), ((13,), (0,), 0), ((2, 3, 4, 5), (1, 3), 0)]
+                    ((3, 5, 7), (-1,), 1), ((2, 1, 13), (0, 1), 0), ((13,), (0,), 0), ((2, 3, 4, 5), (1, 3), 0),
+                    # trailing axes: one flat row each (layout/flatten_reduce.c)
+                    ((3, 5, 7), (1, 2), 0), ((2, 3, 4, 5), (-2, -1), 1)]
         for s, axes, kd in variants:
             cs.append(_reduce(fn, op, s, axes, kd, "f32", gen))
         for k, dt in enumerate(REDUCE_DTYPES[fn]):
@@ -940,6 +942,8 @@ def reduce_cases():
     for fn, op in [("sum", "ReduceSum"), ("mean", "ReduceMean"), ("max", "ReduceMax"), ("l2", "ReduceL2")]:
         cs.append(_reduce(fn, op, (2, 4099), (1,), 0, "f32", lambda s, dt: rnd(s, dt), tag="long"))
         cs.append(_reduce(fn, op, (257, 3), (0,), 1, "f32", lambda s, dt: rnd(s, dt), tag="long"))
+        # a global pool over 14x14 in plain NCHW (rows of 196: 32 lanes, a ragged last step)
+        cs.append(_reduce(fn, op, (1, 40, 14, 14), (2, 3), 1, "f32", lambda s, dt: rnd(s, dt), tag="long"))
     return cs
 
 
@@ -1336,6 +1340,12 @@ def pool_cases():
         ("MaxPool", "2d/rows/k3s2/pads", (1, 3, 9, 75), {"kernel_shape": [3, 3], "strides": [2, 2],
                                                         "pads": [1, 1, 1, 1]}, ["f32"]),
         ("MaxPool", "2d/rows/k7s1/pads", (1, 2, 11, 29), {"kernel_shape": [7, 7], "pads": [3, 3, 3, 3]}, ["f32"]),
+        # windows of 5x5 and more: a pool over rows, then one over columns (layout/separable_pool.c),
+        # with strides, asymmetric pads, dilation and the ceil-mode rule per axis
+        ("MaxPool", "2d/separable/k5s2/ceil/pads", (1, 3, 17, 20), {"kernel_shape": [5, 5], "strides": [2, 2],
+                                                                   "pads": [2, 1, 0, 2], "ceil_mode": 1}, ["f32"]),
+        ("MaxPool", "2d/separable/k7x5/dil2", (1, 2, 21, 23), {"kernel_shape": [7, 5], "dilations": [2, 2],
+                                                              "strides": [1, 3], "pads": [3, 0, 3, 4]}, ["f32"]),
         ("AveragePool", "2d/rows/k3s1/exclude", (1, 2, 5, 37), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
          ["f32"]),
         ("AveragePool", "2d/rows/k2s3/include", (1, 2, 6, 64), {"kernel_shape": [2, 4], "strides": [1, 3],
