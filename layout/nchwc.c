@@ -127,6 +127,12 @@ static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64
     src = gir_attr_int(p, "src", 0);
   }
   if (src == dst) return x;
+  /* NCHW and NCHW1c are the same memory: a view, not a copy (a few-channel conv's
+   * input and output, vectorized along its rows) */
+  if (src <= 1 && dst <= 1 && x->shape.rank == (src ? 5 : 4)) {
+    int64_t d[5] = {x->shape.dims[0], x->shape.dims[1], x->shape.dims[2], x->shape.dims[3], 1};
+    return reshape_to(L, x, d, dst ? 5 : 4, origin);
+  }
   gir_node *n = new_node(L, GIR_OP_relayout, &x, 1, NULL);
   n->origin = origin ? origin->origin : NULL;
   gir_attr_set_int(L->g, n, "src", src);
