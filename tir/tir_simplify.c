@@ -610,12 +610,103 @@ static tir_expr *mk_cast(simp *s, gir_dtype t, tir_expr *a) {
 
 static tir_expr *sx(simp *s, tir_expr *e);
 
+/* e with every subexpression structurally equal to `what` replaced by `by`. */
+static tir_expr *replace_expr(tir_builder *b, tir_expr *e, const tir_expr *what, tir_expr *by) {
+  if (arith_expr_equal(e, what)) return by;
+  switch (e->kind) {
+  case TIR_LOAD: {
+    tir_expr *ix = replace_expr(b, e->u.load.index, what, by);
+    return ix == e->u.load.index ? e : tir_load(b, e->u.load.buf, ix);
+  }
+  case TIR_UNARY: {
+    tir_expr *a = replace_expr(b, e->u.un.a, what, by);
+    return a == e->u.un.a ? e : tir_un(b, e->u.un.op, a);
+  }
+  case TIR_BINARY: {
+    tir_expr *x = replace_expr(b, e->u.bin.a, what, by), *y = replace_expr(b, e->u.bin.b, what, by);
+    return x == e->u.bin.a && y == e->u.bin.b ? e : tir_bin(b, e->u.bin.op, x, y);
+  }
+  case TIR_SELECT: case TIR_IF_THEN_ELSE: {
+    tir_expr *c = replace_expr(b, e->u.sel.c, what, by), *x = replace_expr(b, e->u.sel.a, what, by),
+             *y = replace_expr(b, e->u.sel.b, what, by);
+    if (c == e->u.sel.c && x == e->u.sel.a && y == e->u.sel.b) return e;
+    return e->kind == TIR_SELECT ? tir_select(b, c, x, y) : tir_if_then_else(b, c, x, y);
+  }
+  case TIR_CAST: {
+    tir_expr *a = replace_expr(b, e->u.cast.a, what, by);
+    return a == e->u.cast.a ? e : tir_cast(b, e->dtype, a);
+  }
+  default: return e; /* ramps and broadcasts do not occur in the scalar code this runs on */
+  }
+}
+
+/* A condition `t op k` (k a constant, t an integer expression other than a plain
+ * variable, whose range the arith context knows) that leaves t one value v pins
+ * t to v in e: the branch of a lazy if_then_else that a concat or an interleave
+ * selects by mod(i, 2) < 1 then reads its input at i/2, not through a div/mod of
+ * a sum that still holds mod(i, 2). Conjunctions pin each part. */
+static tir_expr *pin_atoms(simp *s, tir_expr *e, const tir_expr *cond, int truth) {
+  if (cond->kind == TIR_BINARY && cond->u.bin.op == TE_AND && truth && cond->u.bin.a->dtype == GIR_BOOL)
+    return pin_atoms(s, pin_atoms(s, e, cond->u.bin.a, 1), cond->u.bin.b, 1);
+  if (cond->kind == TIR_UNARY && cond->u.un.op == TE_NOT) return pin_atoms(s, e, cond->u.un.a, !truth);
+  if (cond->kind != TIR_BINARY || cond->u.bin.op < TE_EQ || cond->u.bin.op == TE_NE) return e;
+  const tir_expr *t = cond->u.bin.a;
+  int64_t k;
+  if (t->kind == TIR_VAR || t->kind == TIR_INT || t->lanes != 1 || !arith_linear_dtype(t->dtype) ||
+      !iconst(cond->u.bin.b, &k))
+    return e;
+  arith_linear l = linear_of(s, t);
+  arith_range r;
+  if (!arith_linear_exact(s->ctx, &l) || arith_linear_bounds(s->ctx, &l, &r) < 0) return e;
+  te_binop op = truth ? cond->u.bin.op : negate_cmp(cond->u.bin.op);
+  switch (op) {
+  case TE_EQ: r.min = r.min > k ? r.min : k; r.max = r.max < k ? r.max : k; break;
+  case TE_LT: if (k - 1 < r.max) r.max = k - 1; break;
+  case TE_LE: if (k < r.max) r.max = k; break;
+  case TE_GT: if (k + 1 > r.min) r.min = k + 1; break;
+  case TE_GE: if (k > r.min) r.min = k; break;
+  default: return e;
+  }
+  if (r.min != r.max) return e;
+  return replace_expr(s->b, e, t, icnst(s, t->dtype, 1, r.min));
+}
+
+/* Whether scalar e can be evaluated wherever the enclosing loops run, whatever a
+ * condition around it says: every load's index provably inside its buffer, integer
+ * divisions only by nonzero constants, no lazy choice inside. */
+static int speculatable(simp *s, const tir_expr *e) {
+  switch (e->kind) {
+  case TIR_INT: case TIR_FLOAT: case TIR_VAR: return e->lanes == 1;
+  case TIR_LOAD: {
+    const tir_expr *ix = e->u.load.index;
+    if (e->lanes != 1 || !speculatable(s, ix) || !arith_linear_dtype(ix->dtype)) return 0;
+    arith_linear l = linear_of(s, ix);
+    arith_range r;
+    return arith_linear_exact(s->ctx, &l) && arith_linear_bounds(s->ctx, &l, &r) == 0 && r.min >= 0 &&
+           r.max < e->u.load.buf->size;
+  }
+  case TIR_UNARY: return speculatable(s, e->u.un.a);
+  case TIR_CAST: case TIR_BITCAST: return speculatable(s, e->u.cast.a);
+  case TIR_BINARY: {
+    te_binop op = e->u.bin.op;
+    if (gir_dtype_is_int(e->u.bin.a->dtype) &&
+        (op == TE_DIV || op == TE_MOD || op == TE_FLOORDIV || op == TE_FLOORMOD)) {
+      int64_t d;
+      if (!iconst(e->u.bin.b, &d) || d == 0) return 0;
+    }
+    return speculatable(s, e->u.bin.a) && speculatable(s, e->u.bin.b);
+  }
+  case TIR_SELECT: return speculatable(s, e->u.sel.c) && speculatable(s, e->u.sel.a) && speculatable(s, e->u.sel.b);
+  default: return 0;
+  }
+}
+
 /* Simplifies e under the assumption that scalar cond has value `truth`. */
 static tir_expr *sx_assuming(simp *s, tir_expr *e, tir_expr *cond, int truth) {
   if (cond->lanes != 1) return sx(s, e);
   int32_t mark = arith_ctx_mark(s->ctx);
   arith_ctx_assume(s->ctx, cond, truth);
-  tir_expr *r = sx(s, e);
+  tir_expr *r = sx(s, pin_atoms(s, e, cond, truth));
   arith_ctx_reset(s->ctx, mark);
   return r;
 }
@@ -649,7 +740,11 @@ static tir_expr *sx(simp *s, tir_expr *e) {
     tir_expr *c = sx(s, e->u.sel.c);
     int64_t v;
     if (iconst(c, &v)) return sx(s, v ? e->u.sel.a : e->u.sel.b);
-    return mk_select(s, TIR_IF_THEN_ELSE, c, sx_assuming(s, e->u.sel.a, c, 1), sx_assuming(s, e->u.sel.b, c, 0));
+    tir_expr *a = sx_assuming(s, e->u.sel.a, c, 1), *b = sx_assuming(s, e->u.sel.b, c, 0);
+    /* both sides safe to evaluate everywhere (an interleave's two in-bounds loads):
+     * an eager select, which the vectorizer can turn into a vector select */
+    if (e->lanes == 1 && speculatable(s, a) && speculatable(s, b)) return mk_select(s, TIR_SELECT, c, a, b);
+    return mk_select(s, TIR_IF_THEN_ELSE, c, a, b);
   }
   case TIR_CAST: return mk_cast(s, e->dtype, sx(s, e->u.cast.a));
   case TIR_BITCAST: {

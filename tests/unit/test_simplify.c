@@ -466,9 +466,22 @@ static void test_compare(void) {
   EXPECT(tir_un(B, TE_ABS, V(j)), "j_1");
   /* vectors: every lane of ramp(i*4, 1, 4) is below 40 */
   EXPECT(BIN(TE_LT, tir_ramp(B, MUL(V(i), I(4)), I(1), 4), tir_broadcast(B, I(40), 4)), "x4(1)");
-  /* if_then_else branches know their condition */
+  /* if_then_else branches know their condition; with nothing left that could fault
+   * (no load, no division by a variable) the choice becomes an eager select */
   EXPECT(tir_if_then_else(B, BIN(TE_LT, V(n), I(8)), BIN(TE_FLOORMOD, V(n), I(8)), I(0)),
-         "if_then_else(lt(n_2, 8), n_2, 0)");
+         "select(lt(n_2, 8), n_2, 0)");
+  /* a condition that leaves a term one value pins it in its branch (an interleave:
+   * mod(i, 2) < 1 reads A at i/2; the other branch, mod(i, 2) = 1, B at i/2); the
+   * loads are inside their buffers for every i, so the choice is eager too */
+  tir_buffer *A16 = tir_buffer_new(B, "A", GIR_F32, 5, TIR_GLOBAL, 0), *B16 = tir_buffer_new(B, "B", GIR_F32, 5, TIR_GLOBAL, 1);
+  tir_expr *m2 = BIN(TE_FLOORMOD, V(i), I(2)), *h2 = BIN(TE_FLOORDIV, V(i), I(2));
+  EXPECT(tir_if_then_else(B, BIN(TE_LT, m2, I(1)), tir_load(B, A16, ADD(h2, m2)),
+                          tir_load(B, B16, SUB(ADD(h2, m2), I(1)))),
+         "select(lt(floormod(i_0, 2), 1), A[floordiv(i_0, 2)], B[floordiv(i_0, 2)])");
+  /* a load that may leave its buffer where the condition fails stays lazy */
+  tir_buffer *A8 = tir_buffer_new(B, "A8", GIR_F32, 8, TIR_GLOBAL, 2);
+  EXPECT(tir_if_then_else(B, BIN(TE_LT, V(n), I(8)), tir_load(B, A8, V(n)), tir_float(B, GIR_F32, 0.0)),
+         "if_then_else(lt(n_2, 8), A8[n_2], 0f)");
   /* ...but select's operands are evaluated regardless, so they do not */
   EXPECT(tir_select(B, BIN(TE_LT, V(n), I(8)), BIN(TE_FLOORMOD, V(n), I(8)), I(0)),
          "select(lt(n_2, 8), floormod(n_2, 8), 0)");
