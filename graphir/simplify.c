@@ -284,6 +284,13 @@ void gir_topo_sort(gir_graph *g, gir_arena *tmp) {
   }
 }
 
+void gir_resort_compact(gir_graph *g) {
+  gir_arena *tmp = gir_arena_new();
+  gir_topo_sort(g, tmp);
+  gir_arena_free(tmp);
+  gir_graph_compact(g);
+}
+
 /* Requires: topological order. Preserves: semantics, topological order, output names; compacts. */
 int gir_simplify(gir_graph *g, const gir_evaluator *ev, gir_simplify_stats *stats, gir_err *err) {
   gir_simplify_stats st;

@@ -48,6 +48,9 @@ int gir_replace_uses(gir_graph *g, gir_value *old, gir_value *new_value);
 /* Restores topological order after a pass appended nodes (ids must be positions:
  * nothing removed since the last compaction); tmp holds the scratch arrays. */
 void gir_topo_sort(gir_graph *g, gir_arena *tmp);
+/* gir_topo_sort with its own scratch arena, then gir_graph_compact: what a pass
+ * that appended nodes and rerouted uses does last. */
+void gir_resort_compact(gir_graph *g);
 /* Whether gir_replace_uses(g, old, new_value) would succeed. */
 int gir_can_replace_uses(const gir_value *old, const gir_value *new_value);
 

@@ -228,12 +228,7 @@ int lay_split_conv_transpose(gir_graph *g, int32_t *rewritten, gir_err *err) {
     if (rc < 0) return -1;
     cnt += rc;
   }
-  if (g->n_nodes != n0) {
-    gir_arena *tmp = gir_arena_new();
-    gir_topo_sort(g, tmp);
-    gir_arena_free(tmp);
-    gir_graph_compact(g);
-  }
+  if (g->n_nodes != n0) gir_resort_compact(g);
   if (rewritten) *rewritten = cnt;
   return 0;
 }

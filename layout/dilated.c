@@ -153,12 +153,7 @@ int lay_split_dilated_conv(gir_graph *g, int32_t *rewritten, gir_err *err) {
     if (r < 0) return -1;
     done += r;
   }
-  if (done) {
-    gir_arena *tmp = gir_arena_new();
-    gir_topo_sort(g, tmp);
-    gir_arena_free(tmp);
-    gir_graph_compact(g);
-  }
+  if (done) gir_resort_compact(g);
   if (rewritten) *rewritten = done;
   return 0;
 }

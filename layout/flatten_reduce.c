@@ -63,12 +63,7 @@ int lay_flatten_reduce(gir_graph *g, int32_t *flattened, gir_err *err) {
       return gir_errf(err, "flattening reduce %s: cannot replace its output", n->name);
     count++;
   }
-  if (count) {
-    gir_arena *tmp = gir_arena_new();
-    gir_topo_sort(g, tmp);
-    gir_arena_free(tmp);
-    gir_graph_compact(g);
-  }
+  if (count) gir_resort_compact(g);
   if (flattened) *flattened = count;
   return 0;
 }

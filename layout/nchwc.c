@@ -369,12 +369,7 @@ int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
       if (r < 0) return -1;
     }
   }
-  if (g->n_nodes != n0) {
-    gir_arena *tmp = gir_arena_new();
-    gir_topo_sort(g, tmp);
-    gir_arena_free(tmp);
-    gir_graph_compact(g);
-  }
+  if (g->n_nodes != n0) gir_resort_compact(g);
   for (int k = 0; k < g->n_nodes; k++) st.transforms += g->nodes[k]->op == GIR_OP_relayout;
   if (stats) *stats = st;
   return 0;

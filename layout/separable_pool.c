@@ -55,12 +55,7 @@ int lay_separable_pool(gir_graph *g, int32_t *split, gir_err *err) {
     if (gir_replace_uses(g, n->out[0], y) < 0) return gir_errf(err, "separating pool %s: cannot replace its output", n->name);
     count++;
   }
-  if (count) {
-    gir_arena *tmp = gir_arena_new();
-    gir_topo_sort(g, tmp);
-    gir_arena_free(tmp);
-    gir_graph_compact(g);
-  }
+  if (count) gir_resort_compact(g);
   if (split) *split = count;
   return 0;
 }

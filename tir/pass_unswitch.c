@@ -123,25 +123,28 @@ static tir_expr *assume(unsw *u, tir_expr *c) {
   return c;
 }
 
-static tir_stmt *assume_stmt(unsw *u, tir_stmt *s) {
-  if (!s) return s;
+typedef tir_stmt *(*stmt_fn)(unsw *u, tir_stmt *s);
+
+/* s with f applied to its child statements (a loop's, a let's or an allocation's
+ * body, an if's branches, a sequence's members), rebuilt only where one changed;
+ * conditions, loop bounds and lets' values stay as they are. */
+static tir_stmt *map_children(unsw *u, tir_stmt *s, stmt_fn f) {
   switch (s->kind) {
   case TIR_FOR: {
-    tir_stmt *body = assume_stmt(u, s->u.loop.body);
+    tir_stmt *body = f(u, s->u.loop.body);
     return body == s->u.loop.body ? s
                                   : tir_for(u->b, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.kind, body);
   }
   case TIR_LET: {
-    tir_stmt *body = assume_stmt(u, s->u.let.body);
+    tir_stmt *body = f(u, s->u.let.body);
     return body == s->u.let.body ? s : tir_let(u->b, s->u.let.var, s->u.let.value, body);
   }
   case TIR_IF: {
-    tir_expr *c = assume(u, s->u.ifs.cond);
-    tir_stmt *t = assume_stmt(u, s->u.ifs.then_s), *e = assume_stmt(u, s->u.ifs.else_s);
-    return c == s->u.ifs.cond && t == s->u.ifs.then_s && e == s->u.ifs.else_s ? s : tir_if(u->b, c, t, e);
+    tir_stmt *t = f(u, s->u.ifs.then_s), *e = f(u, s->u.ifs.else_s);
+    return t == s->u.ifs.then_s && e == s->u.ifs.else_s ? s : tir_if(u->b, s->u.ifs.cond, t, e);
   }
   case TIR_ALLOCATE: {
-    tir_stmt *body = assume_stmt(u, s->u.alloc.body);
+    tir_stmt *body = f(u, s->u.alloc.body);
     return body == s->u.alloc.body ? s : tir_allocate(u->b, s->u.alloc.buf, body);
   }
   case TIR_SEQ: {
@@ -149,13 +152,24 @@ static tir_stmt *assume_stmt(unsw *u, tir_stmt *s) {
     if (!xs) abort();
     int changed = 0;
     for (int32_t i = 0; i < s->u.seq.n; i++) {
-      xs[i] = assume_stmt(u, s->u.seq.s[i]);
+      xs[i] = f(u, s->u.seq.s[i]);
       changed |= xs[i] != s->u.seq.s[i];
     }
     return changed ? tir_seq(u->b, xs, s->u.seq.n) : s;
   }
   default: return s;
   }
+}
+
+/* s with every collected test assumed true in its ifs' conditions. */
+static tir_stmt *assume_stmt(unsw *u, tir_stmt *s) {
+  if (!s) return s;
+  if (s->kind == TIR_IF) {
+    tir_expr *c = assume(u, s->u.ifs.cond);
+    tir_stmt *t = assume_stmt(u, s->u.ifs.then_s), *e = assume_stmt(u, s->u.ifs.else_s);
+    return c == s->u.ifs.cond && t == s->u.ifs.then_s && e == s->u.ifs.else_s ? s : tir_if(u->b, c, t, e);
+  }
+  return map_children(u, s, assume_stmt);
 }
 
 static tir_stmt *walk(unsw *u, tir_stmt *s);
@@ -176,37 +190,13 @@ static tir_stmt *unswitch_body(unsw *u, tir_stmt *body) {
 
 static tir_stmt *walk(unsw *u, tir_stmt *s) {
   if (!s) return s;
-  switch (s->kind) {
-  case TIR_FOR: {
+  if (s->kind == TIR_FOR) {
     if (s->u.loop.kind == TIR_VECTORIZED) return s;
     tir_stmt *body = unswitch_body(u, s->u.loop.body);
     return body == s->u.loop.body ? s
                                   : tir_for(u->b, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.kind, body);
   }
-  case TIR_LET: {
-    tir_stmt *body = walk(u, s->u.let.body);
-    return body == s->u.let.body ? s : tir_let(u->b, s->u.let.var, s->u.let.value, body);
-  }
-  case TIR_IF: {
-    tir_stmt *t = walk(u, s->u.ifs.then_s), *e = walk(u, s->u.ifs.else_s);
-    return t == s->u.ifs.then_s && e == s->u.ifs.else_s ? s : tir_if(u->b, s->u.ifs.cond, t, e);
-  }
-  case TIR_ALLOCATE: {
-    tir_stmt *body = walk(u, s->u.alloc.body);
-    return body == s->u.alloc.body ? s : tir_allocate(u->b, s->u.alloc.buf, body);
-  }
-  case TIR_SEQ: {
-    tir_stmt **xs = gir_arena_alloc(u->b->arena, sizeof(tir_stmt *) * (size_t)(s->u.seq.n ? s->u.seq.n : 1));
-    if (!xs) abort();
-    int changed = 0;
-    for (int32_t i = 0; i < s->u.seq.n; i++) {
-      xs[i] = walk(u, s->u.seq.s[i]);
-      changed |= xs[i] != s->u.seq.s[i];
-    }
-    return changed ? tir_seq(u->b, xs, s->u.seq.n) : s;
-  }
-  default: return s;
-  }
+  return map_children(u, s, walk);
 }
 
 tir_stmt *tir_unswitch(tir_builder *b, tir_stmt *s) {

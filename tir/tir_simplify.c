@@ -610,35 +610,7 @@ static tir_expr *mk_cast(simp *s, gir_dtype t, tir_expr *a) {
 
 static tir_expr *sx(simp *s, tir_expr *e);
 
-/* e with every subexpression structurally equal to `what` replaced by `by`. */
-static tir_expr *replace_expr(tir_builder *b, tir_expr *e, const tir_expr *what, tir_expr *by) {
-  if (arith_expr_equal(e, what)) return by;
-  switch (e->kind) {
-  case TIR_LOAD: {
-    tir_expr *ix = replace_expr(b, e->u.load.index, what, by);
-    return ix == e->u.load.index ? e : tir_load(b, e->u.load.buf, ix);
-  }
-  case TIR_UNARY: {
-    tir_expr *a = replace_expr(b, e->u.un.a, what, by);
-    return a == e->u.un.a ? e : tir_un(b, e->u.un.op, a);
-  }
-  case TIR_BINARY: {
-    tir_expr *x = replace_expr(b, e->u.bin.a, what, by), *y = replace_expr(b, e->u.bin.b, what, by);
-    return x == e->u.bin.a && y == e->u.bin.b ? e : tir_bin(b, e->u.bin.op, x, y);
-  }
-  case TIR_SELECT: case TIR_IF_THEN_ELSE: {
-    tir_expr *c = replace_expr(b, e->u.sel.c, what, by), *x = replace_expr(b, e->u.sel.a, what, by),
-             *y = replace_expr(b, e->u.sel.b, what, by);
-    if (c == e->u.sel.c && x == e->u.sel.a && y == e->u.sel.b) return e;
-    return e->kind == TIR_SELECT ? tir_select(b, c, x, y) : tir_if_then_else(b, c, x, y);
-  }
-  case TIR_CAST: {
-    tir_expr *a = replace_expr(b, e->u.cast.a, what, by);
-    return a == e->u.cast.a ? e : tir_cast(b, e->dtype, a);
-  }
-  default: return e; /* ramps and broadcasts do not occur in the scalar code this runs on */
-  }
-}
+static tir_expr *replace_expr(tir_builder *b, tir_expr *e, const tir_expr *what, tir_expr *by);
 
 /* A condition `t op k` (k a constant, t an integer expression other than a plain
  * variable, whose range the arith context knows) that leaves t one value v pins
@@ -934,9 +906,12 @@ typedef struct subst {
   int32_t n;
   const tir_var *const *vars;
   tir_expr *const *vals;
+  const tir_expr *what; /* or, with n = 0: every subexpression equal to `what` becomes `by` */
+  tir_expr *by;
 } subst;
 
 static tir_expr *sub_e(tir_builder *b, const subst *m, tir_expr *e) {
+  if (m->what && arith_expr_equal(e, m->what)) return m->by;
   switch (e->kind) {
   case TIR_VAR:
     for (int32_t i = 0; i < m->n; i++)
@@ -981,6 +956,12 @@ static tir_expr *sub_e(tir_builder *b, const subst *m, tir_expr *e) {
 
 static tir_stmt *sub_s(tir_builder *b, const subst *m, tir_stmt *s);
 
+/* e with every subexpression structurally equal to `what` replaced by `by`. */
+static tir_expr *replace_expr(tir_builder *b, tir_expr *e, const tir_expr *what, tir_expr *by) {
+  subst m = {.n = 0, .what = what, .by = by};
+  return sub_e(b, &m, e);
+}
+
 /* The map without v (for the body of a statement that binds v again). */
 static subst hide(tir_builder *b, const subst *m, const tir_var *v, subst *storage) {
   int32_t k = -1;
@@ -996,7 +977,7 @@ static subst hide(tir_builder *b, const subst *m, const tir_var *v, subst *stora
       vars[n] = m->vars[i];
       vals[n++] = m->vals[i];
     }
-  *storage = (subst){n, vars, vals};
+  *storage = (subst){.n = n, .vars = vars, .vals = vals};
   return *storage;
 }
 
@@ -1061,13 +1042,13 @@ static tir_stmt *sub_s(tir_builder *b, const subst *m, tir_stmt *s) {
 
 tir_expr *tir_substitute_expr_n(tir_builder *b, tir_expr *e, int32_t n, const tir_var *const *vars,
                                 tir_expr *const *values) {
-  subst m = {n, vars, values};
+  subst m = {.n = n, .vars = vars, .vals = values};
   return sub_e(b, &m, e);
 }
 
 tir_stmt *tir_substitute_n(tir_builder *b, tir_stmt *s, int32_t n, const tir_var *const *vars,
                            tir_expr *const *values) {
-  subst m = {n, vars, values};
+  subst m = {.n = n, .vars = vars, .vals = values};
   return sub_s(b, &m, s);
 }
 
