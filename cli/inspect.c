@@ -177,6 +177,9 @@ int kiln_cmd_inspect(int argc, char **argv) {
     printf("parameters: %lld (%s, %.2f MiB)\n", (long long)params, a, (double)bytes / (1 << 20));
     printf("estimated FLOPs: %lld (%sFLOPs)\n", (long long)flops, b);
     printf("canonical nodes: %d\n", g->n_nodes);
+    if (rep.qdq_units)
+      printf("QDQ units imported as integer ops (DequantizeLinear -> Conv/MatMul -> QuantizeLinear): %lld\n",
+             (long long)rep.qdq_units);
   }
   printf("unsupported ops: %d\n", rep.n_unsupported);
   for (int i = 0; i < rep.n_unsupported; i++) {

@@ -50,13 +50,31 @@ static int64_t window_out(int64_t in, const window *w, int i, int ceil_mode) {
   return o > INT64_MAX ? -1 : (int64_t)o;
 }
 
+/* Element types of a conv / matmul: both operands alike (the output too), or
+ * both 8-bit integers of either signedness — int8 products accumulated in int32
+ * (the output, and the bias, are int32; a conv may pad with "pad_value", the
+ * input's zero point, instead of 0). */
+static int product_types(const gir_node *n, gir_dtype *out, gir_err *err) {
+  gir_dtype a = n->in[0]->dtype, b = n->in[1]->dtype;
+  int q8 = (a == GIR_U8 || a == GIR_I8) && (b == GIR_U8 || b == GIR_I8);
+  if (a != b && !q8) return gir_errf(err, "operand element types differ (%s, %s)", gir_dtype_name(a), gir_dtype_name(b));
+  *out = q8 ? GIR_I32 : a;
+  if (n->n_in > 2 && n->in[2] && n->in[2]->dtype != *out)
+    return gir_errf(err, "bias must be %s, not %s", gir_dtype_name(*out), gir_dtype_name(n->in[2]->dtype));
+  if (gir_attr_int(n, "pad_value", 0) && (!q8 || gir_attr_int(n, "pad_value", 0) < (a == GIR_U8 ? 0 : -128) ||
+                                          gir_attr_int(n, "pad_value", 0) > (a == GIR_U8 ? 255 : 127)))
+    return gir_errf(err, "pad_value %lld does not fit the 8-bit input", (long long)gir_attr_int(n, "pad_value", 0));
+  return 0;
+}
+
 int gir_infer_conv(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
   int k = x->rank - 2;
   int64_t group = gir_attr_int(n, "group", 1);
   if (k < 1 || wt->rank != x->rank) return gir_errf(err, "conv needs input and weight of the same rank >= 3");
-  if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "input and weight element types differ");
+  gir_dtype ot;
+  if (product_types(n, &ot, err) < 0) return -1;
   if (group < 1 || x->dims[1] % group || wt->dims[0] % group || x->dims[1] / group != wt->dims[1])
     return gir_errf(err, "channels %lld, weight %lldx%lld and group %lld disagree", (long long)x->dims[1],
                     (long long)wt->dims[0], (long long)wt->dims[1], (long long)group);
@@ -69,7 +87,7 @@ int gir_infer_conv(gir_graph *g, gir_node *n, gir_err *err) {
     s.dims[2 + i] = window_out(x->dims[2 + i], &w, i, 0);
     if (s.dims[2 + i] < 1) return gir_errf(err, "kernel larger than padded input on spatial axis %d", i);
   }
-  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+  return gir_set_out(n, 0, ot, &s, err);
 }
 
 int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
@@ -77,7 +95,8 @@ int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
   const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
   int64_t group = gir_attr_int(n, "group", 1);
   if (x->rank != 5 || wt->rank != 6) return gir_errf(err, "conv_nchwc needs a 5-D input and a 6-D weight");
-  if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "input and weight element types differ");
+  gir_dtype ot;
+  if (product_types(n, &ot, err) < 0) return -1;
   int64_t ib = x->dims[4], ob = wt->dims[5], channels = x->dims[1] * ib;
   if (group < 1) return gir_errf(err, "conv_nchwc: group %lld", (long long)group);
   if (group != 1 && wt->dims[4] == 1 && ib > 1) { /* depthwise (a grouped conv in blocks of one is not) */
@@ -99,7 +118,7 @@ int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
     s.dims[2 + i] = window_out(x->dims[2 + i], &w, i, 0);
     if (s.dims[2 + i] < 1) return gir_errf(err, "kernel larger than padded input on spatial axis %d", i);
   }
-  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+  return gir_set_out(n, 0, ot, &s, err);
 }
 
 int gir_infer_conv_transpose(gir_graph *g, gir_node *n, gir_err *err) {
@@ -132,7 +151,8 @@ int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *a = &n->in[0]->shape, *b = &n->in[1]->shape;
   if (a->rank < 2 || b->rank < 2) return gir_errf(err, "matmul operands need rank >= 2");
-  if (n->in[0]->dtype != n->in[1]->dtype) return gir_errf(err, "operand element types differ");
+  gir_dtype ot;
+  if (product_types(n, &ot, err) < 0) return -1;
   int64_t m = a->dims[a->rank - 2], ka = a->dims[a->rank - 1], kb = b->dims[b->rank - 2], nn = b->dims[b->rank - 1];
   int64_t nr = gir_attr_int(n, "packed", 0);
   if (nr) { /* b in panels [ceil(N/nr), K, nr] */
@@ -149,7 +169,7 @@ int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
   if (gir_broadcast(&ba, &bb, &s, err) < 0) return -1;
   s.dims[s.rank++] = m;
   s.dims[s.rank++] = nn;
-  return gir_set_out(n, 0, n->in[0]->dtype, &s, err);
+  return gir_set_out(n, 0, ot, &s, err);
 }
 
 int gir_infer_pool(gir_graph *g, gir_node *n, gir_err *err) {

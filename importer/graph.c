@@ -11,6 +11,7 @@
 #include "ctx.h"
 #include "function.h"
 #include "ops.h"
+#include "qdq.h"
 
 static void count_op(imp_ctx *c, const char *op_type) {
   imp_report *r = c->rep;
@@ -153,6 +154,31 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
 int imp_convert_nodes(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n_nodes) {
   for (size_t i = 0; i < n_nodes; i++) {
     if (!nodes[i]) continue;
+    if (convert_one(c, nodes[i], i) < 0) return -1;
+  }
+  return 0;
+}
+
+/* The top-level node loop: as imp_convert_nodes, with QDQ units (qdq.c) converted
+ * as one integer op at their QuantizeLinear — or node by node there when unfit. */
+static int convert_top_nodes(imp_ctx *c, const Onnx__GraphProto *gp) {
+  imp_qdq_plan p;
+  if (imp_qdq_plan_build(c, gp, &p) < 0) return -1;
+  Onnx__NodeProto *const *nodes = (Onnx__NodeProto *const *)gp->node;
+  for (size_t i = 0; i < gp->n_node; i++) {
+    if (!nodes[i] || p.role[i] == IMP_QDQ_SKIPPED) continue;
+    if (p.role[i] == IMP_QDQ_QUANTIZE) {
+      size_t o = (size_t)p.op_of[i];
+      int rc = imp_qdq_convert(c, &p, nodes, i);
+      if (rc < 0) return -1;
+      if (rc == 1) {
+        count_op(c, nodes[o]->op_type ? nodes[o]->op_type : "");
+        count_op(c, nodes[i]->op_type);
+        if (c->rep) c->rep->qdq_units++;
+        continue;
+      }
+      if (convert_one(c, nodes[o], o) < 0) return -1;
+    }
     if (convert_one(c, nodes[i], i) < 0) return -1;
   }
   return 0;
@@ -322,7 +348,9 @@ int imp_import_graph(imp_ctx *c, const Onnx__GraphProto *gp, int top_level) {
     if (top_level) gir_graph_add_input(c->g, v);
     if (imp_scope_bind(c, vi->name, v) < 0) return -1;
   }
-  if (imp_convert_nodes(c, (Onnx__NodeProto *const *)gp->node, gp->n_node) < 0) return -1;
+  if (top_level ? convert_top_nodes(c, gp) < 0
+                : imp_convert_nodes(c, (Onnx__NodeProto *const *)gp->node, gp->n_node) < 0)
+    return -1;
   if (!top_level) return 0;
   if (gp->n_output == 0) return imp_fail(c, "the graph has no outputs");
   for (size_t i = 0; i < gp->n_output; i++) {

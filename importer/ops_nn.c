@@ -979,6 +979,35 @@ static gir_value *centered_i32(imp_ctx *c, gir_value *x, gir_value *zp) {
   return zp ? sub(c, v, imp_cast(c, zp, GIR_I32)) : v;
 }
 
+/* The value of a constant scalar integer zero point (0 when absent); 0 when not a
+ * constant (*known = 0). */
+static int64_t const_zp(const gir_value *zp, int *known) {
+  *known = 1;
+  if (!zp) return 0;
+  if (!zp->data || gir_value_numel(zp) != 1) {
+    *known = 0;
+    return 0;
+  }
+  return zp->dtype == GIR_U8 ? *(const uint8_t *)zp->data : zp->dtype == GIR_I8 ? *(const int8_t *)zp->data : 0;
+}
+
+/* A zero point that is absent or a constant holding only zeros. */
+static int zero_zp(const gir_value *zp) {
+  if (!zp) return 1;
+  if (!zp->data) return 0;
+  const unsigned char *d = zp->data;
+  for (int64_t i = 0; i < gir_value_nbytes(zp); i++)
+    if (d[i]) return 0;
+  return 1;
+}
+
+/* Σ over `axes` of int32(w), times the zero point zx: the term that turns a
+ * product over raw 8-bit x into one over x - zx. */
+static gir_value *zp_times_sum(imp_ctx *c, gir_value *w, int64_t zx, const int64_t *axes, int32_t n_axes) {
+  gir_value *sum = imp_reduce(c, GIR_REDUCE_SUM, imp_cast(c, w, GIR_I32), axes, n_axes, 0);
+  return sum ? mul(c, sum, imp_scalar(c, GIR_I32, (double)zx)) : NULL;
+}
+
 static int int8_operand(imp_ctx *c, const gir_value *v, const char *what) {
   if (v && v->dtype != GIR_U8 && v->dtype != GIR_I8) return imp_fail(c, "%s must be int8 or uint8", what);
   return 0;
@@ -998,12 +1027,28 @@ static gir_value *requantize(imp_ctx *c, gir_value *acc, gir_value *factor, gir_
   return imp_cast(c, clamp(c, r, lo, hi), out);
 }
 
+/* Σ_k (a - za)·(b - zb) in int32. With zb zero and za one constant: the matmul of
+ * the raw 8-bit operands (int8 products, int32 sums — what dot-product
+ * instructions compute) minus za · Σ_k b per column; otherwise both operands
+ * widened and centered first. */
+static gir_value *matmul_q8(imp_ctx *c, gir_value *a, gir_value *azp, gir_value *b, gir_value *bzp) {
+  int known;
+  int64_t za = const_zp(azp, &known);
+  if (known && zero_zp(bzp) && b->shape.rank >= 2) {
+    gir_value *y = matmul_nd(c, a, b);
+    if (!za || !y) return y;
+    int64_t k = b->shape.rank - 2;
+    return sub(c, y, zp_times_sum(c, b, za, &k, 1));
+  }
+  return matmul_nd(c, centered_i32(c, a, row_param(c, azp, a)), centered_i32(c, b, col_param(c, bzp)));
+}
+
 int imp_cv_QLinearMatMul(imp_ctx *c, imp_node *n) {
   gir_value *a = in_at(n, 0), *as = in_at(n, 1), *azp = in_at(n, 2), *b = in_at(n, 3), *bs = in_at(n, 4),
             *bzp = in_at(n, 5), *ys = in_at(n, 6), *yzp = in_at(n, 7);
   if (!a || !as || !b || !bs || !ys) return imp_fail(c, "needs inputs a, a_scale, b, b_scale and y_scale");
   if (int8_operand(c, a, "a") < 0 || int8_operand(c, b, "b") < 0) return -1;
-  gir_value *acc = matmul_nd(c, centered_i32(c, a, row_param(c, azp, a)), centered_i32(c, b, col_param(c, bzp)));
+  gir_value *acc = matmul_q8(c, a, azp, b, bzp);
   gir_value *factor = divide(c, mul(c, row_param(c, as, a), imp_cast(c, col_param(c, bs), as->dtype)),
                              imp_cast(c, col_param(c, ys), as->dtype));
   return imp_set_output(c, n, 0, requantize(c, acc, factor, yzp ? col_param(c, yzp) : NULL, a->dtype));
@@ -1013,7 +1058,7 @@ int imp_cv_MatMulInteger(imp_ctx *c, imp_node *n) {
   gir_value *a = in_at(n, 0), *b = in_at(n, 1), *azp = in_at(n, 2), *bzp = in_at(n, 3);
   if (!a || !b) return imp_fail(c, "needs inputs A and B");
   if (int8_operand(c, a, "A") < 0 || int8_operand(c, b, "B") < 0) return -1;
-  gir_value *y = matmul_nd(c, centered_i32(c, a, row_param(c, azp, a)), centered_i32(c, b, col_param(c, bzp)));
+  gir_value *y = matmul_q8(c, a, azp, b, bzp);
   return imp_set_output(c, n, 0, y);
 }
 
@@ -1028,6 +1073,34 @@ static gir_value *weight_param(imp_ctx *c, gir_value *v, const gir_value *w) {
   return along_axis(c, v, w->shape.rank, 0);
 }
 
+/* Σ (x - zx)·(w - zw) + b in int32. With zw zero and zx a constant: the conv of
+ * the raw 8-bit operands, taps outside padded with zx ("pad_value": a padded tap
+ * then adds zx·w, which the correction takes back), plus b - zx · Σw per output
+ * channel (constant, folded); otherwise both operands widened and centered. */
+static gir_value *conv_q8(imp_ctx *c, gir_value *x, gir_value *xzp, gir_value *wt, gir_value *wzp, gir_value *b,
+                          const win *w, int64_t group) {
+  int known;
+  int64_t zx = const_zp(xzp, &known);
+  if (!known || !zero_zp(wzp))
+    return emit_conv(c, centered_i32(c, x, xzp ? to_scalar(c, xzp) : NULL), centered_i32(c, wt, weight_param(c, wzp, wt)),
+                     b, w, group);
+  gir_value *bias = b;
+  if (zx) {
+    int64_t axes[GIR_MAX_RANK];
+    int32_t na = wt->shape.rank - 1;
+    for (int i = 0; i < na; i++) axes[i] = i + 1;
+    gir_value *corr = zp_times_sum(c, wt, zx, axes, na);
+    bias = b ? sub(c, b, corr) : imp_unary(c, GIR_UNARY_NEG, corr);
+    if (!bias) return NULL;
+  }
+  gir_value *ins[3] = {x, wt, bias};
+  gir_node *g = imp_new_node(c, GIR_OP_conv, ins, bias ? 3 : 2, 1);
+  set_window_attrs(c, g, w);
+  gir_attr_set_int(c->g, g, "group", group);
+  if (zx) gir_attr_set_int(c->g, g, "pad_value", zx);
+  return imp_finish(c, g);
+}
+
 int imp_cv_ConvInteger(imp_ctx *c, imp_node *n) {
   gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *xzp = in_at(n, 2), *wzp = in_at(n, 3);
   if (!x || !wt) return imp_fail(c, "needs inputs x and w");
@@ -1036,9 +1109,7 @@ int imp_cv_ConvInteger(imp_ctx *c, imp_node *n) {
   win w;
   int64_t group;
   if (conv_window(c, n, x, wt, &w, &group) < 0) return -1;
-  gir_value *xi = centered_i32(c, x, xzp ? to_scalar(c, xzp) : NULL);
-  gir_value *wi = centered_i32(c, wt, weight_param(c, wzp, wt));
-  return imp_set_output(c, n, 0, emit_conv(c, xi, wi, NULL, &w, group));
+  return imp_set_output(c, n, 0, conv_q8(c, x, xzp, wt, wzp, NULL, &w, group));
 }
 
 int imp_cv_QLinearConv(imp_ctx *c, imp_node *n) {
@@ -1054,8 +1125,7 @@ int imp_cv_QLinearConv(imp_ctx *c, imp_node *n) {
   int64_t group;
   if (conv_window(c, n, x, wt, &w, &group) < 0) return -1;
   int r = x->shape.rank;
-  gir_value *acc = emit_conv(c, centered_i32(c, x, xzp ? to_scalar(c, xzp) : NULL),
-                             centered_i32(c, wt, weight_param(c, wzp, wt)), b, &w, group);
+  gir_value *acc = conv_q8(c, x, xzp, wt, wzp, b, &w, group);
   if (gir_value_numel(ws) != 1 && (ws->shape.rank != 1 || ws->shape.dims[0] != wt->shape.dims[0]))
     return imp_fail(c, "w_scale must be a scalar or hold one value per output channel");
   gir_value *wsv = gir_value_numel(ws) == 1 ? to_scalar(c, ws) : along_axis(c, ws, r, 1);

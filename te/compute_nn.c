@@ -8,6 +8,12 @@
 
 static gir_dtype acc_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
 
+/* The accumulator of a conv / matmul: its output's type for 8-bit integer
+ * operands (int32), else acc_type of the input. */
+static gir_dtype product_acc(const gir_node *n, gir_dtype x) {
+  return x == GIR_U8 || x == GIR_I8 ? n->out[0]->dtype : acc_type(x);
+}
+
 static void spatial(const gir_node *n, const char *name, int k, int64_t def, int64_t *out) {
   int32_t cnt;
   const int64_t *v = gir_attr_ints(n, name, &cnt);
@@ -56,8 +62,14 @@ int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
       cond = cond ? te_and(c, cond, ok) : ok;
     }
   }
-  gir_dtype t = acc_type(x->dtype);
-  te_expr *prod = te_mul(c, te_cast(c, t, te_load(c, x, xi)), te_cast(c, t, te_load(c, w, wi)));
+  gir_dtype t = product_acc(n, x->dtype);
+  te_expr *xv = te_load(c, x, xi);
+  int64_t pv = gir_attr_int(n, "pad_value", 0);
+  if (pv && cond) { /* taps outside read the pad value (an 8-bit input's zero point), not nothing */
+    xv = te_select(c, cond, xv, te_const(c, x->dtype, (double)pv));
+    cond = NULL;
+  }
+  te_expr *prod = te_mul(c, te_cast(c, t, xv), te_cast(c, t, te_load(c, w, wi)));
   te_expr *body = te_reduce(c, TE_SUM, rv, k + 1, prod, cond);
   if (b) {
     te_expr *bi = te_v(c, ax[1]);
@@ -83,7 +95,8 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
     te_expr *h = te_sub(c, te_v(c, pa[2]), te_int(c, pd[0])), *wx = te_sub(c, te_v(c, pa[3]), te_int(c, pd[1]));
     te_expr *xi[5] = {te_v(c, pa[0]), te_v(c, pa[1]), h, wx, te_v(c, pa[4])};
     te_expr *ok = te_and(c, te_in_range(c, h, x->shape[2]), te_in_range(c, wx, x->shape[3]));
-    xp = te_compute(c, "pad", x->dtype, 5, ps, pa, te_select(c, ok, te_load(c, x, xi), te_const(c, x->dtype, 0)));
+    double pv = (double)gir_attr_int(n, "pad_value", 0); /* an 8-bit input's zero point */
+    xp = te_compute(c, "pad", x->dtype, 5, ps, pa, te_select(c, ok, te_load(c, x, xi), te_const(c, x->dtype, pv)));
     xp->tag = "conv_pad";
     xp->origin = n;
   }
@@ -120,7 +133,7 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
   wi[3] = te_v(c, kw);
   wi[4] = depthwise ? te_int(c, 0) : te_v(c, rv[3]);
   wi[5] = te_v(c, ax[4]);
-  gir_dtype t = acc_type(x->dtype);
+  gir_dtype t = product_acc(n, x->dtype);
   te_expr *prod = te_mul(c, te_cast(c, t, te_load(c, xp, xi)), te_cast(c, t, te_load(c, w, wi)));
   /* an input padded to whole blocks: the reduction stops at the real channels (the
    * padding holds whatever its producer computed there, NaN included) */

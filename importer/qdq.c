@@ -1,0 +1,217 @@
+/* qdq.c — QDQ node units: DequantizeLinear → Conv/MatMul → QuantizeLinear imported
+ * as one integer op.
+ *
+ * ONNX Runtime's quantizer (quantize_static, QDQ format) writes a quantized conv
+ * as float Conv between DequantizeLinear nodes (activation, weights, int32 bias)
+ * and a QuantizeLinear; ONNX Runtime then runs each such unit as QLinearConv /
+ * QLinearMatMul: int32 accumulation of the 8-bit values, requantized in float.
+ * Imported node by node the unit would be float arithmetic on dequantized values
+ * and its results off the integer ones by a step here and there — which then
+ * compounds through the layers. So the importer finds the units first (as ONNX
+ * Runtime's QDQ selectors do) and converts each at its QuantizeLinear as the
+ * QLinear op (ops_nn.c) over the unit's quantized inputs; the float Conv/MatMul is
+ * skipped. A unit whose parameters turn out unfit (not constant, a weight zero
+ * point, a bias scale that is not x_scale · w_scale) converts node by node at the
+ * QuantizeLinear, in order — its inputs are all defined by then.
+ *
+ * Only at the top level, where the graph's outputs are known (a fused node's
+ * output must have no reader but the QuantizeLinear). */
+#include <math.h>
+#include <string.h>
+#include "ctx.h"
+#include "ops.h"
+#include "qdq.h"
+
+static int is_op(const Onnx__NodeProto *n, const char *op) {
+  return n && n->op_type && !strcmp(n->op_type, op) && (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx"));
+}
+
+static int named(const char *s) { return s && s[0]; }
+
+/* Counts the readers of `name` in nodes (and, conservatively, any node of a
+ * subgraph attribute that reads it). */
+static int readers_in(Onnx__NodeProto *const *nodes, size_t n, const char *name, int depth) {
+  int cnt = 0;
+  for (size_t i = 0; i < n; i++) {
+    const Onnx__NodeProto *np = nodes[i];
+    if (!np) continue;
+    for (size_t j = 0; j < np->n_input; j++)
+      if (named(np->input[j]) && !strcmp(np->input[j], name)) cnt++;
+    if (depth > 8) { /* deeper than any real model: assume read */
+      cnt += np->n_attribute > 0;
+      continue;
+    }
+    for (size_t a = 0; a < np->n_attribute; a++) {
+      const Onnx__AttributeProto *at = np->attribute[a];
+      if (!at) continue;
+      if (at->g) cnt += readers_in((Onnx__NodeProto *const *)at->g->node, at->g->n_node, name, depth + 1);
+      for (size_t k = 0; k < at->n_graphs; k++)
+        if (at->graphs[k])
+          cnt += readers_in((Onnx__NodeProto *const *)at->graphs[k]->node, at->graphs[k]->n_node, name, depth + 1);
+    }
+  }
+  return cnt;
+}
+
+static long producer(Onnx__NodeProto *const *nodes, size_t n, const char *name) {
+  if (!named(name)) return -1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; nodes[i] && j < nodes[i]->n_output; j++)
+      if (named(nodes[i]->output[j]) && !strcmp(nodes[i]->output[j], name)) return (long)i;
+  return -1;
+}
+
+static int is_graph_output(const Onnx__GraphProto *gp, const char *name) {
+  for (size_t i = 0; i < gp->n_output; i++)
+    if (gp->output[i] && named(gp->output[i]->name) && !strcmp(gp->output[i]->name, name)) return 1;
+  return 0;
+}
+
+int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p) {
+  memset(p, 0, sizeof *p);
+  size_t n = gp->n_node;
+  Onnx__NodeProto *const *nodes = (Onnx__NodeProto *const *)gp->node;
+  p->n_nodes = n;
+  p->role = gir_arena_calloc(c->g->arena, n + 1, sizeof *p->role);
+  p->op_of = gir_arena_calloc(c->g->arena, n + 1, sizeof *p->op_of);
+  if (!p->role || !p->op_of) return imp_fail(c, "out of memory");
+  for (size_t q = 0; q < n; q++) {
+    const Onnx__NodeProto *qn = nodes[q];
+    if (!is_op(qn, "QuantizeLinear") || qn->n_input < 2 || qn->n_output != 1) continue;
+    long o = producer(nodes, n, qn->input[0]);
+    if (o < 0 || (size_t)o >= q || p->role[o]) continue;
+    const Onnx__NodeProto *on = nodes[o];
+    int conv = is_op(on, "Conv"), mm = is_op(on, "MatMul");
+    if ((!conv && !mm) || on->n_output != 1 || on->n_input < 2 || (mm && on->n_input != 2) || on->n_input > 3) continue;
+    if (is_graph_output(gp, on->output[0]) || readers_in(nodes, n, on->output[0], 0) != 1) continue;
+    int ok = 1;
+    for (size_t j = 0; j < on->n_input && ok; j++) {
+      long d = producer(nodes, n, on->input[j]);
+      ok = d >= 0 && d < o && is_op(nodes[d], "DequantizeLinear");
+    }
+    if (!ok) continue;
+    p->role[o] = IMP_QDQ_SKIPPED;
+    p->role[q] = IMP_QDQ_QUANTIZE;
+    p->op_of[q] = (int32_t)o;
+    p->units++;
+  }
+  return 0;
+}
+
+/* The DequantizeLinear node that produces `name` (the plan made sure there is one). */
+static const Onnx__NodeProto *dq_of(Onnx__NodeProto *const *nodes, size_t n, const char *name) {
+  long d = producer(nodes, n, name);
+  return d >= 0 ? nodes[d] : NULL;
+}
+
+static gir_value *lookup(imp_ctx *c, const Onnx__NodeProto *np, size_t i) {
+  gir_value *v = NULL;
+  if (i >= np->n_input || !named(np->input[i])) return NULL;
+  return imp_scope_lookup(c, np->input[i], &v) == 1 ? v : NULL;
+}
+
+static int attr_int(const Onnx__NodeProto *np, const char *name, int64_t def, int64_t *out) {
+  *out = def;
+  for (size_t i = 0; i < np->n_attribute; i++)
+    if (np->attribute[i] && np->attribute[i]->name && !strcmp(np->attribute[i]->name, name)) {
+      *out = np->attribute[i]->i;
+      return 1;
+    }
+  return 0;
+}
+
+/* A constant whose every element is zero (or absent: NULL). */
+static int zero_or_absent(const gir_value *v) {
+  if (!v) return 1;
+  if (!v->data) return 0;
+  size_t bytes = (size_t)gir_value_nbytes(v);
+  const unsigned char *d = v->data;
+  for (size_t i = 0; i < bytes; i++)
+    if (d[i]) return 0;
+  return 1;
+}
+
+static int is_8bit(gir_dtype t) { return t == GIR_U8 || t == GIR_I8; }
+
+/* DequantizeLinear's own parameters fit a QLinear op: no blocks, x 8-bit, scale
+ * float32 constant, zero point constant of x's type. */
+static int dq_params(const Onnx__NodeProto *dq, gir_value *x, gir_value *s, gir_value *zp, int const_x) {
+  int64_t block;
+  if (attr_int(dq, "block_size", 0, &block) && block) return 0;
+  if (!x || !is_8bit(x->dtype) || (const_x && !x->data)) return 0;
+  if (!s || !s->data || s->dtype != GIR_F32) return 0;
+  return !zp || (zp->data && zp->dtype == x->dtype);
+}
+
+/* The int32 bias of a QDQ conv: DequantizeLinear of an int32 constant with zero
+ * point 0 and scale x_scale · w_scale (per channel, as the quantizer writes it). */
+static gir_value *qdq_bias(imp_ctx *c, const Onnx__NodeProto *dq, float xs, const gir_value *ws, int64_t m) {
+  gir_value *b = lookup(c, dq, 0), *s = lookup(c, dq, 1), *zp = lookup(c, dq, 2);
+  if (!b || !b->data || b->dtype != GIR_I32 || b->shape.rank != 1 || b->shape.dims[0] != m) return NULL;
+  if (!s || !s->data || s->dtype != GIR_F32 || !zero_or_absent(zp)) return NULL;
+  int64_t ns = gir_value_numel(s), nw = gir_value_numel(ws);
+  if ((ns != 1 && ns != m) || (nw != 1 && nw != m)) return NULL;
+  const float *sv = s->data, *wv = ws->data;
+  for (int64_t i = 0; i < m; i++) {
+    float want = xs * wv[nw == 1 ? 0 : i], have = sv[ns == 1 ? 0 : i];
+    if (!(fabsf(want - have) <= 1e-6f * fabsf(want))) return NULL;
+  }
+  return b;
+}
+
+/* Tries the fused conversion; 1 done, 0 unfit (nothing emitted), -1 error. */
+static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, const Onnx__NodeProto *on,
+                        const Onnx__NodeProto *qn) {
+  const Onnx__NodeProto *dqx = dq_of(nodes, n, on->input[0]), *dqw = dq_of(nodes, n, on->input[1]);
+  gir_value *x = lookup(c, dqx, 0), *xs = lookup(c, dqx, 1), *xzp = lookup(c, dqx, 2);
+  gir_value *w = lookup(c, dqw, 0), *ws = lookup(c, dqw, 1), *wzp = lookup(c, dqw, 2);
+  gir_value *ys = lookup(c, qn, 1), *yzp = lookup(c, qn, 2);
+  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, 1) || !zero_or_absent(wzp)) return 0;
+  if (gir_value_numel(xs) != 1 || (xzp && gir_value_numel(xzp) != 1)) return 0;
+  if (!ys || !ys->data || ys->dtype != GIR_F32 || gir_value_numel(ys) != 1) return 0;
+  if (yzp && (!yzp->data || !is_8bit(yzp->dtype) || gir_value_numel(yzp) != 1)) return 0;
+  int64_t qaxis, block, waxis;
+  attr_int(qn, "axis", 1, &qaxis);
+  if (attr_int(qn, "block_size", 0, &block) && block) return 0;
+  if (!yzp) return 0; /* the quantizer always writes one; without, the output type needs output_dtype */
+  int conv = is_op(on, "Conv");
+  int r = w->shape.rank;
+  attr_int(dqw, "axis", 1, &waxis);
+  if (waxis < 0) waxis += r;
+  int64_t nws = gir_value_numel(ws);
+  if (nws != 1) { /* per channel: conv along the output channels, matmul along the columns */
+    if (ws->shape.rank != 1 || r < 2 || waxis != (conv ? 0 : r - 1) || nws != w->shape.dims[waxis]) return 0;
+  }
+  gir_value *bias = NULL;
+  if (conv && on->n_input == 3 && named(on->input[2])) {
+    const Onnx__NodeProto *dqb = dq_of(nodes, n, on->input[2]);
+    bias = qdq_bias(c, dqb, ((const float *)xs->data)[0], ws, w->shape.dims[0]);
+    if (!bias) return 0;
+  }
+  if (!conv && (w->shape.rank != 2 || x->shape.rank < 2)) return 0;
+  gir_value *in[9] = {x, xs, xzp, w, ws, wzp, ys, yzp, bias};
+  imp_node u = {.proto = on, .op_type = conv ? "QLinearConv" : "QLinearMatMul", .name = on->name, .opset = c->opset,
+                .n_in = conv ? 9 : 8, .n_out = 1, .out_names = (const char *const *)qn->output};
+  u.in = in;
+  u.out = gir_arena_calloc(c->g->arena, 2, sizeof *u.out);
+  u.out_kind = gir_arena_calloc(c->g->arena, 2, sizeof *u.out_kind);
+  if (!u.out || !u.out_kind) return imp_fail(c, "out of memory");
+  if (!conv) { /* QLinearMatMul's operand order: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp */
+    gir_value *mm[8] = {x, xs, xzp, w, ws, wzp, ys, yzp};
+    memcpy(in, mm, sizeof mm);
+  }
+  int rc = conv ? imp_cv_QLinearConv(c, &u) : imp_cv_QLinearMatMul(c, &u);
+  if (rc < 0) return -1;
+  return 1;
+}
+
+int imp_qdq_convert(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, size_t q) {
+  size_t o = (size_t)p->op_of[q];
+  const char *saved = c->origin;
+  c->origin = gir_arena_printf(c->g->arena, "%s '%s' (QDQ unit, opset %lld)", nodes[o]->op_type,
+                               named(nodes[o]->name) ? nodes[o]->name : "?", (long long)c->opset);
+  int rc = convert_unit(c, nodes, p->n_nodes, nodes[o], nodes[q]);
+  if (rc < 0 && strncmp(c->err->msg, c->origin, strlen(c->origin))) gir_err_prefix(c->err, "%s", c->origin);
+  c->origin = saved;
+  return rc;
+}

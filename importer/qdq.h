@@ -1,0 +1,22 @@
+/* qdq.h — QDQ node units (qdq.c): DequantizeLinear → Conv/MatMul → QuantizeLinear
+ * found before the top-level graph is converted, each converted as one QLinear op
+ * at its QuantizeLinear. */
+#ifndef IMP_QDQ_H
+#define IMP_QDQ_H
+#include "ctx.h"
+
+enum { IMP_QDQ_NONE = 0, IMP_QDQ_SKIPPED, IMP_QDQ_QUANTIZE };
+
+typedef struct imp_qdq_plan {
+  size_t n_nodes;
+  uint8_t *role;   /* per node: IMP_QDQ_* */
+  int32_t *op_of;  /* per QuantizeLinear of a unit: the index of its Conv/MatMul */
+  int32_t units;
+} imp_qdq_plan;
+
+int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p);
+/* At the unit's QuantizeLinear q: 1 converted as one QLinear op, 0 unfit (nothing
+ * emitted: the caller converts the Conv/MatMul and then q as usual), -1 error. */
+int imp_qdq_convert(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, size_t q);
+
+#endif
