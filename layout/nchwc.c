@@ -165,7 +165,9 @@ static int rewrite_conv(lay *L, gir_node *n) {
   gir_graph *g = L->g;
   gir_value *x = n->in[0], *w = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
   int rank = x->shape.rank; /* 4: NCHW; 3: NCW, as NCHW with H = 1 */
-  if ((rank != 4 && rank != 3) || x->dtype != GIR_F32 || !w->data || (bias && !bias->data)) return 0;
+  /* float32, or 8-bit integers accumulated in int32 (the packed weights stay 8-bit) */
+  int q8 = (x->dtype == GIR_U8 || x->dtype == GIR_I8) && (w->dtype == GIR_U8 || w->dtype == GIR_I8);
+  if ((rank != 4 && rank != 3) || (x->dtype != GIR_F32 && !q8) || !w->data || (bias && !bias->data)) return 0;
   int64_t C = x->shape.dims[1], M = w->shape.dims[0], KH = rank == 4 ? w->shape.dims[2] : 1,
           KW = w->shape.dims[rank - 1];
   int64_t group = gir_attr_int(n, "group", 1), cpg = w->shape.dims[1]; /* input channels per group */
@@ -226,15 +228,16 @@ static int rewrite_conv(lay *L, gir_node *n) {
   if (!ob || !ib) return 0;
   int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob, CB = (cg + wb - 1) / wb;
   gir_shape ws = {.rank = 6, .dims = {Mp / ob, CB, KH, KW, wb, ob}};
-  gir_value *wv = gir_const_new(g, NULL, GIR_F32, &ws, NULL); /* packed in place, padding zero */
-  float *wp = wv->data;
+  gir_value *wv = gir_const_new(g, NULL, w->dtype, &ws, NULL); /* packed in place, padding zero */
+  size_t es = gir_dtype_size(w->dtype);
+  char *wp = wv->data;
   memset(wp, 0, (size_t)gir_value_nbytes(wv));
-  const float *wd = w->data;
+  const char *wd = w->data;
   for (int64_t m = 0; m < M; m++)
     for (int64_t c = 0; c < cg; c++)
       for (int64_t t = 0; t < KH * KW; t++) {
         int64_t dst = ((((m / ob) * CB + c / wb) * KH * KW + t) * wb + c % wb) * ob + m % ob;
-        wp[dst] = wd[(m * cg + c) * KH * KW + t];
+        memcpy(wp + dst * es, wd + ((m * cg + c) * KH * KW + t) * es, es);
       }
   gir_value *ins[3];
   ins[0] = relayout(L, x, 0, ib, C, n);
@@ -243,11 +246,12 @@ static int rewrite_conv(lay *L, gir_node *n) {
   ins[2] = NULL;
   if (bias) { /* [M] and [M/ob, ob] share the row-major order; the padding is zero */
     gir_shape bs = {.rank = 2, .dims = {Mp / ob, ob}};
-    ins[2] = gir_const_new(g, NULL, GIR_F32, &bs, NULL);
-    memset(ins[2]->data, 0, (size_t)Mp * sizeof(float));
-    memcpy(ins[2]->data, bias->data, (size_t)M * sizeof(float));
+    ins[2] = gir_const_new(g, NULL, bias->dtype, &bs, NULL); /* float32 or int32 */
+    memset(ins[2]->data, 0, (size_t)gir_value_nbytes(ins[2]));
+    memcpy(ins[2]->data, bias->data, (size_t)gir_value_nbytes(bias));
   }
   gir_node *cn = new_node(L, GIR_OP_conv_nchwc, ins, bias ? 3 : 2, n);
+  if (gir_attr_int(n, "pad_value", 0)) gir_attr_set_int(g, cn, "pad_value", gir_attr_int(n, "pad_value", 0));
   if (dw && Mp != C) gir_attr_set_int(g, cn, "group", Mp);           /* every (padded) channel its own group */
   if (!dw && group == 1 && C % ib) gir_attr_set_int(g, cn, "channels", C); /* the real ones of CB·ib */
   if (rank == 3) { /* the 1-D window on W, a unit one on H */

@@ -26,7 +26,8 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     gir_node *n = g->nodes[k];
     if (n->op != GIR_OP_matmul || gir_attr_int(n, "packed", 0)) continue;
     gir_value *a = n->in[0], *b = n->in[1];
-    if (!b->data || b->shape.rank != 2 || b->dtype != GIR_F32 || a->dtype != GIR_F32) continue;
+    int q8 = (a->dtype == GIR_U8 || a->dtype == GIR_I8) && (b->dtype == GIR_U8 || b->dtype == GIR_I8);
+    if (!b->data || b->shape.rank != 2 || ((b->dtype != GIR_F32 || a->dtype != GIR_F32) && !q8)) continue;
     int64_t K = b->shape.dims[0], N = b->shape.dims[1], M = a->shape.dims[a->shape.rank - 2];
     int64_t nr = panel_width(N, M, vec), Np = N;
     /* no panel of whole vectors divides N (a 1000-class classifier): the panels
@@ -38,13 +39,15 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     if (!nr || K < 2) continue;
     int64_t np = Np / nr + (Np % nr != 0);
     gir_shape ps = {.rank = 3, .dims = {np, K, nr}};
-    gir_value *pv = gir_const_new(g, NULL, GIR_F32, &ps, NULL); /* packed in place */
-    float *p = pv->data;
+    gir_value *pv = gir_const_new(g, NULL, b->dtype, &ps, NULL); /* packed in place */
+    size_t es = gir_dtype_size(b->dtype);
+    char *p = pv->data;
     memset(p, 0, (size_t)gir_value_nbytes(pv));
-    const float *bd = b->data;
+    const char *bd = b->data;
     for (int64_t j = 0; j < np; j++)
       for (int64_t kk = 0; kk < K; kk++)
-        for (int64_t i = 0; i < nr && j * nr + i < N; i++) p[(j * K + kk) * nr + i] = bd[kk * N + j * nr + i];
+        for (int64_t i = 0; i < nr && j * nr + i < N; i++)
+          memcpy(p + ((j * K + kk) * nr + i) * es, bd + (kk * N + j * nr + i) * es, es);
     count++;
     if (Np == N) {
       n->in[1] = pv;

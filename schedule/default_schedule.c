@@ -39,12 +39,15 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
     sch_compute_at(s, st, c, c->leaf[c->n_leaf - 1]);
     s->err = saved;
   }
-  /* element-wise float stages: the innermost axis in vectors when it holds at
+  /* element-wise stages (float32, int32, 8-bit): the innermost axis in vectors when it holds at
    * least one and nothing is computed inside that loop; a ragged last vector
    * keeps a guard that loop partition turns into one shorter vector */
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    if (st->attach != SCH_ROOT || st->n_root == 0 || st->n_rels || st->n_reduce || st->t->dtype != GIR_F32) continue;
+    gir_dtype dt = st->t->dtype; /* float32, and the int32 / 8-bit values of quantized models */
+    if (st->attach != SCH_ROOT || st->n_root == 0 || st->n_rels || st->n_reduce ||
+        (dt != GIR_F32 && dt != GIR_I32 && dt != GIR_U8 && dt != GIR_I8))
+      continue;
     int has_attached = 0;
     for (int j = 0; j < s->n_stages; j++)
       has_attached |= s->stages[j]->attach == SCH_AT && s->stages[j]->at_stage == st;

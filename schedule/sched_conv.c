@@ -27,7 +27,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
   int64_t ow = o->shape[3], ob = o->shape[4];
   lower_conv_cfg c = {.ow_tile = 1, .oc_vecs = 1, .vec = t->vec_f32, .unroll_kw = 0, .parallel = 1};
-  if (o->dtype != GIR_F32) c.vec = 1;
+  if (o->dtype != GIR_F32 && o->dtype != GIR_I32) c.vec = 1; /* float32, or int32 sums of 8-bit products */
   while (c.vec > 1 && ob % c.vec) c.vec /= 2;
   c.oc_vecs = (int32_t)(ob / c.vec);
   if (c.oc_vecs > 4) c.oc_vecs = 4;

@@ -25,7 +25,7 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
   const te_tensor *o = red->t;
   int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1];
   lower_matmul_cfg c = {.mr = 1, .nr_vecs = 1, .vec = t->vec_f32, .k_unroll = 1, .parallel = 1};
-  if (o->dtype != GIR_F32) c.vec = 1;
+  if (o->dtype != GIR_F32 && o->dtype != GIR_I32) c.vec = 1; /* float32, or int32 sums of 8-bit products */
   /* columns: the widest tile (up to 2 vectors, 4 for a single row) whose width
    * divides N, halving the vector if need be; else full vectors and a guarded tail */
   int32_t max_vecs = M == 1 ? 4 : 2, found = 0;
@@ -44,7 +44,7 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
   /* weights packed in panels (pack_matmul.c): the tile is one panel wide */
   const gir_node *n = o->origin;
   int64_t panel = n && n->op == GIR_OP_matmul ? gir_attr_int(n, "packed", 0) : 0;
-  if (panel && o->dtype == GIR_F32) {
+  if (panel && (o->dtype == GIR_F32 || o->dtype == GIR_I32)) {
     c.vec = t->vec_f32;
     while (c.vec > 1 && panel % c.vec) c.vec /= 2;
     c.nr_vecs = (int32_t)(panel / c.vec);

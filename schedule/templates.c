@@ -88,10 +88,12 @@ int lower_apply_templates(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || !st->n_reduce || st->n_rels) continue;
-    if (st->t->dtype != GIR_F32) continue;
+    /* float32; the int32 sums of 8-bit products take the matmul and conv templates too */
+    int i32 = st->t->dtype == GIR_I32;
+    if (st->t->dtype != GIR_F32 && !i32) continue;
     enum { MATMUL, CONV, VREDUCE, NONE } kind = is_tag(st, "matmul") && st->n_reduce == 1 ? MATMUL
                                                : is_tag(st, "conv_nchwc")                  ? CONV
-                                               : keeps_last_axis(st) && lower_vector_reduce_ok(st, vreduce_lanes(st, t), plain_pool(st))
+                                               : !i32 && keeps_last_axis(st) && lower_vector_reduce_ok(st, vreduce_lanes(st, t), plain_pool(st))
                                                    ? VREDUCE
                                                    : NONE;
     if (kind == NONE) continue;

@@ -213,7 +213,7 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   ai[ba + 1] = te_v(c, kv);
   bi[bb] = te_v(c, kv);
   bi[bb + 1] = oi[r - 1];
-  gir_dtype t = acc_type(a->dtype);
+  gir_dtype t = product_acc(n, a->dtype);
   te_expr *bv = te_load(c, b, nr ? bp : bi);
   te_expr *body = te_reduce(c, TE_SUM, &kv, 1, te_mul(c, te_cast(c, t, te_load(c, a, ai)), te_cast(c, t, bv)), NULL);
   out[0] = lower_stage(c, n, 0, ax, te_cast(c, n->out[0]->dtype, body));
