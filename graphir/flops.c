@@ -22,7 +22,7 @@ int64_t gir_node_flops(const gir_node *n) {
   }
   case GIR_OP_conv_nchwc: {
     const gir_shape *w = &n->in[1]->shape; /* [M/ob, Cg/wb, kh, kw, wb, ob]: MACs per output = Cg * kh * kw */
-    return sat(2 * out * sat(prod(w->dims + 1, 4)));
+    return sat(2 * out * sat(prod(w->dims + 1, 4) * (w->rank == 7 ? w->dims[6] : 1))); /* 7-D: quads of channels */
   }
   case GIR_OP_conv_transpose: {
     const gir_shape *w = &n->in[1]->shape; /* each input element × (M/g) × prod(k) */

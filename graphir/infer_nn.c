@@ -94,9 +94,18 @@ int gir_infer_conv_nchwc(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *x = &n->in[0]->shape, *wt = &n->in[1]->shape;
   int64_t group = gir_attr_int(n, "group", 1);
-  if (x->rank != 5 || wt->rank != 6) return gir_errf(err, "conv_nchwc needs a 5-D input and a 6-D weight");
   gir_dtype ot;
+  if (x->rank != 5 || (wt->rank != 6 && wt->rank != 7))
+    return gir_errf(err, "conv_nchwc needs a 5-D input and a 6-D weight");
   if (product_types(n, &ot, err) < 0) return -1;
+  gir_shape w6 = *wt; /* 7-D: 8-bit weights in quads of input channels, [M/ob, CB, KH, KW, wb/4, ob, 4] */
+  if (wt->rank == 7) {
+    if (ot != GIR_I32 || wt->dims[6] != 4 || group != 1)
+      return gir_errf(err, "conv_nchwc: a 7-D weight holds quads of 8-bit input channels, dense");
+    w6.rank = 6;
+    w6.dims[4] = wt->dims[4] * 4;
+  }
+  wt = &w6;
   int64_t ib = x->dims[4], ob = wt->dims[5], channels = x->dims[1] * ib;
   if (group < 1) return gir_errf(err, "conv_nchwc: group %lld", (long long)group);
   if (group != 1 && wt->dims[4] == 1 && ib > 1) { /* depthwise (a grouped conv in blocks of one is not) */

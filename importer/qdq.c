@@ -166,7 +166,10 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
   gir_value *x = lookup(c, dqx, 0), *xs = lookup(c, dqx, 1), *xzp = lookup(c, dqx, 2);
   gir_value *w = lookup(c, dqw, 0), *ws = lookup(c, dqw, 1), *wzp = lookup(c, dqw, 2);
   gir_value *ys = lookup(c, qn, 1), *yzp = lookup(c, qn, 2);
-  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, 1) || !zero_or_absent(wzp)) return 0;
+  int conv = is_op(on, "Conv");
+  /* a conv's weights are constants with zero points 0 (as the quantizer writes them); a
+   * matmul's right operand may be computed (attention's K and V) with any zero point */
+  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, conv) || (conv && !zero_or_absent(wzp))) return 0;
   if (gir_value_numel(xs) != 1 || (xzp && gir_value_numel(xzp) != 1)) return 0;
   if (!ys || !ys->data || ys->dtype != GIR_F32 || gir_value_numel(ys) != 1) return 0;
   if (yzp && (!yzp->data || !is_8bit(yzp->dtype) || gir_value_numel(yzp) != 1)) return 0;
@@ -174,7 +177,6 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
   attr_int(qn, "axis", 1, &qaxis);
   if (attr_int(qn, "block_size", 0, &block) && block) return 0;
   if (!yzp) return 0; /* the quantizer always writes one; without, the output type needs output_dtype */
-  int conv = is_op(on, "Conv");
   int r = w->shape.rank;
   attr_int(dqw, "axis", 1, &waxis);
   if (waxis < 0) waxis += r;

@@ -228,6 +228,12 @@ static int rewrite_conv(lay *L, gir_node *n) {
   if (!ob || !ib) return 0;
   int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob, CB = (cg + wb - 1) / wb;
   gir_shape ws = {.rank = 6, .dims = {Mp / ob, CB, KH, KW, wb, ob}};
+  /* 8-bit, dense, whole quads of channels per block: each output channel's four
+   * consecutive input channels side by side, [M/ob, CB, KH, KW, wb/4, ob, 4] —
+   * one vector of ob·4 weights per quad, what a 4-way dot product (vpdpbusd,
+   * sdot) multiplies with one pixel's four input bytes */
+  int quad = q8 && group == 1 && wb % 4 == 0;
+  if (quad) ws = (gir_shape){.rank = 7, .dims = {Mp / ob, CB, KH, KW, wb / 4, ob, 4}};
   gir_value *wv = gir_const_new(g, NULL, w->dtype, &ws, NULL); /* packed in place, padding zero */
   size_t es = gir_dtype_size(w->dtype);
   char *wp = wv->data;
@@ -237,6 +243,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
     for (int64_t c = 0; c < cg; c++)
       for (int64_t t = 0; t < KH * KW; t++) {
         int64_t dst = ((((m / ob) * CB + c / wb) * KH * KW + t) * wb + c % wb) * ob + m % ob;
+        if (quad) dst = (((((m / ob) * CB + c / wb) * KH * KW + t) * (wb / 4) + c % wb / 4) * ob + m % ob) * 4 + c % 4;
         memcpy(wp + dst * es, wd + ((m * cg + c) * KH * KW + t) * es, es);
       }
   gir_value *ins[3];

@@ -132,7 +132,9 @@ static te_tensor *packed_weights(const te_expr *e) {
   if (!e) return NULL;
   te_tensor *t = NULL;
   switch (e->kind) {
-  case TE_LOAD: return e->u.load.t->kind == TE_PLACEHOLDER && e->u.load.t->rank == 6 ? e->u.load.t : NULL;
+  case TE_LOAD:
+    return e->u.load.t->kind == TE_PLACEHOLDER && (e->u.load.t->rank == 6 || e->u.load.t->rank == 7) ? e->u.load.t
+                                                                                                      : NULL;
   case TE_UNARY: return packed_weights(e->u.un.a);
   case TE_BINARY: return (t = packed_weights(e->u.bin.a)) ? t : packed_weights(e->u.bin.b);
   case TE_CAST: return packed_weights(e->u.cast.a);
@@ -172,7 +174,8 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
   if (!w || red->n_reduce != 4 || cfg->pixel_outer) return 0;
   te_ctx *c = s->te;
   const te_tensor *o = red->t;
-  int64_t MO = w->shape[0], CB = w->shape[1], KH = w->shape[2], KW = w->shape[3], blk = w->shape[4] * w->shape[5];
+  int64_t MO = w->shape[0], CB = w->shape[1], KH = w->shape[2], KW = w->shape[3],
+          blk = w->shape[4] * w->shape[5] * (w->rank == 7 ? w->shape[6] : 1);
   int64_t S = CB * KH * KW * blk, OH = o->shape[2], OWO = (o->shape[3] + cfg->ow_tile - 1) / cfg->ow_tile;
 #define V(x) te_v(c, (x)->root)
   te_expr *mo = V(red->root_axes[1]), *oh = V(red->root_axes[2]), *ib = V(red->reduce_axes[0]);
@@ -265,19 +268,32 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   /* the register tile: reduction loops outside, pixels × channel vectors inside */
   sch_iter *ow = red->root_axes[3], *oc = red->root_axes[4], *oco = NULL, *ocv = oc;
   if (cfg->vec > 1 && sch_split(s, red, oc, cfg->vec, &oco, &ocv) < 0) return -1;
-  sch_iter *order[10];
+  /* 8-bit weights in quads of input channels (7-D): each quad's four channels
+   * innermost, inside the pixels and channel vectors, so that every accumulator
+   * gets its four multiply-adds in a row — one 4-way dot product (tir/pass_dot4.c) */
+  const te_tensor *w = packed_weights(red->body);
+  sch_iter *quad = NULL, *quads = NULL;
+  if (w && w->rank == 7 && red->n_reduce == 4 && cfg->vec > 1 &&
+      sch_split(s, red, red->reduce_axes[3], 4, &quads, &quad) < 0)
+    return -1;
+  sch_iter *order[11];
   int n = 0;
+  sch_iter *ra[4] = {NULL};
+  for (int i = 0; i < red->n_reduce && i < 4; i++) ra[i] = red->reduce_axes[i];
+  if (quad) ra[3] = quads;
   if (cfg->image_tile && red->n_reduce == 4) { /* ib, then the rows, then kh, kw, ic */
-    order[n++] = red->reduce_axes[0];
+    order[n++] = ra[0];
     order[n++] = red->root_axes[2];
-    for (int i = 1; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+    for (int i = 1; i < red->n_reduce; i++) order[n++] = ra[i];
   } else {
-    for (int i = 0; i < red->n_reduce; i++) order[n++] = red->reduce_axes[i];
+    for (int i = 0; i < red->n_reduce; i++) order[n++] = ra[i];
   }
   order[n++] = ow;
   if (oco) order[n++] = oco;
+  if (quad) order[n++] = quad;
   order[n++] = ocv;
   if (sch_reorder(s, red, order, n) < 0) return -1;
+  if (quad && sch_annotate(s, red, quad, TIR_UNROLLED) < 0) return -1;
   if (sch_annotate(s, red, ow, TIR_UNROLLED) < 0) return -1;
   if (oco && sch_annotate(s, red, oco, TIR_UNROLLED) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, red, ocv, TIR_VECTORIZED) < 0) return -1;

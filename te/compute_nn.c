@@ -102,7 +102,7 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
   }
   te_var *ax[GIR_MAX_RANK], *rv[4];
   lower_out_axes(c, n, 0, ax);
-  te_expr *ih, *iw, *xi[5], *wi[6];
+  te_expr *ih, *iw, *xi[5], *wi[7];
   int nr;
   if (depthwise) {
     rv[0] = te_var_new(c, "rkh", w->shape[2]);
@@ -112,7 +112,7 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
     rv[0] = te_var_new(c, "rcb", w->shape[1]);
     rv[1] = te_var_new(c, "rkh", w->shape[2]);
     rv[2] = te_var_new(c, "rkw", w->shape[3]);
-    rv[3] = te_var_new(c, "rci", w->shape[4]);
+    rv[3] = te_var_new(c, "rci", w->rank == 7 ? w->shape[4] * 4 : w->shape[4]);
     nr = 4;
   }
   te_var *kh = rv[depthwise ? 0 : 1], *kw = rv[depthwise ? 1 : 2];
@@ -133,14 +133,19 @@ int lower_compute_conv_nchwc(te_ctx *c, const gir_node *n, te_tensor *const *in,
   wi[3] = te_v(c, kw);
   wi[4] = depthwise ? te_int(c, 0) : te_v(c, rv[3]);
   wi[5] = te_v(c, ax[4]);
+  if (w->rank == 7) { /* quads of input channels: [mo, cb, kh, kw, ci / 4, mi, ci % 4] */
+    wi[4] = te_div(c, te_v(c, rv[3]), te_int(c, 4));
+    wi[6] = te_bin(c, TE_MOD, te_v(c, rv[3]), te_int(c, 4));
+  }
   gir_dtype t = product_acc(n, x->dtype);
   te_expr *prod = te_mul(c, te_cast(c, t, te_load(c, xp, xi)), te_cast(c, t, te_load(c, w, wi)));
   /* an input padded to whole blocks: the reduction stops at the real channels (the
    * padding holds whatever its producer computed there, NaN included) */
   int64_t real = gir_attr_int(n, "channels", 0);
   te_expr *cond = NULL;
-  if (!depthwise && real > 0 && real < w->shape[1] * w->shape[4])
-    cond = te_bin(c, TE_LT, te_add(c, te_mul(c, te_v(c, rv[0]), te_int(c, w->shape[4])), te_v(c, rv[3])), te_int(c, real));
+  int64_t wb = w->rank == 7 ? w->shape[4] * 4 : w->shape[4];
+  if (!depthwise && real > 0 && real < w->shape[1] * wb)
+    cond = te_bin(c, TE_LT, te_add(c, te_mul(c, te_v(c, rv[0]), te_int(c, wb)), te_v(c, rv[3])), te_int(c, real));
   te_expr *body = te_reduce(c, TE_SUM, rv, nr, prod, cond);
   if (b) {
     te_expr *bi[2] = {te_v(c, ax[1]), te_v(c, ax[4])};
