@@ -8,8 +8,9 @@ PY = .venv/bin/python
 FUZZ_SECONDS ?= 60
 BUNDLE_FUZZ_SECONDS ?= 30
 TESTDATA_FUZZ_SECONDS ?= 20
+PREFIX ?= /usr/local
 
-.PHONY: all setup build board-runtimes asan-build fuzz-build run bench bench-shapes bench-broad test test-release test-asan fuzz conformance clean
+.PHONY: all setup build board-runtimes asan-build fuzz-build install run bench bench-shapes bench-broad test test-release test-asan fuzz conformance clean
 
 all: build
 
@@ -33,6 +34,11 @@ asan-build: setup
 fuzz-build: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_importer fuzz_bundle fuzz_testdata fuzz_npy
+
+# kiln and kiln-run into PREFIX/bin, the runtime (libkiln_runtime.so / .a, kiln.h,
+# kiln-runtime.pc, find_package(kiln)) into PREFIX/lib and PREFIX/include/kiln
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 run: build
 	@scripts/run.sh $(BUILD)/kiln

@@ -74,6 +74,11 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                               "runs with per-kernel timing, after the timed ones (default 5)", C(BENCH)},
     [CLI_OPT_PROFILE] = {"--profile", NULL, CLI_FLAG, 0, 0, NULL, "print per-kernel times against the peak",
                          C(RUN)},
+    [CLI_OPT_TRACE] = {"--trace", NULL, CLI_STRING, 0, 0, "FILE.json",
+                       "write a Chrome trace (the JSON ONNX Runtime's profiler writes; chrome://tracing, Perfetto): "
+                       "per timed run a slice for the run and one per kernel call, with the kernel's FLOPs and "
+                       "bytes; implies --profile",
+                       C(RUN)},
     [CLI_OPT_INPUT] = {"--input", NULL, CLI_REPEATED, 0, 0, "NAME=FILE.npy", "feed input NAME from a .npy file",
                        C(RUN) | C(BENCH)},
     [CLI_OPT_INPUTS] = {"--inputs", NULL, CLI_STRING, 0, 0, "FILE.npz",
@@ -91,6 +96,10 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
     [CLI_OPT_JSON] = {"--json", NULL, CLI_FLAG, 0, 0, NULL, "print one JSON object and nothing else on stdout",
                       C(BENCH)},
     [CLI_OPT_DOT] = {"--dot", NULL, CLI_STRING, 0, 0, "FILE", "write the graph as Graphviz DOT", C(INSPECT)},
+    [CLI_OPT_SVG] = {"--svg", NULL, CLI_STRING, 0, 0, "FILE",
+                     "render the graph (with --fused: its fused groups as clusters) as SVG with Graphviz's dot, "
+                     "which must be on PATH (Debian: apt-get install graphviz; --dot writes DOT without it)",
+                     C(INSPECT)},
     [CLI_OPT_PRINT] = {"--print", NULL, CLI_FLAG, 0, 0, NULL, "print the graph IR", C(INSPECT) | C(INTERPRET)},
     [CLI_OPT_FUSED] = {"--fused", NULL, CLI_FLAG, 0, 0, NULL, "fold constants and list the fused groups",
                        C(INSPECT)},

@@ -54,7 +54,8 @@ typedef enum cli_opt {
   CLI_OPT_PROFILE, CLI_OPT_INPUT, CLI_OPT_INPUTS, CLI_OPT_OUTPUT_DIR, CLI_OPT_OUTPUTS, CLI_OPT_COMPARE,
   CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR, CLI_OPT_ATOL_SCALE,
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
-  CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_COUNT
+  CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
+  CLI_OPT_SVG, CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a
@@ -167,6 +168,32 @@ int cli_profile_summarize(const kiln_kernel_profile *pr, int32_t n, const cli_pe
 /* Prints the top `top` kernels (all when top <= 0), then the conv/matmul averages. */
 void cli_profile_print(FILE *f, const cli_profile_summary *s, int top);
 void cli_profile_free(cli_profile_summary *s);
+
+/* `kiln run --trace FILE.json` (trace.c): a Chrome trace (the JSON array of "X"
+ * events that ONNX Runtime's profiler writes; chrome://tracing and Perfetto open it)
+ * with, per profiled run, one "Session" slice for the run and one "Node" slice per
+ * kernel call, from kiln_model_profile_calls. Open before the runs, add each run
+ * after it, close at the end: 0, or -1 after one line on stderr. */
+typedef struct cli_trace {
+  FILE *f;
+  const char *path;
+  int64_t origin_ns; /* the first run's start: ts 0 */
+  long pid;
+  int64_t events;
+} cli_trace;
+int cli_trace_open(cli_trace *t, const char *path);
+/* Monotonic clock in ns, the clock kiln_kernel_call's times are on. */
+int64_t cli_trace_now_ns(void);
+/* The run `run` (0-based) of m, which began at start_ns and ended at end_ns. */
+int cli_trace_add_run(cli_trace *t, kiln_model *m, int run, int64_t start_ns, int64_t end_ns);
+/* Ends the JSON array and closes the file (also after a failure: the file stays
+ * valid JSON). NULL-safe when the trace was never opened. */
+int cli_trace_close(cli_trace *t);
+
+/* `kiln inspect --svg FILE` (svg.c): the DOT text rendered by Graphviz's `dot -Tsvg`
+ * (found on PATH, fed through a socket, its stdout the file). 0, or -1 after one line
+ * on stderr: without dot, it says to install Debian's graphviz or use --dot. */
+int cli_render_svg(const char *dot_text, size_t len, const char *path);
 
 /* Seeded random input data, the same numbers `kiln run` feeds (seeded_inputs.c):
  * call once per input, in input order, with one seed variable starting at 42.

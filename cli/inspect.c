@@ -5,7 +5,7 @@
  * it sits at. Exit 0 only when the model imported completely.
  * --fused folds constants and lists the fused groups (fusion/): one line per
  * group, i.e. per kernel the compiler will emit, and with --dot draws them as
- * clusters. */
+ * clusters; --svg renders the same drawing with Graphviz's dot (svg.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +219,24 @@ int kiln_cmd_inspect(int argc, char **argv) {
         gir_write_dot(g, f, part.group_of, labels);
         fclose(f);
       }
+    }
+    if (args.str[CLI_OPT_SVG]) { /* the same DOT, in memory, through dot -Tsvg */
+      char *text = NULL;
+      size_t len = 0;
+      FILE *f = open_memstream(&text, &len);
+      if (!f) {
+        fprintf(stderr, "kiln inspect: out of memory for the graph's DOT\n");
+        rc = 1;
+      } else {
+        gir_write_dot(g, f, part.group_of, labels);
+        if (fclose(f) != 0 || !text) {
+          fprintf(stderr, "kiln inspect: out of memory for the graph's DOT\n");
+          rc = 1;
+        } else if (cli_render_svg(text, len, args.str[CLI_OPT_SVG]) < 0) {
+          rc = 1;
+        }
+      }
+      free(text);
     }
   }
   gir_graph_free(g);

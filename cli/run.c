@@ -3,7 +3,9 @@
  * bundle records for an integer input), runs it --repeat times
  * and prints each output's shape, a short summary of its values, the top-5
  * classes of a classifier-like output, and the median latency; --profile prints
- * per-kernel times, the top 20 against the measured peak (profile_report.c).
+ * per-kernel times, the top 20 against the measured peak (profile_report.c);
+ * --trace FILE.json (which implies --profile) also writes every timed run's kernel
+ * calls as a Chrome trace (trace.c).
  * Outputs can be written as .npy files and/or one .npz. Uses only the runtime's public API
  * (runtime/kiln.h), exactly as an application would. */
 #include <math.h>
@@ -97,7 +99,8 @@ int kiln_cmd_run(int argc, char **argv) {
   if (r) return r < 0 ? 2 : 0;
   const char *bundle = args.positional, *outdir = args.str[CLI_OPT_OUTPUT_DIR], *npz_out = args.str[CLI_OPT_OUTPUTS];
   int repeat = args.set[CLI_OPT_REPEAT] ? (int)args.num[CLI_OPT_REPEAT] : 10;
-  int profile = args.set[CLI_OPT_PROFILE] > 0;
+  int profile = args.set[CLI_OPT_PROFILE] > 0 || args.set[CLI_OPT_TRACE] > 0; /* --trace implies --profile */
+  const char *trace_path = args.str[CLI_OPT_TRACE];
   kiln_options opt;
   kiln_options_init(&opt);
   opt.threads = (int32_t)args.num[CLI_OPT_THREADS];
@@ -131,14 +134,19 @@ int kiln_cmd_run(int argc, char **argv) {
     rc = 1;
   }
   if (profile) kiln_model_profile_reset(m);
+  cli_trace trace = {0};
+  if (rc == 0 && trace_path && cli_trace_open(&trace, trace_path) < 0) rc = 1;
   for (int i = 0; i < repeat && rc == 0; i++) {
+    int64_t start_ns = trace.f ? cli_trace_now_ns() : 0;
     double t0 = cli_now_ms();
     if (kiln_model_run(m) != KILN_OK) {
       fprintf(stderr, "kiln run: %s\n", kiln_model_last_error(m));
       rc = 1;
     }
     times[i] = cli_now_ms() - t0;
+    if (trace.f && cli_trace_add_run(&trace, m, i, start_ns, cli_trace_now_ns()) < 0) rc = 1;
   }
+  if (cli_trace_close(&trace) < 0) rc = 1;
   if (rc == 0 && outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "kiln run: cannot create '%s': %s\n", outdir, strerror(errno));
     rc = 1;
@@ -166,6 +174,8 @@ int kiln_cmd_run(int argc, char **argv) {
       if (cli_profile_summarize(pr, n, &peak, kiln_model_threads(m), &sum) == 0) cli_profile_print(stdout, &sum, 20);
       cli_profile_free(&sum);
     }
+    if (trace_path)
+      printf("trace: %s (%d runs, %d kernel calls each)\n", trace_path, repeat, kiln_model_kernel_count(m));
   }
   free(times);
   kiln_model_close(m);

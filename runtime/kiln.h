@@ -117,7 +117,18 @@ typedef struct {
   int64_t calls;
   int64_t total_ns;
   int64_t flops; /* per call, as the compiler counted them */
+  int64_t bytes; /* per call: the bytes of the buffers it is passed (inputs, outputs,
+                    weights and arena ranges; the workspace not counted) */
 } kiln_kernel_profile;
+
+/* One kernel call of a profiled run: which kernel (its index in the profile's
+ * entries, plan order) and when it started and returned, in nanoseconds of
+ * CLOCK_MONOTONIC (comparable with the caller's own clock_gettime readings). */
+typedef struct {
+  int32_t kernel;
+  int64_t start_ns;
+  int64_t end_ns;
+} kiln_kernel_call;
 
 /* Opens and validates a bundle. On success *model owns everything and must be
  * closed; on failure *model is NULL and errbuf (when given) holds the message. */
@@ -187,6 +198,14 @@ kiln_status kiln_model_set_profile(kiln_model *model, int32_t enabled);
 /* The per-kernel counters (zero calls when profiling was never on). */
 kiln_status kiln_model_profile(const kiln_model *model, const kiln_kernel_profile **entries, int32_t *count);
 void kiln_model_profile_reset(kiln_model *model);
+/* The kernel calls of the last run made with profiling on, in the order they ran:
+ * one per kernel of the plan (after a failed run, the calls up to and including
+ * the one that failed); *count is 0 before the first profiled run. The array is
+ * allocated at open and belongs to the model: each profiled run overwrites it (the
+ * two clock reads per call that profiling makes anyway, stored), so a caller who
+ * wants every run's calls (a timeline, `kiln run --trace`) copies them after each
+ * run. Valid until the next run or close; kiln_model_profile_reset leaves it. */
+kiln_status kiln_model_profile_calls(const kiln_model *model, const kiln_kernel_call **calls, int32_t *count);
 
 int64_t kiln_model_arena_bytes(const kiln_model *model);
 int64_t kiln_model_weights_bytes(const kiln_model *model);

@@ -141,6 +141,8 @@ struct kiln_model {
   int32_t threads;
 
   kiln_kernel_profile *profile;
+  kiln_kernel_call *calls; /* the last profiled run's calls, kernel_count of them */
+  int32_t call_count;
   int32_t profiling;
   int32_t outputs_ready;
   char last_error[KRT_ERR_MAX];

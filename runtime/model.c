@@ -54,6 +54,7 @@ void kiln_model_close(kiln_model *m) {
   }
   free(m->kernels);
   free(m->profile);
+  free(m->calls);
   free(m->arg_descs);
   free(m->args);
   free(m->block);
@@ -344,14 +345,17 @@ kiln_status kiln_model_run(kiln_model *m) {
   m->outputs_ready = 0;
   m->failure.set = 0;
   krt_pool_wake(m->pool); /* workers asleep after idle start waking while the first kernels run */
+  if (m->profiling) m->call_count = 0;
   for (int32_t k = 0; k < m->kernel_count; k++) {
     const krt_kernel *kn = &m->kernels[k];
     int32_t rc;
     if (m->profiling) {
       int64_t t0 = now_ns();
       rc = kn->fn(m->args + kn->first_arg, &m->ctx);
-      m->profile[k].total_ns += now_ns() - t0;
+      int64_t t1 = now_ns();
+      m->profile[k].total_ns += t1 - t0;
       m->profile[k].calls++;
+      m->calls[m->call_count++] = (kiln_kernel_call){k, t0, t1};
     } else {
       rc = kn->fn(m->args + kn->first_arg, &m->ctx);
     }
@@ -410,6 +414,13 @@ kiln_status kiln_model_profile(const kiln_model *m, const kiln_kernel_profile **
   if (!m || !entries || !count) return KILN_ERR_INVALID_ARGUMENT;
   *entries = m->profile;
   *count = m->kernel_count;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_profile_calls(const kiln_model *m, const kiln_kernel_call **calls, int32_t *count) {
+  if (!m || !calls || !count) return KILN_ERR_INVALID_ARGUMENT;
+  *calls = m->calls;
+  *count = m->call_count;
   return KILN_OK;
 }
 

@@ -122,9 +122,10 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
   }
   m->kernels = calloc((size_t)n, sizeof *m->kernels);
   m->profile = calloc((size_t)n, sizeof *m->profile);
+  m->calls = calloc((size_t)n, sizeof *m->calls);
   m->arg_descs = calloc(total > 0 ? (size_t)total : 1, sizeof *m->arg_descs);
   m->args = calloc(total > 0 ? (size_t)total : 1, sizeof *m->args);
-  if (!m->kernels || !m->profile || !m->arg_descs || !m->args)
+  if (!m->kernels || !m->profile || !m->calls || !m->arg_descs || !m->args)
     return krt_fail(err, KILN_ERR_NOMEM, "out of memory for a plan of %d kernels", n);
   m->kernel_count = n;
   m->arg_count = total;
@@ -152,13 +153,18 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
     kn->first_arg = next;
     kn->arg_count = count;
     int32_t a = 0;
+    int64_t bytes = 0; /* every term is at most 2^53 and there are at most KRT_MAX_KERNEL_ARGS */
     for (const cJSON *arg = args->child; arg; arg = arg->next, a++) {
       char arg_where[96];
       snprintf(arg_where, sizeof arg_where, "%s.args[%d]", where, a);
-      if (parse_arg(m, arg, arg_where, &m->arg_descs[next++], err) != KILN_OK) return err->status;
+      krt_arg *d = &m->arg_descs[next++];
+      if (parse_arg(m, arg, arg_where, d, err) != KILN_OK) return err->status;
+      bytes += d->kind == KRT_ARG_INPUT ? m->inputs[d->index].bytes
+               : d->kind == KRT_ARG_OUTPUT ? m->outputs[d->index].bytes : d->bytes;
     }
     m->profile[k].name = kn->name;
     m->profile[k].flops = kn->flops;
+    m->profile[k].bytes = bytes;
   }
 
   unsigned char *used = calloc((size_t)m->output_count, 1);

@@ -16,7 +16,8 @@
 #                version 19, the C API headers, libLLVM
 #   protoc-c     protoc-c runs and Debian's onnx.proto is where CMake looks
 #   pkg-config   libprotobuf-c, libarchive, libcjson, zlib, xgboost (the tuner's cost models)
-#   tools        cmake 3.20 or newer, make, file, each cross target's nm
+#   tools        cmake 3.20 or newer, make, file, each cross target's nm, Graphviz's dot
+#                (kiln inspect --svg)
 #   boards       for aarch64, armv7 and riscv64: qemu-user's qemu-aarch64 / qemu-arm /
 #                qemu-riscv64 run a program that the cross driver linked against the
 #                target's libarchive, cJSON and zlib in build-sysroot/<target> (made by
@@ -82,7 +83,7 @@ BOARDS=("aarch64 qemu-aarch64 aarch64-linux-gnu" "armv7 qemu-arm arm-linux-gnuea
 if [ -n "${list_packages:-}" ]; then
   echo gcc libc6-dev make cmake pkg-config file "$(gcc_rt_pkg)" clang "$(clang_rt_pkg)" llvm-19-dev \
     protobuf-c-compiler libonnx-dev python3 python3-venv qemu-user mmdebstrap gcc-arm-none-eabi \
-    binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm | tr ' ' '\n'
+    binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm graphviz | tr ' ' '\n'
   for c in "${CROSS[@]}"; do set -- $c; printf '%s\n%s\n%s\n' "$3" "$4" "$5"; done
   for m in "${PC_MODULES[@]}"; do set -- $m; echo "$2"; done
   exit 0
@@ -92,7 +93,7 @@ fi
 key() {
   dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\n' $(sed 's/#.*//' scripts/packages.txt) 2>&1
   cat "$0" scripts/packages.txt scripts/requirements.txt "$venv/.kiln-requirements" 2>&1
-  for t in cc clang python3 protoc-c pkg-config cmake make file arm-none-eabi-gcc qemu-system-arm; do
+  for t in cc clang python3 protoc-c pkg-config cmake make file arm-none-eabi-gcc qemu-system-arm dot; do
     echo "$t=$(type -P "$t")"
   done
   for c in "${CROSS[@]}"; do set -- $c; echo "$2=$(type -P "$2")"; done
@@ -285,6 +286,7 @@ elif [ "$(printf '3.20\n%s\n' "$cv" | sort -V | head -1)" != 3.20 ]; then
 fi
 type -P make >/dev/null || fail "tools: make is not installed: install make"
 type -P file >/dev/null || fail "tools: file (test_cross checks each library with it) is not installed: install file"
+type -P dot >/dev/null || fail "tools: Graphviz's dot (kiln inspect --svg) is not installed: install graphviz"
 for c in "${CROSS[@]}"; do
   set -- $c
   nm=${2%-gcc}-nm

@@ -565,14 +565,18 @@ static void test_introspection(const char *bundle) {
   CHECK_INT(kiln_model_output_index(m, "s"), 1);
   CHECK_INT(kiln_model_output_index(m, NULL), -1);
 
-  /* Profiling: off at open, counts calls once on, names and flops from the plan. */
+  /* Profiling: off at open, counts calls once on, names, flops and bytes from the
+   * plan, the last profiled run's calls in order. */
   const kiln_kernel_profile *prof = NULL;
-  int32_t count = 0;
+  const kiln_kernel_call *calls = NULL;
+  int32_t count = 0, n_calls = -1;
   CHECK(set_x(m));
   CHECK_INT(kiln_model_run(m), KILN_OK);
   CHECK_INT(kiln_model_profile(m, &prof, &count), KILN_OK);
   CHECK_INT(count, 3);
   CHECK_INT(prof[0].calls, 0);
+  CHECK_INT(kiln_model_profile_calls(m, &calls, &n_calls), KILN_OK);
+  CHECK_INT(n_calls, 0);
   CHECK_INT(kiln_model_set_profile(m, 1), KILN_OK);
   for (int i = 0; i < 5; i++) CHECK_INT(kiln_model_run(m), KILN_OK);
   CHECK_INT(kiln_model_profile(m, &prof, &count), KILN_OK);
@@ -587,10 +591,32 @@ static void test_introspection(const char *bundle) {
   }
   CHECK(calls_ok);
   CHECK(time_ok);
+  CHECK_INT(prof[0].bytes, 4 * N + 4 * N);      /* x, t */
+  CHECK_INT(prof[1].bytes, 3 * 4 * N);          /* t, w, y */
+  CHECK_INT(prof[2].bytes, 4 * N + 4);          /* y, s */
+  CHECK_INT(kiln_model_profile_calls(m, &calls, &n_calls), KILN_OK);
+  CHECK_INT(n_calls, 3);
+  int order_ok = 1;
+  for (int k = 0; k < n_calls; k++)
+    order_ok &= calls[k].kernel == k && calls[k].start_ns <= calls[k].end_ns &&
+                (k == 0 || calls[k - 1].end_ns <= calls[k].start_ns);
+  CHECK(order_ok);
+  int64_t last_start = calls[0].start_ns;
   kiln_model_profile_reset(m);
   CHECK_INT(prof[0].calls, 0);
   CHECK_INT(prof[0].total_ns, 0);
+  CHECK_INT(kiln_model_profile_calls(m, &calls, &n_calls), KILN_OK);
+  CHECK_INT(n_calls, 3); /* the reset keeps the last run's calls */
+  CHECK_INT(kiln_model_run(m), KILN_OK);
+  CHECK_INT(kiln_model_profile_calls(m, &calls, &n_calls), KILN_OK);
+  CHECK(n_calls == 3 && calls[0].start_ns >= last_start);
+  CHECK_INT(kiln_model_set_profile(m, 0), KILN_OK); /* off: the last profiled run's calls stay */
+  CHECK_INT(kiln_model_run(m), KILN_OK);
+  CHECK_INT(kiln_model_profile_calls(m, &calls, &n_calls), KILN_OK);
+  CHECK_INT(n_calls, 3);
   CHECK_INT(kiln_model_profile(m, NULL, &count), KILN_ERR_INVALID_ARGUMENT);
+  CHECK_INT(kiln_model_profile_calls(m, NULL, &n_calls), KILN_ERR_INVALID_ARGUMENT);
+  CHECK_INT(kiln_model_profile_calls(NULL, &calls, &n_calls), KILN_ERR_INVALID_ARGUMENT);
 
   /* Thread count changes between runs keep the results. */
   static const int32_t changes[] = {3, 1, 2, 0, 8, 1};
@@ -788,6 +814,13 @@ static void test_kernel_failure(const char *bundle) {
   expect(m, kiln_model_run(m), KILN_ERR_RUN, "'broken' failed with status 7", "failing kernel");
   const void *out = NULL;
   expect(m, kiln_model_output(m, 0, &out, NULL), KILN_ERR_RUN, "no successful run", "output after a failed run");
+  /* profiled, the failed run's calls end with the one that failed */
+  const kiln_kernel_call *calls = NULL;
+  int32_t n_calls = -1;
+  CHECK_INT(kiln_model_set_profile(m, 1), KILN_OK);
+  expect(m, kiln_model_run(m), KILN_ERR_RUN, "'broken' failed with status 7", "failing kernel, profiled");
+  CHECK_INT(kiln_model_profile_calls(m, &calls, &n_calls), KILN_OK);
+  CHECK(n_calls == 3 && calls[2].kernel == 2);
   kiln_model_close(m);
 }
 
