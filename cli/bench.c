@@ -18,7 +18,7 @@
  * bound once, like ours: the plain sess.run would add ~5 us of copies and conversions
  * per call, which is not ONNX Runtime's speed but Python's). We talk to it over
  * its stdin/stdout, one line per command and per answer. The two take turns in
- * batches of BATCH runs, so a change in machine load (other processes, frequency)
+ * batches of CLI_BENCH_BATCH runs, so a change in machine load (other processes, frequency)
  * hits both alike instead of whichever ran second; a 5 ms pause before each batch
  * lets kiln's own workers (which spin 0.2 ms) go to sleep. Afterwards both outputs are
  * compared (max abs diff per output; beyond rtol 1e-3 / atol 1e-4 we warn but do not
@@ -28,7 +28,8 @@
  * timed runs carry no profiling overhead): each kernel's median over those runs,
  * reported against the measured fp32 peak
  * (peak.c, profile_report.c). --json prints exactly one JSON object on stdout and
- * nothing else there. */
+ * nothing else there. The runs, the statistics and the JSON object are
+ * bench_measure.c's, which the Python package's kiln.bench shares. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -38,9 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#include <cJSON.h>
 #include "cli.h"
 #include "compile.h"
 #include "kiln.h"
@@ -48,7 +47,7 @@
 
 extern char **environ;
 
-enum { BATCH = 5, MAX_FILES = 300, TOP_KERNELS = 20, SETTLE_NS = 5000000 };
+enum { MAX_FILES = 300, TOP_KERNELS = 20 };
 static const double CMP_RTOL = 1e-3, CMP_ATOL = 1e-4;
 
 /* The onnxruntime worker. argv: MODEL THREADS. Answers "ready VERSION" or "error MSG"
@@ -149,35 +148,9 @@ typedef struct bench {
   FILE *to, *from;            /* the worker's stdin and stdout */
   char *line;                 /* last line read from the worker */
   size_t line_cap;
-  double *kiln_ms, *ort_ms;
-  kiln_kernel_profile *prof; /* per-kernel medians of the profiled runs */
-  double *prof_ns;           /* [kernel][run] */
   struct sigaction old_pipe;
   int pipe_saved;
 } bench;
-
-/* A pause before each batch: the other runtime's idle workers spin for a while after
- * its last run (ours for 0.2 ms, ONNX Runtime's longer) and must not compete with
- * this batch's first runs. */
-static void settle(void) {
-  struct timespec ts = {0, SETTLE_NS};
-  nanosleep(&ts, NULL);
-}
-
-typedef struct stats {
-  double median, p90, min, mean;
-} stats;
-
-static stats stats_of(double *v, int n) { /* sorts v */
-  stats s = {0};
-  qsort(v, (size_t)n, sizeof *v, cli_cmp_double);
-  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  int r = (int)ceil(0.9 * n); /* nearest rank */
-  s.p90 = v[r > 0 ? r - 1 : 0];
-  s.min = v[0];
-  for (int i = 0; i < n; i++) s.mean += v[i] / n;
-  return s;
-}
 
 /* A path in the bench's folder, remembered for removal. */
 static const char *bench_file(bench *b, const char *fmt, int i) {
@@ -274,6 +247,9 @@ static int worker_run(bench *b, int k, double *ms) {
   return 0;
 }
 
+/* The worker as bench_measure.c's rival: K timed runs of it. */
+static int rival_run(void *ctx, int k, double *ms) { return worker_run(ctx, k, ms); }
+
 static void worker_stop(bench *b) {
   if (b->to) {
     fputs("quit\n", b->to);
@@ -299,26 +275,15 @@ static void bench_free(bench *b) {
   }
   if (b->dir[0]) rmdir(b->dir);
   free(b->line);
-  free(b->kiln_ms);
-  free(b->ort_ms);
-  free(b->prof);
-  free(b->prof_ns);
 }
 
 /* ---------------------------------------------------------------- outputs */
-
-typedef struct out_cmp {
-  const char *name;
-  double max_abs_diff; /* NAN: could not compare */
-  int within;          /* within rtol/atol */
-  char note[200];      /* why it could not be compared */
-} out_cmp;
 
 static int is_float(kiln_dtype t) {
   return t == KILN_DTYPE_FLOAT32 || t == KILN_DTYPE_FLOAT64 || t == KILN_DTYPE_FLOAT16 || t == KILN_DTYPE_BFLOAT16;
 }
 
-static void compare_values(const kiln_tensor_info *info, const void *got, const npy_array *ref, out_cmp *c) {
+static void compare_values(const kiln_tensor_info *info, const void *got, const npy_array *ref, cli_bench_output *c) {
   c->max_abs_diff = 0;
   c->within = 1;
   if (ref->dtype != info->dtype || ref->rank != info->rank ||
@@ -340,11 +305,11 @@ static void compare_values(const kiln_tensor_info *info, const void *got, const 
 }
 
 /* Asks the worker for its outputs and compares each with kiln's (matched by name). */
-static int compare_outputs(bench *b, out_cmp *cmp, int n_out) {
+static int compare_outputs(bench *b, cli_bench_output *cmp, int n_out) {
   for (int i = 0; i < n_out; i++) {
     kiln_tensor_info info;
     kiln_model_output_info(b->m, i, &info);
-    cmp[i] = (out_cmp){.name = info.name, .max_abs_diff = NAN};
+    cmp[i] = (cli_bench_output){.name = info.name, .max_abs_diff = NAN};
     snprintf(cmp[i].note, sizeof cmp[i].note, "onnxruntime has no output of that name");
   }
   for (int i = 0; i < n_out; i++)
@@ -378,82 +343,9 @@ static int compare_outputs(bench *b, out_cmp *cmp, int n_out) {
 
 /* ---------------------------------------------------------------- report */
 
-static cJSON *num_or_null(double v, int present) { return present ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
-
-static void print_json(const bench_opts *o, int threads, int is_onnx, double compile_s, int generic, const stats *ks,
-                       const stats *os, const char *ort_version, const out_cmp *cmp, int n_out,
-                       const cli_profile_summary *sum, int64_t flops) {
-  int ort = os != NULL;
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "model", o->model);
-  cJSON_AddStringToObject(j, "format", is_onnx ? "onnx" : "kiln");
-  cJSON_AddItemToObject(j, "opt_level", num_or_null(o->opt_level, is_onnx));
-  cJSON_AddItemToObject(j, "compile_s", num_or_null(compile_s, is_onnx));
-  /* groups whose conv / matmul / pooling no template scheduled (null for a .kiln input) */
-  cJSON_AddItemToObject(j, "generic_groups", num_or_null(generic, is_onnx));
-  cJSON_AddNumberToObject(j, "threads", threads);
-  cJSON_AddNumberToObject(j, "repeat", o->repeat);
-  cJSON_AddNumberToObject(j, "warmup", o->warmup);
-  cJSON_AddNumberToObject(j, "batch", BATCH);
-  cJSON_AddNumberToObject(j, "kiln_ms_median", ks->median);
-  cJSON_AddNumberToObject(j, "kiln_ms_p90", ks->p90);
-  cJSON_AddNumberToObject(j, "kiln_ms_min", ks->min);
-  cJSON_AddNumberToObject(j, "kiln_ms_mean", ks->mean);
-  cJSON_AddItemToObject(j, "ort_ms_median", num_or_null(ort ? os->median : 0, ort));
-  cJSON_AddItemToObject(j, "ort_ms_p90", num_or_null(ort ? os->p90 : 0, ort));
-  cJSON_AddItemToObject(j, "ort_ms_min", num_or_null(ort ? os->min : 0, ort));
-  cJSON_AddItemToObject(j, "ort_ms_mean", num_or_null(ort ? os->mean : 0, ort));
-  cJSON_AddItemToObject(j, "ort_version", ort ? cJSON_CreateString(ort_version) : cJSON_CreateNull());
-  int has_ratio = ort && os->median > 0;
-  cJSON_AddItemToObject(j, "ratio", num_or_null(has_ratio ? ks->median / os->median : 0, has_ratio));
-  double worst = 0;
-  int all_compared = 1;
-  cJSON *outs = cJSON_CreateArray();
-  for (int i = 0; ort && i < n_out; i++) {
-    cJSON *e = cJSON_CreateObject();
-    int ok = !isnan(cmp[i].max_abs_diff);
-    cJSON_AddStringToObject(e, "name", cmp[i].name);
-    cJSON_AddItemToObject(e, "max_abs_diff", num_or_null(cmp[i].max_abs_diff, ok)); /* inf prints as null */
-    cJSON_AddBoolToObject(e, "within_tolerance", cmp[i].within);
-    if (cmp[i].note[0]) cJSON_AddStringToObject(e, "note", cmp[i].note);
-    cJSON_AddItemToArray(outs, e);
-    if (!ok) all_compared = 0;
-    else if (cmp[i].max_abs_diff > worst) worst = cmp[i].max_abs_diff;
-  }
-  cJSON_AddItemToObject(j, "max_abs_diff", num_or_null(worst, ort && all_compared));
-  if (ort) cJSON_AddItemToObject(j, "outputs", outs);
-  else {
-    cJSON_Delete(outs);
-    cJSON_AddNullToObject(j, "outputs");
-  }
-  cJSON_AddNumberToObject(j, "flops", (double)flops);
-  cJSON_AddNumberToObject(j, "kiln_gflops", ks->median > 0 ? (double)flops / (ks->median * 1e6) : 0);
-  cJSON_AddNumberToObject(j, "peak_gflops", sum->peak_gflops);
-  cJSON_AddNumberToObject(j, "peak_gflops_per_core", sum->peak.gflops_per_core);
-  cJSON_AddStringToObject(j, "peak_isa", sum->peak.isa);
-  cJSON_AddItemToObject(j, "conv_pct_peak", num_or_null(sum->conv_pct_peak, sum->n_conv > 0));
-  cJSON_AddItemToObject(j, "matmul_pct_peak", num_or_null(sum->matmul_pct_peak, sum->n_matmul > 0));
-  cJSON_AddNumberToObject(j, "profile_runs", o->profile_runs);
-  cJSON *ks_arr = cJSON_AddArrayToObject(j, "kernels");
-  for (int k = 0; k < sum->n; k++) {
-    const cli_kernel_stat *st = &sum->kernels[k];
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "name", st->name);
-    cJSON_AddNumberToObject(e, "ms", st->ms);
-    cJSON_AddNumberToObject(e, "share", st->share);
-    cJSON_AddNumberToObject(e, "flops", (double)st->flops);
-    cJSON_AddNumberToObject(e, "gflops", st->gflops);
-    cJSON_AddItemToObject(e, "pct_peak", num_or_null(st->pct_peak, st->pct_peak >= 0));
-    cJSON_AddItemToArray(ks_arr, e);
-  }
-  char *text = cJSON_PrintUnformatted(j);
-  if (text) puts(text);
-  free(text);
-  cJSON_Delete(j);
-}
-
-static void print_human(const bench_opts *o, int threads, const stats *ks, const stats *os, const char *ort_version,
-                        const out_cmp *cmp, int n_out, const cli_profile_summary *sum, int64_t flops) {
+static void print_human(const bench_opts *o, int threads, const cli_latency *ks, const cli_latency *os,
+                        const char *ort_version, const cli_bench_output *cmp, int n_out, const cli_profile_summary *sum,
+                        int64_t flops) {
   printf("%d threads, %d timed runs each after %d warm-up runs%s\n", threads, o->repeat, o->warmup,
          os ? ", kiln and onnxruntime alternating in batches of 5" : "");
   printf("kiln         median %10.4f ms   p90 %10.4f ms   min %10.4f ms   (%.2f GFLOPS at the median)\n", ks->median,
@@ -589,77 +481,19 @@ static int bench_main(bench_opts *o, bench *b) {
     }
   }
 
-  /* warm-up, then alternating batches */
-  b->kiln_ms = calloc((size_t)o->repeat, sizeof *b->kiln_ms);
-  b->ort_ms = calloc((size_t)o->repeat + (size_t)o->warmup + 1, sizeof *b->ort_ms);
-  if (!b->kiln_ms || !b->ort_ms) {
-    fprintf(stderr, "kiln bench: out of memory\n");
-    return 1;
-  }
-  for (int i = 0; i < o->warmup; i++)
-    if (kiln_model_run(b->m) != KILN_OK) {
-      fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
-      return 1;
-    }
-  if (o->compare && o->warmup > 0 && worker_run(b, o->warmup, b->ort_ms) < 0) return 1;
-  for (int done = 0; done < o->repeat;) {
-    int k = o->repeat - done < BATCH ? o->repeat - done : BATCH;
-    if (o->compare) settle();
-    for (int i = 0; i < k; i++) {
-      double t0 = cli_now_ms();
-      if (kiln_model_run(b->m) != KILN_OK) {
-        fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
-        return 1;
-      }
-      b->kiln_ms[done + i] = cli_now_ms() - t0;
-    }
-    if (o->compare) settle();
-    if (o->compare && worker_run(b, k, b->ort_ms + done) < 0) return 1;
-    done += k;
-  }
-  stats ks = stats_of(b->kiln_ms, o->repeat), os = {0};
-  if (o->compare) os = stats_of(b->ort_ms, o->repeat);
-
-  /* per-kernel profile, in runs of its own; each kernel's median over the runs, so
-   * that one run stalled by another process does not count five times */
-  int prof_runs = o->profile_runs;
-  const kiln_kernel_profile *pr;
-  int32_t n_k;
-  kiln_model_profile(b->m, &pr, &n_k);
-  int64_t flops = 0;
-  for (int k = 0; k < n_k; k++) flops += pr[k].flops;
-  b->prof = calloc((size_t)n_k + 1, sizeof *b->prof);
-  b->prof_ns = calloc(((size_t)n_k + 1) * ((size_t)prof_runs + 1), sizeof *b->prof_ns);
-  if (!b->prof || !b->prof_ns) {
-    fprintf(stderr, "kiln bench: out of memory\n");
-    return 1;
-  }
-  kiln_model_set_profile(b->m, 1);
-  for (int r = 0; r < prof_runs; r++) {
-    kiln_model_profile_reset(b->m);
-    if (kiln_model_run(b->m) != KILN_OK) {
-      fprintf(stderr, "kiln bench: %s\n", kiln_model_last_error(b->m));
-      return 1;
-    }
-    kiln_model_profile(b->m, &pr, &n_k);
-    for (int k = 0; k < n_k; k++) b->prof_ns[(size_t)k * prof_runs + r] = (double)pr[k].total_ns;
-  }
-  kiln_model_set_profile(b->m, 0);
-  for (int k = 0; k < n_k && prof_runs > 0; k++) {
-    stats ns = stats_of(b->prof_ns + (size_t)k * prof_runs, prof_runs);
-    b->prof[k] = pr[k];
-    b->prof[k].calls = prof_runs;
-    b->prof[k].total_ns = (int64_t)(ns.median * prof_runs);
-  }
-  cli_profile_summary sum; /* no kernels at all with --profile-runs 0 */
-  if (cli_profile_summarize(b->prof, prof_runs > 0 ? n_k : 0, &peak, threads, &sum) < 0) {
-    fprintf(stderr, "kiln bench: out of memory\n");
+  /* warm-up, then alternating batches, then the profiled runs (bench_measure.c) */
+  cli_bench_rival rival = {rival_run, b};
+  cli_bench_measurement me;
+  if (cli_bench_measure(b->m, o->repeat, o->warmup, o->profile_runs, &peak, o->compare ? &rival : NULL, &me, why,
+                        sizeof why) < 0) {
+    if (why[0]) fprintf(stderr, "kiln bench: %s\n", why); /* else the worker said what failed */
+    cli_bench_measurement_free(&me);
     return 1;
   }
 
   /* outputs against onnxruntime's */
   int n_out = kiln_model_output_count(b->m);
-  out_cmp *cmp = calloc((size_t)n_out + 1, sizeof *cmp);
+  cli_bench_output *cmp = calloc((size_t)n_out + 1, sizeof *cmp);
   if (!cmp) rc = 1;
   if (rc == 0 && o->compare && compare_outputs(b, cmp, n_out) < 0) rc = 1;
   for (int i = 0; rc == 0 && o->compare && i < n_out; i++) {
@@ -669,14 +503,20 @@ static int bench_main(bench_opts *o, bench *b) {
       fprintf(stderr, "kiln bench: warning: output %s differs from onnxruntime beyond rtol 1e-3 / atol 1e-4 "
                       "(max abs diff %.3g)\n", cmp[i].name, cmp[i].max_abs_diff);
   }
-  if (rc == 0) {
-    if (o->json)
-      print_json(o, threads, is_onnx, compile_s, generic, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
-    else
-      print_human(o, threads, &ks, o->compare ? &os : NULL, ort_version, cmp, n_out, &sum, flops);
+  if (rc == 0 && o->json) {
+    cli_bench_report rep = {.model = o->model, .is_onnx = is_onnx, .opt_level = o->opt_level,
+                            .generic_groups = generic, .compile_s = compile_s, .repeat = o->repeat,
+                            .warmup = o->warmup, .profile_runs = o->profile_runs, .measured = &me,
+                            .ort_version = o->compare ? ort_version : NULL, .outputs = cmp, .n_outputs = n_out};
+    char *text = cli_bench_json(&rep);
+    if (text) puts(text);
+    else fprintf(stderr, "kiln bench: out of memory\n"), rc = 1;
+    free(text);
+  } else if (rc == 0) {
+    print_human(o, threads, &me.kiln, o->compare ? &me.rival : NULL, ort_version, cmp, n_out, &me.profile, me.flops);
   }
   free(cmp);
-  cli_profile_free(&sum);
+  cli_bench_measurement_free(&me);
   return rc;
 }
 

@@ -194,6 +194,55 @@ int cli_trace_close(cli_trace *t);
  * (found on PATH, fed through a socket, its stdout the file). 0, or -1 after one line
  * on stderr: without dot, it says to install Debian's graphviz or use --dot. */
 int cli_render_svg(const char *dot_text, size_t len, const char *path);
+/* The measuring half of `kiln bench` (bench_measure.c), shared with the Python
+ * package (python/: kiln.bench). Latency statistics of n samples in ms (sorts ms). */
+typedef struct cli_latency {
+  double median, p90, min, mean;
+} cli_latency;
+cli_latency cli_latency_of(double *ms, int n);
+/* Another runtime timed batch by batch between kiln's batches (bench.c's ONNX
+ * Runtime worker): run makes k timed runs and writes their ms; -1 when it failed,
+ * having reported why itself. */
+typedef struct cli_bench_rival {
+  int (*run)(void *ctx, int k, double *ms);
+  void *ctx;
+} cli_bench_rival;
+typedef struct cli_bench_measurement {
+  int32_t threads;
+  cli_latency kiln, rival;     /* rival: zeros without one */
+  int64_t flops;               /* per run, as the compiler counted them */
+  cli_profile_summary profile; /* each kernel's median over the profiled runs (none with 0 of them) */
+} cli_bench_measurement;
+/* On m, whose inputs are set: warmup runs (the rival's too), then repeat timed runs
+ * in batches of CLI_BENCH_BATCH, alternating with the rival's batches when there is
+ * one (a pause before each batch lets the other's idle workers sleep), then
+ * profile_runs runs with per-kernel timing on. 0, or -1 with the message in why
+ * ("" when the rival failed: it reported itself). Free with cli_bench_measurement_free. */
+enum { CLI_BENCH_BATCH = 5 };
+int cli_bench_measure(kiln_model *m, int repeat, int warmup, int profile_runs, const cli_peak *peak,
+                      const cli_bench_rival *rival, cli_bench_measurement *out, char *why, size_t whylen);
+void cli_bench_measurement_free(cli_bench_measurement *r);
+/* One output compared with the rival's (bench.c). */
+typedef struct cli_bench_output {
+  const char *name;
+  double max_abs_diff; /* NAN: could not compare */
+  int within;          /* within rtol/atol */
+  char note[200];      /* why it could not be compared */
+} cli_bench_output;
+/* Everything `kiln bench --json` reports. */
+typedef struct cli_bench_report {
+  const char *model;
+  int is_onnx;                      /* compiled here: opt_level, compile_s, generic_groups are known */
+  int opt_level, generic_groups;
+  double compile_s;
+  int repeat, warmup, profile_runs;
+  const cli_bench_measurement *measured;
+  const char *ort_version;          /* NULL: no comparison (every ort_ field null) */
+  const cli_bench_output *outputs;  /* with a comparison: n_outputs of them */
+  int n_outputs;
+} cli_bench_report;
+/* The report as one line of JSON, malloc'ed (free()); NULL when out of memory. */
+char *cli_bench_json(const cli_bench_report *r);
 
 /* Seeded random input data, the same numbers `kiln run` feeds (seeded_inputs.c):
  * call once per input, in input order, with one seed variable starting at 42.
@@ -217,6 +266,12 @@ typedef struct cli_input {
   int64_t lo, hi;
 } cli_input;
 int cli_set_inputs(kiln_model *m, const cli_args *a, cli_input *ins, FILE *log);
+/* What cli_set_inputs invents for input i (seeded random data, integers in the range
+ * the bundle records; none for an input that needs given data), into in (the data
+ * malloc'ed); how says how to give real data, for the messages ("--input x=FILE.npy").
+ * Call in input order with one seed variable starting at 42. 0, or -1 with why. */
+int cli_invent_input(kiln_model *m, int32_t i, cli_input *in, uint64_t *seed, const char *how, char *why,
+                     size_t whylen);
 void cli_inputs_free(cli_input *ins, int32_t n);
 /* Element i of a buffer of dtype t, as a double. */
 double cli_value_at(kiln_dtype t, const void *data, int64_t i);

@@ -48,34 +48,44 @@ void cli_inputs_free(cli_input *ins, int32_t n) {
   for (int32_t i = 0; ins && i < n; i++) free(ins[i].arr.data);
 }
 
-/* Invented data for input i: seeded random numbers, integers in the bundle's range. */
-static int invent(kiln_model *m, int32_t i, const kiln_tensor_info *info, cli_input *in, uint64_t *seed,
-                  const char *cmd) {
+int cli_invent_input(kiln_model *m, int32_t i, cli_input *in, uint64_t *seed, const char *how, char *why,
+                     size_t whylen) {
+  kiln_tensor_info info;
   kiln_values kind = KILN_VALUES_ANY;
   int64_t lo = 0, hi = 10;
+  if (kiln_model_input_info(m, i, &info) != KILN_OK) {
+    snprintf(why, whylen, "the model has no input %d", (int)i);
+    return -1;
+  }
   kiln_model_input_range(m, i, &kind, &lo, &hi);
-  if (kind == KILN_VALUES_GIVEN)
-    return fail(cmd,
-                "input '%s' is computed into an index, so no invented values are known to be valid: give its "
-                "data with --input %s=FILE.npy or --inputs FILE.npz",
-                info->name, info->name);
-  int64_t limit = int_limit(info->dtype);
+  if (kind == KILN_VALUES_GIVEN) {
+    snprintf(why, whylen,
+             "input '%s' is computed into an index, so no invented values are known to be valid: give its data "
+             "with %s", info.name, how);
+    return -1;
+  }
+  int64_t limit = int_limit(info.dtype);
   if (kind == KILN_VALUES_RANGE && limit && hi > limit) hi = limit;
   if (kind == KILN_VALUES_RANGE && lo < 0) lo = 0;
-  if (kind == KILN_VALUES_RANGE && hi <= lo && info->elements > 0)
-    return fail(cmd, "input '%s' indexes an empty axis: no value is valid; give its data with --input %s=FILE.npy",
-                info->name, info->name);
-  in->arr.dtype = info->dtype;
-  in->arr.rank = info->rank;
-  memcpy(in->arr.dims, info->dims, sizeof in->arr.dims);
-  in->arr.bytes = info->bytes;
-  in->arr.data = malloc((size_t)(info->bytes ? info->bytes : 1));
-  if (!in->arr.data) return fail(cmd, "out of memory for input '%s'", info->name);
+  if (kind == KILN_VALUES_RANGE && hi <= lo && info.elements > 0) {
+    snprintf(why, whylen, "input '%s' indexes an empty axis: no value is valid; give its data with %s", info.name, how);
+    return -1;
+  }
+  in->name = info.name;
+  in->arr.dtype = info.dtype;
+  in->arr.rank = info.rank;
+  memcpy(in->arr.dims, info.dims, sizeof in->arr.dims);
+  in->arr.bytes = info.bytes;
+  in->arr.data = malloc((size_t)(info.bytes ? info.bytes : 1));
+  if (!in->arr.data) {
+    snprintf(why, whylen, "out of memory for input '%s'", info.name);
+    return -1;
+  }
   if (kind == KILN_VALUES_RANGE) {
-    cli_fill_random_range(info->dtype, in->arr.data, info->elements, lo, hi, seed);
+    cli_fill_random_range(info.dtype, in->arr.data, info.elements, lo, hi, seed);
     in->lo = lo, in->hi = hi;
   } else {
-    cli_fill_random(info->dtype, in->arr.data, info->elements, seed);
+    cli_fill_random(info.dtype, in->arr.data, info.elements, seed);
   }
   in->source = NULL;
   in->ranged = kind == KILN_VALUES_RANGE;
@@ -130,7 +140,9 @@ int cli_set_inputs(kiln_model *m, const cli_args *a, cli_input *ins, FILE *log) 
         rc = fail(cmd, "input %s: %s", info.name, why);
       in->source = npz_path;
     } else {
-      rc = invent(m, i, &info, in, &seed, cmd);
+      char how[600];
+      snprintf(how, sizeof how, "--input %s=FILE.npy or --inputs FILE.npz", info.name);
+      if (cli_invent_input(m, i, in, &seed, how, why, sizeof why) < 0) rc = fail(cmd, "%s", why);
     }
     if (rc) break;
     kiln_status st = kiln_model_set_input(m, info.name, in->arr.dtype, in->arr.rank, in->arr.dims, in->arr.data,

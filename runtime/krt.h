@@ -133,6 +133,7 @@ struct kiln_model {
   size_t params_size;
   unsigned char *block; /* arena, workspace, inputs, outputs: the one allocation */
   void *lib;            /* dlopen handle */
+  int lib_fd;           /* the memfd lib was loaded from, open while it is (library.c); -1: none */
 
   krt_pool *pool;
   int64_t spin_us; /* kiln_model_set_spin_us's; -1: the pool's default */
@@ -167,7 +168,7 @@ void krt_plan_bind(kiln_model *model);
 /* dlopens the kernel library from a private copy and resolves every kernel's
  * symbol, which must lie inside that library. */
 kiln_status krt_library_load(kiln_model *model, const krt_entry *lib, krt_error *err);
-void krt_library_close(void *handle);
+void krt_library_close(kiln_model *model);
 
 /* ---- cpu.c: the CPU features a bundle's code uses, present on this CPU? ---- */
 

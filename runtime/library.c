@@ -8,6 +8,15 @@
  * two bundles may export the same symbol names). Build with -DKRT_NO_MEMFD to
  * use the temporary file always.
  *
+ * dlopen hands back an object already loaded under the same name instead of
+ * loading the file: the library of another model open in this process, if its
+ * path were ours again — a memfd's /proc/self/fd/N once N is free, a temporary
+ * name made again after unlink — and this model would run that model's kernels.
+ * So the memfd stays open while its library is loaded (N stays taken: closed by
+ * krt_library_close), and no path is dlopen'ed while something is loaded under
+ * its name (RTLD_NOLOAD asks): another temporary name then, or the temporary
+ * file instead of the memfd.
+ *
  * Before any of that, the library must be code for this machine: the manifest's
  * target triple names this architecture and the ELF header says this class, byte
  * order and machine — else one line saying what the bundle is built for.
@@ -38,15 +47,23 @@ static int write_all(int fd, const unsigned char *data, size_t size) {
   return 1;
 }
 
+/* Whether an object is loaded under this name (dlopen would return it). */
+static int name_taken(const char *path) {
+  void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != NULL;
+}
+
 /* Tries an anonymous memfd; returns 0 (and no handle) when memfds or /proc are
- * not available, so the caller falls back to a temporary file. */
-static int open_via_memfd(const krt_entry *lib, void **handle, char *why, size_t whylen) {
+ * not available or its name is taken, so the caller falls back to a temporary
+ * file. On success *fd is the memfd, to stay open while the library is loaded. */
+static int open_via_memfd(const krt_entry *lib, void **handle, int *lib_fd, char *why, size_t whylen) {
 #if defined(__linux__) && defined(MFD_CLOEXEC) && !defined(KRT_NO_MEMFD)
   int fd = memfd_create("kiln-kernels", MFD_CLOEXEC);
   if (fd < 0) return 0;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  if (access(path, R_OK) != 0 || !write_all(fd, lib->data, lib->size)) {
+  if (access(path, R_OK) != 0 || !write_all(fd, lib->data, lib->size) || name_taken(path)) {
     close(fd);
     return 0;
   }
@@ -54,11 +71,13 @@ static int open_via_memfd(const krt_entry *lib, void **handle, char *why, size_t
   if (!*handle) {
     const char *e = dlerror();
     snprintf(why, whylen, "%s", e ? e : "dlopen failed");
+    close(fd);
+  } else {
+    *lib_fd = fd;
   }
-  close(fd);
   return 1;
 #else
-  (void)lib, (void)handle, (void)why, (void)whylen;
+  (void)lib, (void)handle, (void)lib_fd, (void)why, (void)whylen;
   return 0;
 #endif
 }
@@ -71,7 +90,19 @@ static void open_via_tempfile(const krt_entry *lib, void **handle, char *why, si
     snprintf(why, whylen, "TMPDIR is too long");
     return;
   }
-  int fd = mkstemp(path);
+  int fd = -1;
+  for (int tries = 0; tries < 100 && fd < 0; tries++) { /* a name nothing loaded has */
+    path[strlen(path) - 6] = 0;
+    strcat(path, "XXXXXX");
+    if ((fd = mkstemp(path)) >= 0 && name_taken(path)) {
+      unlink(path);
+      close(fd);
+      fd = -1;
+      errno = EEXIST;
+    } else if (fd < 0 && errno != EEXIST) {
+      break;
+    }
+  }
   if (fd < 0) {
     snprintf(why, whylen, "cannot create a temporary file in %s: %s", dir, strerror(errno));
     return;
@@ -229,12 +260,15 @@ kiln_status krt_library_load(kiln_model *m, const krt_entry *lib, krt_error *err
     return err->status;
   char why[KRT_ERR_MAX / 2] = "";
   void *handle = NULL;
-  if (!open_via_memfd(lib, &handle, why, sizeof why)) open_via_tempfile(lib, &handle, why, sizeof why);
+  if (!open_via_memfd(lib, &handle, &m->lib_fd, why, sizeof why)) open_via_tempfile(lib, &handle, why, sizeof why);
   if (!handle) return krt_fail(err, KILN_ERR_LOAD, "%s: cannot load: %s", lib->name, why);
   m->lib = handle;
   return resolve(m, lib->name, err);
 }
 
-void krt_library_close(void *handle) {
-  if (handle) dlclose(handle);
+void krt_library_close(kiln_model *m) {
+  if (m->lib) dlclose(m->lib);
+  if (m->lib_fd >= 0) close(m->lib_fd); /* only now may its number, and so the name, be another's */
+  m->lib = NULL;
+  m->lib_fd = -1;
 }

@@ -45,7 +45,7 @@ static void free_tensors(krt_tensor *t, int32_t count) {
 void kiln_model_close(kiln_model *m) {
   if (!m) return;
   krt_pool_destroy(m->pool);
-  krt_library_close(m->lib);
+  krt_library_close(m);
   for (int32_t k = 0; m->kernels && k < m->kernel_count; k++) {
     free(m->kernels[k].name);
     free(m->kernels[k].symbol);
@@ -208,6 +208,7 @@ static kiln_status open_any(const bundle_source *src, const kiln_options *option
   }
   m->threads = 1;
   m->spin_us = -1;
+  m->lib_fd = -1;
   krt_archive archive;
   if (src->path) krt_archive_read_file(src->path, o.max_entry_bytes, &archive, &err);
   else krt_archive_read_memory(src->data, src->size, o.max_entry_bytes, &archive, &err);

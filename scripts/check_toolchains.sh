@@ -27,7 +27,9 @@
 #                libm (as test_cortex_m builds the --aot projects); qemu-system-arm
 #                knows the mps2-an386, mps2-an500 and mps3-an547 boards
 #   venv         python3 can make a virtualenv; .venv/bin/python imports onnx,
-#                onnxruntime and numpy at the versions pinned in scripts/requirements.txt
+#                onnxruntime, numpy, scikit-build-core and pytest at the versions pinned
+#                in scripts/requirements.txt, and has its C headers (Python.h: the Python
+#                package's extension, python/, is built against them)
 #
 # usage: scripts/check_toolchains.sh [--no-stamp] [--list-packages]
 #
@@ -82,7 +84,7 @@ BOARDS=("aarch64 qemu-aarch64 aarch64-linux-gnu" "armv7 qemu-arm arm-linux-gnuea
 
 if [ -n "${list_packages:-}" ]; then
   echo gcc libc6-dev make cmake pkg-config file "$(gcc_rt_pkg)" clang "$(clang_rt_pkg)" llvm-19-dev \
-    protobuf-c-compiler libonnx-dev python3 python3-venv qemu-user mmdebstrap gcc-arm-none-eabi \
+    protobuf-c-compiler libonnx-dev python3 python3-venv python3-dev qemu-user mmdebstrap gcc-arm-none-eabi \
     binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm graphviz | tr ' ' '\n'
   for c in "${CROSS[@]}"; do set -- $c; printf '%s\n%s\n%s\n' "$3" "$4" "$5"; done
   for m in "${PC_MODULES[@]}"; do set -- $m; echo "$2"; done
@@ -322,6 +324,10 @@ EOF
     while IFS= read -r l; do
       fail "venv: $venv/bin/python $l: rebuild it (rm -rf $venv && scripts/setup.sh)"
     done <<<"$out"
+  fi
+  inc=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+  if [ ! -f "$inc/Python.h" ]; then
+    fail "venv: $venv/bin/python has no C headers ($inc/Python.h; the Python package python/ is built against them): install python3-dev"
   fi
 fi
 

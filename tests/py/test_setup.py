@@ -173,11 +173,12 @@ def main():
     write_exe(os.path.join(venv, "bin", "python"), '#!/bin/sh\nexec %s -I -S "$@"\n' % python3)
     rc, out, err, _ = run([PROBE, "--no-stamp"], env=env_with(KILN_VENV=venv))
     lines = problem_lines(err)
-    mods = [m for m in ("onnx", "onnxruntime", "numpy") if any("cannot import %s " % m in l for l in lines)]
-    c.check(rc == 1 and len(lines) == 3 and mods == ["onnx", "onnxruntime", "numpy"]
+    pinned = ["onnx", "onnxruntime", "numpy", "scikit_build_core", "pytest"]  # scripts/requirements.txt
+    mods = [m for m in pinned if any("cannot import %s " % m in l for l in lines)]
+    c.check(rc == 1 and len(lines) == len(pinned) and mods == pinned
             and all(l.startswith("check_toolchains: venv: ") and "scripts/setup.sh" in l for l in lines),
-            "probe with an empty virtualenv: want one line per module (onnx, onnxruntime, numpy), got exit %d:\n%s"
-            % (rc, err.strip()))
+            "probe with an empty virtualenv: want one line per module (%s), got exit %d:\n%s"
+            % (", ".join(pinned), rc, err.strip()))
 
     # --- the stamp ---
     stamp = os.path.join(tmp, "stamp")

@@ -42,11 +42,14 @@ static const char *KERNELS =
     "#include <stdint.h>\n"
     "#include \"kiln_abi.h\"\n"
     "#define N 1000\n"
+    "#ifndef SCALE\n"
+    "#define SCALE 2.0f\n"
+    "#endif\n"
     "static int aligned(const void *p) { return ((uintptr_t)p & 63) == 0; }\n"
     "typedef struct { const float *x; float *t; } scale_c;\n"
     "static void scale_task(void *c, int64_t b, int64_t e) {\n"
     "  scale_c *s = c;\n"
-    "  for (int64_t i = b; i < e; i++) s->t[i] = 2.0f * s->x[i];\n"
+    "  for (int64_t i = b; i < e; i++) s->t[i] = SCALE * s->x[i];\n"
     "}\n"
     "int32_t k_scale(void *const *buf, const kiln_ctx *ctx) {\n"
     "  if (!aligned(buf[0]) || !aligned(buf[1])) return 3;\n"
@@ -76,7 +79,7 @@ static const char *KERNELS =
     "int kiln_test_data = 5;\n";
 
 static char tmpdir[512];
-static char lib_path[600];
+static char lib_path[600], lib3_path[600]; /* y = relu(2x + w); the other one relu(3x + w) */
 
 /* ------------------------------------------------------------------ bundle writer */
 
@@ -100,6 +103,7 @@ static int build_library(void) {
   char src[600], cmd[2048];
   snprintf(src, sizeof src, "%s/kernels.c", tmpdir);
   snprintf(lib_path, sizeof lib_path, "%s/kernels.so", tmpdir);
+  snprintf(lib3_path, sizeof lib3_path, "%s/kernels3.so", tmpdir);
   FILE *f = fopen(src, "w");
   if (!f) return 0;
   fputs(KERNELS, f);
@@ -107,6 +111,9 @@ static int build_library(void) {
   const char *cc = getenv("KILN_TEST_CC");
   snprintf(cmd, sizeof cmd, "%s -O2 -shared -fPIC -I'%s' -o '%s' '%s'", cc && *cc ? cc : "cc", KILN_RUNTIME_DIR,
            lib_path, src);
+  if (system(cmd) != 0) return 0;
+  snprintf(cmd, sizeof cmd, "%s -O2 -shared -fPIC -DSCALE=3.0f -I'%s' -o '%s' '%s'", cc && *cc ? cc : "cc",
+           KILN_RUNTIME_DIR, lib3_path, src);
   return system(cmd) == 0;
 }
 
@@ -235,10 +242,11 @@ static int write_tar(const char *path, const char *const *names, const void *con
 
 static float weight(int i) { return (float)(i % 5) - 2.0f; }
 
-/* Writes the tiny model's bundle to path; failing adds a kernel returning 7. */
-static int build_bundle(const char *path, int failing) {
+/* Writes the tiny model's bundle to path with the library at lib_file; failing adds a
+ * kernel returning 7. */
+static int build_bundle(const char *path, const char *lib_file, int failing) {
   size_t lib_size;
-  unsigned char *lib = read_file(lib_path, &lib_size);
+  unsigned char *lib = read_file(lib_file, &lib_size);
   if (!lib) return 0;
   size_t params_size = PARAM_W_OFFSET + 4 * N;
   unsigned char *params = calloc(1, params_size);
@@ -824,6 +832,48 @@ static void test_kernel_failure(const char *bundle) {
   kiln_model_close(m);
 }
 
+/* y[i] of a model whose first kernel scales by scale: i where it differs, else -1. */
+static int first_wrong(kiln_model *m, float scale) {
+  const void *data = NULL;
+  if (kiln_model_output(m, 0, &data, NULL) != KILN_OK || !data) return 0;
+  for (int i = 0; i < N; i++) {
+    float v = scale * input_value(i) + weight(i);
+    if (((const float *)data)[i] != (v > 0 ? v : 0)) return i;
+  }
+  return -1;
+}
+
+/* Models open side by side each run their own library. dlopen returns an object
+ * already loaded under the same name, and the name of a library loaded from a memfd
+ * is /proc/self/fd/N: were N closed after dlopen, the next model's memfd would get
+ * N and its dlopen the first model's library — it would run the other's kernels. */
+static void test_models_side_by_side(const char *bundle2, const char *bundle3) {
+  for (int from_memory = 0; from_memory < 2; from_memory++) {
+    kiln_model *m[4] = {NULL};
+    const char *paths[4] = {bundle2, bundle3, bundle3, bundle2};
+    char err[512];
+    for (int k = 0; k < 4; k++) {
+      size_t size = 0;
+      unsigned char *data = from_memory ? read_file(paths[k], &size) : NULL;
+      kiln_status s = from_memory ? kiln_model_open_memory(data, size, NULL, &m[k], err, sizeof err)
+                                  : kiln_model_open(paths[k], NULL, &m[k], err, sizeof err);
+      free(data);
+      CHECKF(s == KILN_OK, "side by side, model %d: %s", k, err);
+      if (k == 1) { /* a closed model's names are free again; the open ones' stay theirs */
+        kiln_model_close(m[0]);
+        CHECKF(kiln_model_open(paths[0], NULL, &m[0], err, sizeof err) == KILN_OK, "reopened: %s", err);
+      }
+    }
+    for (int k = 0; k < 4; k++) {
+      if (!m[k] || !CHECK(set_x(m[k])) || !CHECK(kiln_model_run(m[k]) == KILN_OK)) continue;
+      int bad = first_wrong(m[k], paths[k] == bundle2 ? 2.0f : 3.0f);
+      CHECKF(bad < 0, "side by side (%s), model %d runs another model's kernels: y[%d] is wrong",
+             from_memory ? "from memory" : "from files", k, bad);
+    }
+    for (int k = 0; k < 4; k++) kiln_model_close(m[k]);
+  }
+}
+
 int main(void) {
   const char *base = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/kiln-rt-test-XXXXXX", base && *base ? base : "/tmp");
@@ -835,18 +885,21 @@ int main(void) {
   test_chunks();
   test_pool();
   test_open_errors();
-  char bundle[700], failing[700];
+  char bundle[700], failing[700], scale3[700];
   snprintf(bundle, sizeof bundle, "%s/tiny.kiln", tmpdir);
+  snprintf(scale3, sizeof scale3, "%s/scale3.kiln", tmpdir);
   snprintf(failing, sizeof failing, "%s/failing.kiln", tmpdir);
   if (CHECKF(build_library(), "compiling the test kernels with cc -shared failed (cc and the C headers come with "
                               "the Debian packages gcc and libc6-dev; scripts/setup.sh installs them)") &&
-      CHECK(build_bundle(bundle, 0)) && CHECK(build_bundle(failing, 1))) {
+      CHECK(build_bundle(bundle, lib_path, 0)) && CHECK(build_bundle(failing, lib_path, 1)) &&
+      CHECK(build_bundle(scale3, lib3_path, 0))) {
     test_run(bundle);
     test_introspection(bundle);
     test_open_memory(bundle);
     test_input_validation(bundle);
     test_entry_cap(bundle);
     test_kernel_failure(failing);
+    test_models_side_by_side(bundle, scale3);
   }
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
