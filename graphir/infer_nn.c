@@ -164,11 +164,12 @@ int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
   if (product_types(n, &ot, err) < 0) return -1;
   int64_t m = a->dims[a->rank - 2], ka = a->dims[a->rank - 1], kb = b->dims[b->rank - 2], nn = b->dims[b->rank - 1];
   int64_t nr = gir_attr_int(n, "packed", 0);
-  if (nr) { /* b in panels [ceil(N/nr), K, nr] */
+  if (nr) { /* b in panels [ceil(N/nr), K, nr]; 8-bit: [ceil(N/nr), K/4, nr, 4] */
     nn = gir_attr_int(n, "n", 0);
-    if (nr < 0 || b->rank != 3 || b->dims[2] != nr || nn < 1 || b->dims[0] != (nn + nr - 1) / nr)
+    int quad = b->rank == 4 && ot == GIR_I32 && b->dims[3] == 4;
+    if (nr < 0 || (b->rank != 3 && !quad) || b->dims[2] != nr || nn < 1 || b->dims[0] != (nn + nr - 1) / nr)
       return gir_errf(err, "packed matmul: weight panels do not hold %lld columns of %lld", (long long)nn, (long long)nr);
-    kb = b->dims[1];
+    kb = quad ? b->dims[1] * 4 : b->dims[1];
   }
   if (ka != kb) return gir_errf(err, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
   gir_shape ba = {.rank = a->rank - 2}, bb = {.rank = b->rank - 2}, s;

@@ -39,6 +39,11 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     if (!nr || K < 2) continue;
     int64_t np = Np / nr + (Np % nr != 0);
     gir_shape ps = {.rank = 3, .dims = {np, K, nr}};
+    /* 8-bit weights with K a multiple of 4: each column's four consecutive k side by
+     * side, [np, K/4, nr, 4] — the vector a 4-way dot product multiplies with four
+     * bytes of A's row (tir/pass_dot4.c) */
+    int quad = q8 && K % 4 == 0;
+    if (quad) ps = (gir_shape){.rank = 4, .dims = {np, K / 4, nr, 4}};
     gir_value *pv = gir_const_new(g, NULL, b->dtype, &ps, NULL); /* packed in place */
     size_t es = gir_dtype_size(b->dtype);
     char *p = pv->data;
@@ -46,8 +51,10 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     const char *bd = b->data;
     for (int64_t j = 0; j < np; j++)
       for (int64_t kk = 0; kk < K; kk++)
-        for (int64_t i = 0; i < nr && j * nr + i < N; i++)
-          memcpy(p + ((j * K + kk) * nr + i) * es, bd + (kk * N + j * nr + i) * es, es);
+        for (int64_t i = 0; i < nr && j * nr + i < N; i++) {
+          int64_t dst = quad ? ((j * (K / 4) + kk / 4) * nr + i) * 4 + kk % 4 : (j * K + kk) * nr + i;
+          memcpy(p + dst * es, bd + (kk * N + j * nr + i) * es, es);
+        }
     count++;
     if (Np == N) {
       n->in[1] = pv;

@@ -93,6 +93,21 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
   /* the register tile: k outermost, rows and column vectors unrolled inside it */
   sch_iter *k = red->reduce_axes[0], *m = red->root_axes[r - 2], *n = red->root_axes[r - 1], *n_o, *n_i;
   if (sch_split(s, red, n, cfg->vec, &n_o, &n_i) < 0) return -1;
+  /* 8-bit weights in quads of k (pack_matmul.c): each quad innermost, inside the rows
+   * and column vectors, so that every accumulator gets its four multiply-adds in a row
+   * — one 4-way dot product (tir/pass_dot4.c) */
+  const gir_node *mn = red->t->origin;
+  if (red->t->dtype == GIR_I32 && cfg->vec > 1 && mn && mn->op == GIR_OP_matmul && mn->n_in > 1 &&
+      mn->in[1]->shape.rank == 4 && gir_attr_int(mn, "packed", 0)) {
+    sch_iter *ko, *kq;
+    if (sch_split(s, red, k, 4, &ko, &kq) < 0) return -1;
+    sch_iter *qorder[5] = {ko, m, n_o, kq, n_i};
+    if (sch_reorder(s, red, qorder, 5) < 0) return -1;
+    if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, n_o, TIR_UNROLLED) < 0 ||
+        sch_annotate(s, red, kq, TIR_UNROLLED) < 0 || sch_annotate(s, red, n_i, TIR_VECTORIZED) < 0)
+      return -1;
+    return 0;
+  }
   sch_iter *rorder[4] = {k, m, n_o, n_i};
   if (sch_reorder(s, red, rorder, 4) < 0) return -1;
   if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, n_o, TIR_UNROLLED) < 0) return -1;

@@ -203,11 +203,15 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   te_expr *oi[GIR_MAX_RANK];
   for (int i = 0; i < r; i++) oi[i] = te_v(c, ax[i]);
   int64_t nr = gir_attr_int(n, "packed", 0);
-  te_expr *bp[3];
-  if (nr) { /* b in panels: column j at [j / nr, k, j % nr] */
+  te_expr *bp[4];
+  if (nr) { /* b in panels: column j at [j / nr, k, j % nr]; in quads of k: [j / nr, k / 4, j % nr, k % 4] */
     bp[0] = te_div(c, oi[r - 1], te_int(c, nr));
     bp[1] = te_v(c, kv);
     bp[2] = te_bin(c, TE_MOD, oi[r - 1], te_int(c, nr));
+    if (b->rank == 4) {
+      bp[1] = te_div(c, te_v(c, kv), te_int(c, 4));
+      bp[3] = te_bin(c, TE_MOD, te_v(c, kv), te_int(c, 4));
+    }
   }
   /* batch dims broadcast: load with the output's batch index, then fix the last two */
   te_expr *ai[GIR_MAX_RANK], *bi[GIR_MAX_RANK];
