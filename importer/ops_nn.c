@@ -1003,8 +1003,8 @@ static int zero_zp(const gir_value *zp) {
 
 /* Σ over `axes` of int32(w), times the zero point zx: the term that turns a
  * product over raw 8-bit x into one over x - zx. */
-static gir_value *zp_times_sum(imp_ctx *c, gir_value *w, int64_t zx, const int64_t *axes, int32_t n_axes) {
-  gir_value *sum = imp_reduce(c, GIR_REDUCE_SUM, imp_cast(c, w, GIR_I32), axes, n_axes, 0);
+static gir_value *zp_times_sum(imp_ctx *c, gir_value *w, int64_t zx, const int64_t *axes, int32_t n_axes, int keep) {
+  gir_value *sum = imp_reduce(c, GIR_REDUCE_SUM, imp_cast(c, w, GIR_I32), axes, n_axes, keep);
   return sum ? mul(c, sum, imp_scalar(c, GIR_I32, (double)zx)) : NULL;
 }
 
@@ -1038,7 +1038,7 @@ static gir_value *matmul_q8(imp_ctx *c, gir_value *a, gir_value *azp, gir_value 
     gir_value *y = matmul_nd(c, a, b);
     if (!za || !y) return y;
     int64_t k = b->shape.rank - 2;
-    return sub(c, y, zp_times_sum(c, b, za, &k, 1));
+    return sub(c, y, zp_times_sum(c, b, za, &k, 1, 1)); /* [.., 1, N] against [.., M, N] */
   }
   return matmul_nd(c, centered_i32(c, a, row_param(c, azp, a)), centered_i32(c, b, col_param(c, bzp)));
 }
@@ -1089,7 +1089,7 @@ static gir_value *conv_q8(imp_ctx *c, gir_value *x, gir_value *xzp, gir_value *w
     int64_t axes[GIR_MAX_RANK];
     int32_t na = wt->shape.rank - 1;
     for (int i = 0; i < na; i++) axes[i] = i + 1;
-    gir_value *corr = zp_times_sum(c, wt, zx, axes, na);
+    gir_value *corr = zp_times_sum(c, wt, zx, axes, na, 0);
     bias = b ? sub(c, b, corr) : imp_unary(c, GIR_UNARY_NEG, corr);
     if (!bias) return NULL;
   }

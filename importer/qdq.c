@@ -190,7 +190,7 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
     bias = qdq_bias(c, dqb, ((const float *)xs->data)[0], ws, w->shape.dims[0]);
     if (!bias) return 0;
   }
-  if (!conv && (w->shape.rank != 2 || x->shape.rank < 2)) return 0;
+  if (!conv && (w->shape.rank < 2 || x->shape.rank < 2 || (nws != 1 && w->shape.rank != 2))) return 0;
   gir_value *in[9] = {x, xs, xzp, w, ws, wzp, ys, yzp, bias};
   imp_node u = {.proto = on, .op_type = conv ? "QLinearConv" : "QLinearMatMul", .name = on->name, .opset = c->opset,
                 .n_in = conv ? 9 : 8, .n_out = 1, .out_names = (const char *const *)qn->output};
