@@ -74,7 +74,7 @@ typedef struct imp_report {
   imp_unsupported *unsupported;
   int32_t n_unsupported, cap_unsupported;
   int64_t param_count, param_bytes; /* initializers and Constant nodes */
-  int64_t qdq_units; /* DequantizeLinear → Conv/MatMul → QuantizeLinear units imported as integer ops (qdq.c) */
+  int64_t qdq_units; /* DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear units imported as integer ops (qdq.c) */
 } imp_report;
 
 void imp_report_init(imp_report *r);

@@ -22,6 +22,11 @@
  * (ops.c), NULL if none. */
 imp_convert_fn imp_find_domain_converter(const char *op_type);
 
+/* QLinearMatMul's arithmetic (ops_nn.c) with an optional int32 bias added to the
+ * accumulator before requantizing — also a QDQ Gemm unit's (qdq.c). NULL + error. */
+gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value *azp, gir_value *b, gir_value *bs,
+                              gir_value *bzp, gir_value *ys, gir_value *yzp, gir_value *bias);
+
 /* Helpers shared by converters (ops_common.c). */
 /* Reads ints from attribute `name` (opset < since) or from input idx (opset >= since). */
 int imp_ints_attr_or_input(imp_ctx *c, imp_node *n, const char *name, int idx, int64_t since, int64_t **out,

@@ -1043,15 +1043,22 @@ static gir_value *matmul_q8(imp_ctx *c, gir_value *a, gir_value *azp, gir_value 
   return matmul_nd(c, centered_i32(c, a, row_param(c, azp, a)), centered_i32(c, b, col_param(c, bzp)));
 }
 
+gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value *azp, gir_value *b, gir_value *bs,
+                              gir_value *bzp, gir_value *ys, gir_value *yzp, gir_value *bias) {
+  if (int8_operand(c, a, "a") < 0 || int8_operand(c, b, "b") < 0) return NULL;
+  gir_value *acc = matmul_q8(c, a, azp, b, bzp);
+  if (bias) acc = add(c, acc, bias);
+  gir_value *factor = divide(c, mul(c, row_param(c, as, a), imp_cast(c, col_param(c, bs), as->dtype)),
+                             imp_cast(c, col_param(c, ys), as->dtype));
+  return requantize(c, acc, factor, yzp ? col_param(c, yzp) : NULL, a->dtype);
+}
+
 int imp_cv_QLinearMatMul(imp_ctx *c, imp_node *n) {
   gir_value *a = in_at(n, 0), *as = in_at(n, 1), *azp = in_at(n, 2), *b = in_at(n, 3), *bs = in_at(n, 4),
             *bzp = in_at(n, 5), *ys = in_at(n, 6), *yzp = in_at(n, 7);
   if (!a || !as || !b || !bs || !ys) return imp_fail(c, "needs inputs a, a_scale, b, b_scale and y_scale");
-  if (int8_operand(c, a, "a") < 0 || int8_operand(c, b, "b") < 0) return -1;
-  gir_value *acc = matmul_q8(c, a, azp, b, bzp);
-  gir_value *factor = divide(c, mul(c, row_param(c, as, a), imp_cast(c, col_param(c, bs), as->dtype)),
-                             imp_cast(c, col_param(c, ys), as->dtype));
-  return imp_set_output(c, n, 0, requantize(c, acc, factor, yzp ? col_param(c, yzp) : NULL, a->dtype));
+  gir_value *y = imp_qlinear_matmul(c, a, as, azp, b, bs, bzp, ys, yzp, NULL);
+  return y ? imp_set_output(c, n, 0, y) : -1;
 }
 
 int imp_cv_MatMulInteger(imp_ctx *c, imp_node *n) {

@@ -1,10 +1,10 @@
-/* qdq.c — QDQ node units: DequantizeLinear → Conv/MatMul → QuantizeLinear imported
+/* qdq.c — QDQ node units: DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear imported
  * as one integer op.
  *
  * ONNX Runtime's quantizer (quantize_static, QDQ format) writes a quantized conv
  * as float Conv between DequantizeLinear nodes (activation, weights, int32 bias)
  * and a QuantizeLinear; ONNX Runtime then runs each such unit as QLinearConv /
- * QLinearMatMul: int32 accumulation of the 8-bit values, requantized in float.
+ * QLinearMatMul (a Gemm as a matmul plus its int32 bias): int32 accumulation of the 8-bit values, requantized in float.
  * Imported node by node the unit would be float arithmetic on dequantized values
  * and its results off the integer ones by a step here and there — which then
  * compounds through the layers. So the importer finds the units first (as ONNX
@@ -81,8 +81,10 @@ int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p) 
     long o = producer(nodes, n, qn->input[0]);
     if (o < 0 || (size_t)o >= q || p->role[o]) continue;
     const Onnx__NodeProto *on = nodes[o];
-    int conv = is_op(on, "Conv"), mm = is_op(on, "MatMul");
-    if ((!conv && !mm) || on->n_output != 1 || on->n_input < 2 || (mm && on->n_input != 2) || on->n_input > 3) continue;
+    int conv = is_op(on, "Conv"), mm = is_op(on, "MatMul"), gemm = is_op(on, "Gemm");
+    if ((!conv && !mm && !gemm) || on->n_output != 1 || on->n_input < 2 || (mm && on->n_input != 2) ||
+        on->n_input > 3)
+      continue;
     if (is_graph_output(gp, on->output[0]) || readers_in(nodes, n, on->output[0], 0) != 1) continue;
     int ok = 1;
     for (size_t j = 0; j < on->n_input && ok; j++) {
@@ -108,6 +110,12 @@ static gir_value *lookup(imp_ctx *c, const Onnx__NodeProto *np, size_t i) {
   gir_value *v = NULL;
   if (i >= np->n_input || !named(np->input[i])) return NULL;
   return imp_scope_lookup(c, np->input[i], &v) == 1 ? v : NULL;
+}
+
+static float attr_float(const Onnx__NodeProto *np, const char *name, float def) {
+  for (size_t i = 0; i < np->n_attribute; i++)
+    if (np->attribute[i] && np->attribute[i]->name && !strcmp(np->attribute[i]->name, name)) return np->attribute[i]->f;
+  return def;
 }
 
 static int attr_int(const Onnx__NodeProto *np, const char *name, int64_t def, int64_t *out) {
@@ -166,31 +174,40 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
   gir_value *x = lookup(c, dqx, 0), *xs = lookup(c, dqx, 1), *xzp = lookup(c, dqx, 2);
   gir_value *w = lookup(c, dqw, 0), *ws = lookup(c, dqw, 1), *wzp = lookup(c, dqw, 2);
   gir_value *ys = lookup(c, qn, 1), *yzp = lookup(c, qn, 2);
-  int conv = is_op(on, "Conv");
-  /* a conv's weights are constants with zero points 0 (as the quantizer writes them); a
-   * matmul's right operand may be computed (attention's K and V) with any zero point */
-  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, conv) || (conv && !zero_or_absent(wzp))) return 0;
+  int conv = is_op(on, "Conv"), gemm = is_op(on, "Gemm");
+  /* a conv's (a Gemm's) weights are constants with zero points 0 (as the quantizer
+   * writes them); a matmul's right operand may be computed (attention's K and V) with
+   * any zero point */
+  int cw = conv || gemm;
+  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, cw) || (cw && !zero_or_absent(wzp))) return 0;
   if (gir_value_numel(xs) != 1 || (xzp && gir_value_numel(xzp) != 1)) return 0;
   if (!ys || !ys->data || ys->dtype != GIR_F32 || gir_value_numel(ys) != 1) return 0;
   if (yzp && (!yzp->data || !is_8bit(yzp->dtype) || gir_value_numel(yzp) != 1)) return 0;
-  int64_t qaxis, block, waxis;
+  int64_t qaxis, block, waxis, trans_a = 0, trans_b = 0;
   attr_int(qn, "axis", 1, &qaxis);
   if (attr_int(qn, "block_size", 0, &block) && block) return 0;
   if (!yzp) return 0; /* the quantizer always writes one; without, the output type needs output_dtype */
+  if (gemm) { /* y = x · w(ᵀ) + bias only: no scaling, x not transposed */
+    attr_int(on, "transA", 0, &trans_a);
+    attr_int(on, "transB", 0, &trans_b);
+    if (trans_a || attr_float(on, "alpha", 1.0f) != 1.0f || attr_float(on, "beta", 1.0f) != 1.0f) return 0;
+    if (x->shape.rank != 2 || w->shape.rank != 2) return 0;
+  }
   int r = w->shape.rank;
   attr_int(dqw, "axis", 1, &waxis);
   if (waxis < 0) waxis += r;
   int64_t nws = gir_value_numel(ws);
-  if (nws != 1) { /* per channel: conv along the output channels, matmul along the columns */
-    if (ws->shape.rank != 1 || r < 2 || waxis != (conv ? 0 : r - 1) || nws != w->shape.dims[waxis]) return 0;
-  }
+  /* per channel: a conv along the output channels, a matmul along the columns (a Gemm's
+   * transposed weight: along its rows) */
+  int64_t want_axis = conv || (gemm && trans_b) ? 0 : r - 1;
+  if (nws != 1 && (ws->shape.rank != 1 || r < 2 || waxis != want_axis || nws != w->shape.dims[waxis])) return 0;
+  if (!conv && (w->shape.rank < 2 || x->shape.rank < 2 || (nws != 1 && w->shape.rank != 2))) return 0;
   gir_value *bias = NULL;
-  if (conv && on->n_input == 3 && named(on->input[2])) {
+  if (cw && on->n_input == 3 && named(on->input[2])) {
     const Onnx__NodeProto *dqb = dq_of(nodes, n, on->input[2]);
-    bias = qdq_bias(c, dqb, ((const float *)xs->data)[0], ws, w->shape.dims[0]);
+    bias = qdq_bias(c, dqb, ((const float *)xs->data)[0], ws, w->shape.dims[want_axis]);
     if (!bias) return 0;
   }
-  if (!conv && (w->shape.rank < 2 || x->shape.rank < 2 || (nws != 1 && w->shape.rank != 2))) return 0;
   gir_value *in[9] = {x, xs, xzp, w, ws, wzp, ys, yzp, bias};
   imp_node u = {.proto = on, .op_type = conv ? "QLinearConv" : "QLinearMatMul", .name = on->name, .opset = c->opset,
                 .n_in = conv ? 9 : 8, .n_out = 1, .out_names = (const char *const *)qn->output};
@@ -198,13 +215,13 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
   u.out = gir_arena_calloc(c->g->arena, 2, sizeof *u.out);
   u.out_kind = gir_arena_calloc(c->g->arena, 2, sizeof *u.out_kind);
   if (!u.out || !u.out_kind) return imp_fail(c, "out of memory");
-  if (!conv) { /* QLinearMatMul's operand order: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp */
-    gir_value *mm[8] = {x, xs, xzp, w, ws, wzp, ys, yzp};
-    memcpy(in, mm, sizeof mm);
+  if (conv) return imp_cv_QLinearConv(c, &u) < 0 ? -1 : 1;
+  if (gemm && trans_b) {
+    int64_t perm[2] = {1, 0};
+    if (!(w = imp_transpose(c, w, perm))) return -1;
   }
-  int rc = conv ? imp_cv_QLinearConv(c, &u) : imp_cv_QLinearMatMul(c, &u);
-  if (rc < 0) return -1;
-  return 1;
+  gir_value *y = imp_qlinear_matmul(c, x, xs, xzp, w, ws, wzp, ys, yzp, bias);
+  return y && imp_set_output(c, &u, 0, y) == 0 ? 1 : -1;
 }
 
 int imp_qdq_convert(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, size_t q) {
