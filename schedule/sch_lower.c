@@ -277,6 +277,7 @@ static int uses_any(const tir_expr *e, tir_var *const *vs, int n) {
   case TIR_CAST: case TIR_BITCAST: return uses_any(e->u.cast.a, vs, n);
   case TIR_RAMP: return uses_any(e->u.ramp.base, vs, n) || uses_any(e->u.ramp.stride, vs, n);
   case TIR_BROADCAST: return uses_any(e->u.bcast.value, vs, n);
+  case TIR_DOT4: return uses_any(e->u.dot4.acc, vs, n) || uses_any(e->u.dot4.a, vs, n) || uses_any(e->u.dot4.b, vs, n);
   default: return 0;
   }
 }
@@ -295,6 +296,9 @@ static int tir_same(const tir_expr *a, const tir_expr *b) {
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
     return tir_same(a->u.sel.c, b->u.sel.c) && tir_same(a->u.sel.a, b->u.sel.a) && tir_same(a->u.sel.b, b->u.sel.b);
   case TIR_CAST: case TIR_BITCAST: return tir_same(a->u.cast.a, b->u.cast.a);
+  case TIR_DOT4:
+    return tir_same(a->u.dot4.acc, b->u.dot4.acc) && tir_same(a->u.dot4.a, b->u.dot4.a) &&
+           tir_same(a->u.dot4.b, b->u.dot4.b);
   default: return 0;
   }
 }

@@ -180,6 +180,10 @@ int arith_expr_cmp(const tir_expr *a, const tir_expr *b) {
     if ((r = arith_expr_cmp(a->u.ramp.base, b->u.ramp.base))) return r;
     return arith_expr_cmp(a->u.ramp.stride, b->u.ramp.stride);
   case TIR_BROADCAST: return arith_expr_cmp(a->u.bcast.value, b->u.bcast.value);
+  case TIR_DOT4:
+    if ((r = arith_expr_cmp(a->u.dot4.acc, b->u.dot4.acc))) return r;
+    if ((r = arith_expr_cmp(a->u.dot4.a, b->u.dot4.a))) return r;
+    return arith_expr_cmp(a->u.dot4.b, b->u.dot4.b);
   default: return 0;
   }
 }
@@ -197,6 +201,8 @@ int arith_uses_var(const tir_expr *e, const tir_var *v) {
   case TIR_CAST: case TIR_BITCAST: return arith_uses_var(e->u.cast.a, v);
   case TIR_RAMP: return arith_uses_var(e->u.ramp.base, v) || arith_uses_var(e->u.ramp.stride, v);
   case TIR_BROADCAST: return arith_uses_var(e->u.bcast.value, v);
+  case TIR_DOT4:
+    return arith_uses_var(e->u.dot4.acc, v) || arith_uses_var(e->u.dot4.a, v) || arith_uses_var(e->u.dot4.b, v);
   default: return 0;
   }
 }
@@ -615,7 +621,7 @@ static arith_range node_bounds(const arith_ctx *c, const tir_expr *e) {
     return fit(t, rng(h.lo, h.hi), !h.bad);
   }
   case TIR_BROADCAST: return arith_bounds(c, e->u.bcast.value);
-  default: return arith_full(t); /* loads */
+  default: return arith_full(t); /* loads, dot4 */
   }
 }
 

@@ -92,6 +92,11 @@ static void collect_expr(part *p, cands *c, const tir_expr *e) {
     collect_expr(p, c, e->u.ramp.stride);
     break;
   case TIR_BROADCAST: collect_expr(p, c, e->u.bcast.value); break;
+  case TIR_DOT4:
+    collect_expr(p, c, e->u.dot4.acc);
+    collect_expr(p, c, e->u.dot4.a);
+    collect_expr(p, c, e->u.dot4.b);
+    break;
   default: break;
   }
 }

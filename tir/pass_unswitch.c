@@ -77,6 +77,7 @@ static int invariant(const unsw *u, const tir_expr *e) {
   case TIR_BINARY: return invariant(u, e->u.bin.a) && invariant(u, e->u.bin.b);
   case TIR_SELECT: return invariant(u, e->u.sel.c) && invariant(u, e->u.sel.a) && invariant(u, e->u.sel.b);
   case TIR_CAST: case TIR_BITCAST: return invariant(u, e->u.cast.a);
+  case TIR_DOT4: return 0; /* its 8-bit operands are vectors (4 lanes at least) */
   default: return 0; /* loads (and if_then_else, which may guard one), ramps, broadcasts */
   }
 }

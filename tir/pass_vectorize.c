@@ -8,8 +8,9 @@
  * most 64, a body of stores, lets and ifs whose conditions do not depend on v (no
  * inner loops, no allocation), every store's index depending on v (two lanes
  * never write one location) and no lazy if_then_else over v (a vector select
- * would evaluate both sides). Otherwise the loop stays serial — still correct,
- * and loop partition may make it vectorizable first. */
+ * would evaluate both sides), and no dot4 (it appears only in code that is
+ * already vector; widening it is not supported). Otherwise the loop stays serial
+ * — still correct, and loop partition may make it vectorizable first. */
 #include "tir_passes.h"
 
 typedef struct vctx {
@@ -41,6 +42,7 @@ static int depends(const tir_expr *e, const vctx *x) {
   case TIR_CAST: case TIR_BITCAST: return depends(e->u.cast.a, x);
   case TIR_RAMP: return depends(e->u.ramp.base, x) || depends(e->u.ramp.stride, x);
   case TIR_BROADCAST: return depends(e->u.bcast.value, x);
+  case TIR_DOT4: return 1; /* treated as varying, so that vec meets it and refuses the loop */
   default: return 0;
   }
 }
@@ -74,7 +76,7 @@ static tir_expr *vec(vctx *x, tir_expr *e) {
     return tir_if_then_else(b, e->u.sel.c, widen(x, vec(x, e->u.sel.a)), widen(x, vec(x, e->u.sel.b)));
   case TIR_CAST: return tir_cast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));
   case TIR_BITCAST: return tir_bitcast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));
-  default: x->ok = 0; return e;
+  default: x->ok = 0; return e; /* dot4 included */
   }
 }
 

@@ -144,6 +144,17 @@ tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes) {
   return e;
 }
 
+tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x) {
+  assert(acc->dtype == GIR_I32 && acc->lanes >= 1);
+  assert((a->dtype == GIR_U8 || a->dtype == GIR_I8) && (x->dtype == GIR_U8 || x->dtype == GIR_I8));
+  assert(x->lanes == 4 * acc->lanes && (a->lanes == x->lanes || a->lanes == 4));
+  tir_expr *e = expr(b, TIR_DOT4, GIR_I32, acc->lanes);
+  e->u.dot4.acc = acc;
+  e->u.dot4.a = a;
+  e->u.dot4.b = x;
+  return e;
+}
+
 static tir_stmt *stmt(tir_builder *b, tir_stmt_kind k) {
   tir_stmt *s = alloc(b, sizeof *s);
   s->kind = k;
@@ -283,6 +294,15 @@ void tir_print_expr(const tir_expr *e, FILE *f) {
     fputs("x", f);
     fprintf(f, "%d(", e->lanes);
     tir_print_expr(e->u.bcast.value, f);
+    fputc(')', f);
+    break;
+  case TIR_DOT4:
+    fputs("dot4(", f);
+    tir_print_expr(e->u.dot4.acc, f);
+    fputs(", ", f);
+    tir_print_expr(e->u.dot4.a, f);
+    fputs(", ", f);
+    tir_print_expr(e->u.dot4.b, f);
     fputc(')', f);
     break;
   default: fputs("?", f);

@@ -14,6 +14,15 @@
  *   by zero give 0 (never trap). TE_DIV on integers truncates toward zero,
  *   TE_FLOORDIV/TE_FLOORMOD round toward -inf. MIN/MAX on floats propagate NaN.
  * - Float arithmetic may be contracted into FMA; no other fast-math.
+ * - TIR_DOT4 (the building block of int8 kernels: x86 VNNI vpdpbusd, aarch64
+ *   sdot/udot, Cortex-M smlad): acc is int32 with L lanes (L >= 1); a and b are
+ *   8-bit integers (GIR_U8 or GIR_I8, independently); b has 4L lanes, a has 4L
+ *   lanes or exactly 4 (then the same 4 bytes serve every output lane: one input
+ *   pixel's 4 channels, broadcast). The result is int32 with L lanes:
+ *     lane l = acc[l] + sum_{j<4} ext(a[4l+j] (or a[j])) * ext(b[4l+j])
+ *   where ext zero-extends u8 and sign-extends i8, and the arithmetic wraps in
+ *   int32. It appears only in code that is already vector (or scalar, L = 1);
+ *   the vectorize pass does not widen it.
  * - TIR_FOR runs var over [min, min + extent); kind says how: serial, parallel
  *   (outlined into a task and run through ctx->parallel_for), vectorized (the
  *   vectorize pass rewrites it; a target may also run it serially) or unrolled.
@@ -30,6 +39,7 @@ typedef enum tir_expr_kind {
   TIR_RAMP,      /* base, base+stride, ... (lanes) */
   TIR_BROADCAST, /* value repeated (lanes) */
   TIR_BITCAST,   /* the bits of a read as dtype, which has a's element size (u.cast) */
+  TIR_DOT4,      /* 4-way 8-bit dot product accumulated into int32 lanes (u.dot4; see below) */
   TIR_EXPR_KIND_COUNT
 } tir_expr_kind;
 
@@ -67,6 +77,7 @@ struct tir_expr {
     struct { tir_expr *a; } cast;                         /* CAST and BITCAST */
     struct { tir_expr *base, *stride; } ramp;
     struct { tir_expr *value; } bcast;
+    struct { tir_expr *acc, *a, *b; } dot4;
   } u;
 };
 
@@ -129,6 +140,7 @@ tir_expr *tir_cast(tir_builder *b, gir_dtype t, tir_expr *a);
 tir_expr *tir_bitcast(tir_builder *b, gir_dtype t, tir_expr *a);
 tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes);
 tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes);
+tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x); /* x: the b operand; see TIR_DOT4 */
 
 tir_stmt *tir_for(tir_builder *b, tir_var *v, tir_expr *min, tir_expr *extent, tir_for_kind k, tir_stmt *body);
 tir_stmt *tir_let(tir_builder *b, tir_var *v, tir_expr *value, tir_stmt *body);

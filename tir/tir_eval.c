@@ -2,8 +2,9 @@
  * semantics are those of scalar.c, shared with the TE interpreter and the
  * simplifier's constant folding, so that all three compute the same thing. Expressions are evaluated one lane at a time: every vector
  * node of the IR is lane-wise (ramp lane l is base + l*stride, broadcast repeats
- * its scalar), so a lane's value depends only on that lane of its operands. It
- * is slow and simple on purpose. */
+ * its scalar), so a lane's value depends only on that lane of its operands —
+ * except dot4, whose lane l reads lanes 4l..4l+3 of its 8-bit operands (or lanes
+ * 0..3 of a 4-lane a). It is slow and simple on purpose. */
 #include <math.h>
 #include <string.h>
 #include "tir_eval.h"
@@ -113,6 +114,16 @@ tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane) {
     return tir_value_binop(TE_ADD, t, base, tir_value_binop(TE_MUL, t, l, stride));
   }
   case TIR_BROADCAST: return tir_eval_expr(env, e->u.bcast.value, 0);
+  case TIR_DOT4: {
+    const tir_expr *a = e->u.dot4.a, *b = e->u.dot4.b;
+    uint32_t sum = (uint32_t)tir_eval_expr(env, e->u.dot4.acc, lane).i;
+    for (int32_t j = 0; j < 4; j++) {
+      int64_t x = tir_wrap_int(a->dtype, tir_eval_expr(env, a, a->lanes == 4 ? j : 4 * lane + j).i);
+      int64_t y = tir_wrap_int(b->dtype, tir_eval_expr(env, b, 4 * lane + j).i);
+      sum += (uint32_t)(x * y); /* |x * y| <= 2^16: exact, then wrapping int32 adds */
+    }
+    return ival(tir_wrap_int(GIR_I32, (int64_t)sum));
+  }
   default: fail(env, "unknown expression kind", NULL); return ival(0);
   }
 }

@@ -32,7 +32,7 @@ tir_stmt *tir_unswitch(tir_builder *b, tir_stmt *s);
 
 /* Requires: flat buffer indices. Guarantees: VECTORIZED loops become vector
  * statements (ramp/broadcast, vector loads and stores) where that is safe, the
- * others SERIAL loops (pass_vectorize.c). */
+ * others (a body holding a dot4 among them) SERIAL loops (pass_vectorize.c). */
 tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
 
 /* The loop-IR pipeline every kernel goes through after schedule lowering:

@@ -8,7 +8,8 @@
  * its canonical linear form (arith.h) and rebuilt from it, which collects like
  * terms, folds constants and orders operands in one step. A whole expression is
  * re-simplified until it stops changing (a few rounds at most), because a rule
- * can expose work for one further up.
+ * can expose work for one further up. A dot4 has its operands simplified and,
+ * when either 8-bit operand is the constant 0, becomes its accumulator.
  *
  * Range-based rules (div/mod, comparisons, min/max) trust a linear form's
  * integer value only when arith_linear_exact shows no wrap can happen, so they
@@ -669,6 +670,8 @@ static int speculatable(simp *s, const tir_expr *e) {
     return speculatable(s, e->u.bin.a) && speculatable(s, e->u.bin.b);
   }
   case TIR_SELECT: return speculatable(s, e->u.sel.c) && speculatable(s, e->u.sel.a) && speculatable(s, e->u.sel.b);
+  case TIR_DOT4:
+    return speculatable(s, e->u.dot4.acc) && speculatable(s, e->u.dot4.a) && speculatable(s, e->u.dot4.b);
   default: return 0;
   }
 }
@@ -731,6 +734,12 @@ static tir_expr *sx(simp *s, tir_expr *e) {
   case TIR_BROADCAST: {
     tir_expr *v = sx(s, e->u.bcast.value);
     return v == e->u.bcast.value ? e : tir_broadcast(s->b, v, e->lanes);
+  }
+  case TIR_DOT4: {
+    tir_expr *acc = sx(s, e->u.dot4.acc), *a = sx(s, e->u.dot4.a), *b = sx(s, e->u.dot4.b);
+    if (iconst_is(a, 0) || iconst_is(b, 0)) return acc; /* acc + sum of 0 * y */
+    if (acc == e->u.dot4.acc && a == e->u.dot4.a && b == e->u.dot4.b) return e;
+    return tir_dot4(s->b, acc, a, b);
   }
   default: return e;
   }
@@ -949,6 +958,10 @@ static tir_expr *sub_e(tir_builder *b, const subst *m, tir_expr *e) {
   case TIR_BROADCAST: {
     tir_expr *x = sub_e(b, m, e->u.bcast.value);
     return x == e->u.bcast.value ? e : tir_broadcast(b, x, e->lanes);
+  }
+  case TIR_DOT4: {
+    tir_expr *acc = sub_e(b, m, e->u.dot4.acc), *x = sub_e(b, m, e->u.dot4.a), *y = sub_e(b, m, e->u.dot4.b);
+    return acc == e->u.dot4.acc && x == e->u.dot4.a && y == e->u.dot4.b ? e : tir_dot4(b, acc, x, y);
   }
   default: return e;
   }

@@ -14,8 +14,9 @@
  *   they appear): the stride of its index along this loop, the bytes it touches
  *   inside this loop, the reuse ratio (accesses over distinct elements there) and
  *   whether the access is contiguous along the loop.
- * Then global features: executed float ops by kind, loads and stores, vector
- * lanes and statement count of the optimized body (what unrolling and
+ * Then global features: executed float ops by kind, integer ops (a dot4 of L
+ * lanes as its 4L multiply-adds, a multiply and an add each), loads and stores,
+ * vector lanes and statement count of the optimized body (what unrolling and
  * vectorizing made), loops, nest depth, the parallel extent, local buffers,
  * prefetches, branches. Quantities are log2(1 + x): the model sees orders of
  * magnitude. The walk depends on structure only (never on variable ids or
@@ -151,6 +152,12 @@ static void count_ops(const tir_expr *e, ops *o, int depth) {
     count_ops(e->u.ramp.stride, o, depth + 1);
     return;
   case TIR_BROADCAST: count_ops(e->u.bcast.value, o, depth + 1); return;
+  case TIR_DOT4: /* 4L multiply-adds, as the scalar code it replaces would count them */
+    o->iops += 8.0 * e->lanes;
+    count_ops(e->u.dot4.acc, o, depth + 1);
+    count_ops(e->u.dot4.a, o, depth + 1);
+    count_ops(e->u.dot4.b, o, depth + 1);
+    return;
   default: return;
   }
 }
@@ -248,6 +255,11 @@ static void collect_loads(const tir_expr *e, access *acc, int *n, int depth) {
     return;
   case TIR_CAST:
   case TIR_BITCAST: collect_loads(e->u.cast.a, acc, n, depth + 1); return;
+  case TIR_DOT4:
+    collect_loads(e->u.dot4.acc, acc, n, depth + 1);
+    collect_loads(e->u.dot4.a, acc, n, depth + 1);
+    collect_loads(e->u.dot4.b, acc, n, depth + 1);
+    return;
   default: return;
   }
 }

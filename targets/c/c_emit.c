@@ -24,6 +24,8 @@
  *   operands are safe to evaluate, so not evaluating one changes nothing).
  * Vectors (RAMP, BROADCAST, loads and stores of several lanes) become a loop over the
  * lanes around the one statement (`for (ln = 0; ln < N; ln++) b[base + ln] = ...`),
+ * each expression written for lane `ln` (a DOT4 writes its 8-bit operands for
+ * lanes 4*ln + j, or j, and sums them with kc_dot4),
  * which the C compiler vectorizes; a store whose value reads the buffer it writes
  * goes through a temporary array first, so every lane reads before any lane
  * writes, as a vector store does. A vector LET is an array indexed by the lane.
@@ -140,6 +142,7 @@ typedef struct cgen {
   cbuf *out;         /* the function being written */
   cbuf *funcs;       /* finished functions: tasks before the functions that call them */
   int32_t *var_lanes; /* by var id, while bound: the lanes of its value (> 1: an array) */
+  const char *ln;     /* the C text of the lane being written ("ln"; a dot4's operands read other lanes) */
   int depth;          /* indentation */
   htab h;             /* the current statement's shared subexpressions */
   int32_t n_temps;
@@ -262,6 +265,17 @@ static void check_expr(checker *c, const tir_expr *e) {
     check_expr(c, e->u.bcast.value);
     if (!c->failed && e->u.bcast.value->lanes != 1) cfail(c, "a broadcast's value must be a scalar");
     break;
+  case TIR_DOT4: {
+    const tir_expr *acc = e->u.dot4.acc, *a = e->u.dot4.a, *b = e->u.dot4.b;
+    check_expr(c, acc);
+    check_expr(c, a);
+    check_expr(c, b);
+    if (!c->failed && (acc->dtype != GIR_I32 || acc->lanes != e->lanes || (a->dtype != GIR_U8 && a->dtype != GIR_I8) ||
+                       (b->dtype != GIR_U8 && b->dtype != GIR_I8) || b->lanes != 4 * e->lanes ||
+                       (a->lanes != 4 && a->lanes != b->lanes)))
+      cfail(c, "a dot4 needs an int32 accumulator of L lanes and 8-bit operands of 4L (or, for a, 4) lanes");
+    break;
+  }
   case TIR_INT: case TIR_FLOAT: break;
   default: cfail(c, "unknown expression kind %d", (int)e->kind); break;
   }
@@ -748,6 +762,37 @@ static void load(cgen *g, const tir_expr *e, int lane) {
 
 static int32_t hptr(const struct htab *h, const tir_expr *e);
 
+/* Lane k of a dot4 operand x, for the result lane being written (lane 0 when
+ * `lane` is 0, else g->ln): lane 4l + j, or j of an operand of 4 lanes. */
+static void dot4_operand(cgen *g, const tir_expr *x, int lane, int j) {
+  const char *saved = g->ln, *at;
+  if (x->lanes == 4 || !lane) {
+    if (!j) {
+      put(g->out, "(int32_t)("), expr(g, x, 0), put(g->out, ")");
+      return;
+    }
+    at = gir_arena_printf(g->scratch, "%d", j);
+  } else {
+    at = gir_arena_printf(g->scratch, "4 * (%s) + %d", g->ln, j);
+  }
+  if (!at) {
+    g->out->oom = 1;
+    return;
+  }
+  g->ln = at;
+  put(g->out, "(int32_t)("), expr(g, x, 1), put(g->out, ")");
+  g->ln = saved;
+}
+
+/* kc_dot4(acc, a0..a3, b0..b3): the operands' lanes of this result lane, each
+ * extended to int32 by its own dtype (C converts int8_t and uint8_t so). */
+static void dot4(cgen *g, const tir_expr *e, int lane) {
+  put(g->out, "kc_dot4("), expr(g, e->u.dot4.acc, lane);
+  for (int j = 0; j < 4; j++) put(g->out, ", "), dot4_operand(g, e->u.dot4.a, lane, j);
+  for (int j = 0; j < 4; j++) put(g->out, ", "), dot4_operand(g, e->u.dot4.b, lane, j);
+  put(g->out, ")");
+}
+
 static void expr(cgen *g, const tir_expr *e, int lane) {
   cbuf *o = g->out;
   if (g->h.active) {
@@ -759,7 +804,7 @@ static void expr(cgen *g, const tir_expr *e, int lane) {
   }
   if (e->kind == TIR_VAR) { /* a vector let's array, read at the lane */
     putf(o, "v%d", e->u.var->id);
-    if (g->var_lanes[e->u.var->id] > 1) put(o, lane ? "[ln]" : "[0]");
+    if (g->var_lanes[e->u.var->id] > 1) lane ? putf(o, "[%s]", g->ln) : put(o, "[0]");
     return;
   }
   if (e->lanes == 1) lane = 0; /* a scalar inside a vector expression: the same in every lane */
@@ -789,14 +834,15 @@ static void expr(cgen *g, const tir_expr *e, int lane) {
     }
     if (gir_dtype_is_float(t)) {
       put(o, "(("), expr(g, e->u.ramp.base, 0), put(o, ") + ("), expr(g, e->u.ramp.stride, 0);
-      putf(o, ") * (%s)ln)", reg_type(t));
+      putf(o, ") * (%s)(%s))", reg_type(t), g->ln);
       return;
     }
     put(o, wrap_open(t)), put(o, "(uint64_t)("), expr(g, e->u.ramp.base, 0), put(o, ") + (uint64_t)(");
-    expr(g, e->u.ramp.stride, 0), put(o, ") * (uint64_t)ln"), put(o, wrap_close(t));
+    expr(g, e->u.ramp.stride, 0), putf(o, ") * (uint64_t)(%s)", g->ln), put(o, wrap_close(t));
     return;
   }
   case TIR_BROADCAST: return expr(g, e->u.bcast.value, 0);
+  case TIR_DOT4: return dot4(g, e, lane);
   default: assert(!"unknown expression kind"); return;
   }
 }
@@ -878,6 +924,7 @@ static int32_t hcount(cgen *g, const tir_expr *e) {
   case TIR_CAST: case TIR_BITCAST: ch[0] = e->u.cast.a; break;
   case TIR_RAMP: ch[0] = e->u.ramp.base, ch[1] = e->u.ramp.stride; break;
   case TIR_BROADCAST: ch[0] = e->u.bcast.value; break;
+  case TIR_DOT4: ch[0] = e->u.dot4.acc, ch[1] = e->u.dot4.a, ch[2] = e->u.dot4.b; break;
   default: break;
   }
   for (int k = 0; k < 3; k++)
@@ -971,6 +1018,7 @@ static int reads_buffer(const tir_expr *e, const tir_buffer *b) {
   case TIR_CAST: case TIR_BITCAST: return reads_buffer(e->u.cast.a, b);
   case TIR_RAMP: return reads_buffer(e->u.ramp.base, b) || reads_buffer(e->u.ramp.stride, b);
   case TIR_BROADCAST: return reads_buffer(e->u.bcast.value, b);
+  case TIR_DOT4: return reads_buffer(e->u.dot4.acc, b) || reads_buffer(e->u.dot4.a, b) || reads_buffer(e->u.dot4.b, b);
   default: return 0;
   }
 }
@@ -1034,6 +1082,11 @@ static void free_expr(freeset *fs, const tir_expr *e) {
   case TIR_CAST: case TIR_BITCAST: free_expr(fs, e->u.cast.a); break;
   case TIR_RAMP: free_expr(fs, e->u.ramp.base); free_expr(fs, e->u.ramp.stride); break;
   case TIR_BROADCAST: free_expr(fs, e->u.bcast.value); break;
+  case TIR_DOT4:
+    free_expr(fs, e->u.dot4.acc);
+    free_expr(fs, e->u.dot4.a);
+    free_expr(fs, e->u.dot4.b);
+    break;
   default: break;
   }
 }
@@ -1293,6 +1346,7 @@ static int emit_func(cgen *g, const tir_func *f) {
   g->n_tasks = 0;
   g->var_lanes = gir_arena_calloc(g->scratch, (size_t)f->n_vars + 1, sizeof *g->var_lanes);
   if (!g->var_lanes) return gir_errf(g->err, "out of memory");
+  g->ln = "ln";
   cbuf body = {0};
   g->out = &body;
   g->depth = 1;

@@ -7,9 +7,10 @@
  * They give the loop IR's semantics (lower/tir.h) exactly as lower/scalar.c and
  * the LLVM backend (targets/llvm/llvm_expr.c) define them: integer division and
  * modulo by zero give 0 and INT_MIN / -1 wraps; shifts by the width or more give
- * 0, SHR is logical; float → integer conversions saturate (NaN → 0); float16,
- * bfloat16 and the float8/float4 formats are rounded to nearest even with the same
- * integer code as graphir/dtype.c; min/max pick b only when b is NaN or strictly
+ * 0, SHR is logical; dot4 sums its four 8-bit products into a wrapping int32;
+ * float → integer conversions saturate (NaN → 0); float16, bfloat16 and the
+ * float8/float4 formats are rounded to nearest even with the same integer code as
+ * graphir/dtype.c; min/max pick b only when b is NaN or strictly
  * smaller (larger), so signed zeros come out as the interpreter's.
  * Signed arithmetic is done on unsigned types (C's signed overflow is undefined)
  * and converted back, which GCC and Clang define as wrapping. */
@@ -213,6 +214,13 @@ static inline int64_t kc_ipow(int64_t b, int64_t e) {
     e >>= 1;
   }
   return (int64_t)r;
+}
+/* dot4's lane: acc + a0*b0 + ... + a3*b3 on 8-bit values (each product fits
+ * int32), the sum wrapping in int32. */
+static inline int32_t kc_dot4(int32_t acc, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1,
+                              int32_t b2, int32_t b3) {
+  return (int32_t)((uint32_t)acc + (uint32_t)(a0 * b0) + (uint32_t)(a1 * b1) + (uint32_t)(a2 * b2) +
+                   (uint32_t)(a3 * b3));
 }
 
 /* --- floats --- */

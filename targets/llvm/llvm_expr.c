@@ -24,6 +24,14 @@
  * intrinsic call libm (expf / exp by width), lane by lane for vectors — except
  * exp and erf of float32 vectors, which are inline polynomials (llvm_vmath.c).
  *
+ * DOT4 (4-way 8-bit dot products into int32 lanes) becomes x86's VPDPBUSD where
+ * the target has it (tgt_lcg.vnni512 / vnni256: AVX512-VNNI, with AVX512VL or
+ * AVX-VNNI for the 128/256-bit forms) and exactly one operand is unsigned — the
+ * instruction multiplies u8 by s8, so that one goes first; a 4-lane `a` is one
+ * i32 splat. L must be a multiple of 4; wider L is cut into equal chunks of the
+ * widest form. Everything else is generic IR: both operands extended to
+ * <4L x i32>, multiplied, and the four stride-4 lanes of each group added to acc.
+ *
  * IF_THEN_ELSE evaluates only the chosen operand, with real branches and a phi.
  * With a vector condition, all-true and all-false take the vector operand
  * whole; a mixed condition evaluates each lane's chosen operand as a scalar, so
@@ -895,6 +903,113 @@ static LLVMValueRef ramp(tgt_lcg *g, const tir_expr *e, int lane) {
   return LLVMBuildAdd(B, splat(g, base, n), LLVMBuildMul(B, splat(g, stride, n), iota, ""), "");
 }
 
+/* --- dot4 --- */
+
+/* shufflevector(x, y or poison, ix[0..n)) */
+static LLVMValueRef shuffle(tgt_lcg *g, LLVMValueRef x, LLVMValueRef y, const int *ix, int n) {
+  LLVMValueRef *m = gir_arena_calloc(g->scratch, (size_t)n, sizeof *m);
+  assert(m);
+  for (int k = 0; k < n; k++) m[k] = lane_ix(g, ix[k]);
+  return LLVMBuildShuffleVector(g->b, x, y ? y : LLVMGetPoison(LLVMTypeOf(x)), LLVMConstVector(m, (unsigned)n), "");
+}
+
+static int *lane_map(tgt_lcg *g, int n) {
+  int *ix = gir_arena_calloc(g->scratch, (size_t)n, sizeof *ix);
+  assert(ix);
+  return ix;
+}
+
+/* An 8-bit value (scalar or vector) extended to i32 lanes as its dtype says. */
+static LLVMValueRef ext8(tgt_lcg *g, LLVMValueRef v, gir_dtype t, int lanes) {
+  LLVMTypeRef to = vec_of(g->t_i32, lanes);
+  return t == GIR_U8 ? LLVMBuildZExt(g->b, v, to, "") : LLVMBuildSExt(g->b, v, to, "");
+}
+
+/* Lanes [pos, pos + w) of the <n x i32> vector v (all of it when w == n). */
+static LLVMValueRef chunk(tgt_lcg *g, LLVMValueRef v, int n, int pos, int w) {
+  if (w == n) return v;
+  int *ix = lane_map(g, w);
+  for (int k = 0; k < w; k++) ix[k] = pos + k;
+  return shuffle(g, v, NULL, ix, w);
+}
+
+/* An 8-bit operand of 4L lanes, or of 4 lanes standing for every group, as the
+ * i32 words of lanes [pos, pos + w) of the result: four bytes per word. */
+static LLVMValueRef words(tgt_lcg *g, LLVMValueRef v, int v_lanes, int L, int pos, int w) {
+  if (v_lanes == 4) return splat(g, LLVMBuildBitCast(g->b, v, g->t_i32, ""), w);
+  return chunk(g, LLVMBuildBitCast(g->b, v, LLVMVectorType(g->t_i32, (unsigned)L), ""), L, pos, w);
+}
+
+static LLVMValueRef vpdpbusd(tgt_lcg *g, LLVMValueRef acc, LLVMValueRef u, LLVMValueRef s, int w) {
+  const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : w == 8 ? "llvm.x86.avx512.vpdpbusd.256"
+                                                                        : "llvm.x86.avx512.vpdpbusd.128";
+  LLVMValueRef args[3] = {acc, u, s};
+  return intrin(g, name, NULL, 0, args, 3);
+}
+
+/* The chunk width VPDPBUSD can compute an L-lane dot4 of these operand types in,
+ * 0 when it cannot. */
+static int vnni_width(const tgt_lcg *g, gir_dtype ta, gir_dtype tb, int L) {
+  if (ta == tb) return 0; /* u8·u8 and s8·s8 are not what VPDPBUSD multiplies */
+  if (g->vnni512 && L % 16 == 0) return 16;
+  if (g->vnni256 && L % 8 == 0) return 8;
+  if (g->vnni256 && L % 4 == 0) return 4;
+  return 0;
+}
+
+static LLVMValueRef dot4(tgt_lcg *g, const tir_expr *e, int lane) {
+  const tir_expr *ea = e->u.dot4.a, *eb = e->u.dot4.b;
+  gir_dtype ta = ea->dtype, tb = eb->dtype;
+  LLVMBuilderRef B = g->b;
+  int L = e->lanes;
+  if (lane >= 0 || L == 1) { /* one lane: four scalar products */
+    int l = lane >= 0 ? lane : 0;
+    LLVMValueRef r = emit(g, e->u.dot4.acc, lane);
+    LLVMValueRef av = lane < 0 ? emit(g, ea, -1) : NULL, bv = lane < 0 ? emit(g, eb, -1) : NULL;
+    for (int j = 0; j < 4; j++) {
+      int ia = ea->lanes == 4 ? j : 4 * l + j, ib = 4 * l + j;
+      LLVMValueRef x = av ? LLVMBuildExtractElement(B, av, lane_ix(g, ia), "") : emit(g, ea, ia);
+      LLVMValueRef y = bv ? LLVMBuildExtractElement(B, bv, lane_ix(g, ib), "") : emit(g, eb, ib);
+      r = LLVMBuildAdd(B, r, LLVMBuildMul(B, ext8(g, x, ta, 1), ext8(g, y, tb, 1), ""), "");
+    }
+    return r;
+  }
+  LLVMValueRef acc = emit(g, e->u.dot4.acc, -1), av = emit(g, ea, -1), bv = emit(g, eb, -1);
+  int n = 4 * L, w = vnni_width(g, ta, tb, L);
+  if (w) {
+    int a_first = ta == GIR_U8; /* the unsigned operand goes first */
+    LLVMValueRef r = NULL;
+    for (int pos = 0; pos < L; pos += w) {
+      LLVMValueRef wa = words(g, av, ea->lanes, L, pos, w), wb = words(g, bv, eb->lanes, L, pos, w);
+      LLVMValueRef c = vpdpbusd(g, chunk(g, acc, L, pos, w), a_first ? wa : wb, a_first ? wb : wa, w);
+      if (w == L) return c;
+      int *ix = lane_map(g, L); /* c widened to L lanes (repeated) */
+      for (int k = 0; k < L; k++) ix[k] = k % w;
+      c = shuffle(g, c, NULL, ix, L);
+      if (!r) {
+        r = c;
+        continue;
+      }
+      for (int k = 0; k < L; k++) ix[k] = k >= pos && k < pos + w ? L + (k - pos) : k; /* lanes [pos, pos+w) from c */
+      r = shuffle(g, r, c, ix, L);
+    }
+    return r;
+  }
+  if (ea->lanes == 4) { /* the 4 bytes repeated for every group */
+    int *ix = lane_map(g, n);
+    for (int k = 0; k < n; k++) ix[k] = k % 4;
+    av = shuffle(g, av, NULL, ix, n);
+  }
+  LLVMValueRef p = LLVMBuildMul(B, ext8(g, av, ta, n), ext8(g, bv, tb, n), "");
+  LLVMValueRef r = acc;
+  for (int j = 0; j < 4; j++) {
+    int *ix = lane_map(g, L);
+    for (int k = 0; k < L; k++) ix[k] = 4 * k + j;
+    r = LLVMBuildAdd(B, r, shuffle(g, p, NULL, ix, L), "");
+  }
+  return r;
+}
+
 static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
   if (e->lanes == 1) lane = -1;
   int lanes = lane >= 0 ? 1 : e->lanes;
@@ -939,6 +1054,7 @@ static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
     LLVMValueRef v = emit(g, e->u.bcast.value, -1);
     return lane >= 0 ? v : splat(g, v, e->lanes);
   }
+  case TIR_DOT4: return dot4(g, e, lane);
   default: assert(!"unknown expression kind"); return NULL;
   }
 }

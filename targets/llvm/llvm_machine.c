@@ -4,7 +4,9 @@
  * IR, assembly).
  *
  * The host is compiled for with LLVMGetHostCPUName / LLVMGetHostCPUFeatures (the
- * -mcpu=native equivalent); a given triple defaults to the "generic" CPU. Code
+ * -mcpu=native equivalent); a given triple defaults to the "generic" CPU. The
+ * same feature strings decide what the translation may use beyond the triple:
+ * float16 conversion instructions, and the VPDPBUSD forms of dot4. Code
  * is position independent, so one object serves a shared library and the JIT.
  * Emitting runs the code generator's own IR passes, which change the module, so
  * every emit works on a clone and a module can be emitted any number of times.
@@ -266,6 +268,18 @@ static int native_half(const char *triple, const char *cpu, const char *features
          !strstr(features, "-f16c");
 }
 
+/* Which VPDPBUSD forms dot4 may use: the 512-bit one with AVX512-VNNI, the 128-
+ * and 256-bit ones with AVX512-VNNI and AVX512VL (EVEX) or with AVX-VNNI (VEX);
+ * LLVM names both by the same intrinsics. Read from the feature string only (the
+ * host's own for the host): a CPU name that implies VNNI without the feature
+ * spelled out gets the generic code, which is correct, only slower. */
+static void vnni_forms(const char *triple, const char *cpu, const char *features, int *v512, int *v256) {
+  int x86 = !strncmp(triple, "x86_64", 6), vnni = x86 && has_feature(features, "avx512vnni");
+  int vl = has_feature(features, "avx512vl") || (cpu && !strcmp(cpu, "x86-64-v4"));
+  *v512 = vnni;
+  *v256 = (vnni && vl) || (x86 && has_feature(features, "avxvnni"));
+}
+
 static int optimize(tgt_llvm_module *m, int level, gir_err *err) {
   char pipeline[32];
   snprintf(pipeline, sizeof pipeline, "default<O%d>", level);
@@ -317,6 +331,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   tgt_lcg g = {.ctx = m->ctx, .mod = m->mod, .err = err, .cpu = cpu, .features = feat};
   g.soft_half = opt->portable || !native_half(m->triple, cpu, feat);
   g.soft_roundeven = opt->portable || !strncmp(m->triple, "arm", 3) || !strncmp(m->triple, "thumb", 5);
+  vnni_forms(m->triple, cpu, feat, &g.vnni512, &g.vnni256);
   g.b = LLVMCreateBuilderInContext(m->ctx);
   g.scratch = gir_arena_new();
   g.t_void = LLVMVoidTypeInContext(m->ctx);

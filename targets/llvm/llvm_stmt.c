@@ -104,6 +104,17 @@ static void check_expr(checker *c, const tir_expr *e) {
   case TIR_CAST: case TIR_BITCAST: check_expr(c, e->u.cast.a); break;
   case TIR_RAMP: check_expr(c, e->u.ramp.base); check_expr(c, e->u.ramp.stride); break;
   case TIR_BROADCAST: check_expr(c, e->u.bcast.value); break;
+  case TIR_DOT4: {
+    const tir_expr *acc = e->u.dot4.acc, *a = e->u.dot4.a, *b = e->u.dot4.b;
+    check_expr(c, acc);
+    check_expr(c, a);
+    check_expr(c, b);
+    if (!c->failed && (acc->dtype != GIR_I32 || acc->lanes != e->lanes || (a->dtype != GIR_U8 && a->dtype != GIR_I8) ||
+                       (b->dtype != GIR_U8 && b->dtype != GIR_I8) || b->lanes != 4 * e->lanes ||
+                       (a->lanes != 4 && a->lanes != b->lanes)))
+      cfail(c, "a dot4 needs an int32 accumulator of L lanes and 8-bit operands of 4L (or, for a, 4) lanes");
+    break;
+  }
   default: break;
   }
 }
@@ -228,6 +239,11 @@ static void free_expr(freeset *fs, const tir_expr *e) {
   case TIR_CAST: case TIR_BITCAST: free_expr(fs, e->u.cast.a); break;
   case TIR_RAMP: free_expr(fs, e->u.ramp.base); free_expr(fs, e->u.ramp.stride); break;
   case TIR_BROADCAST: free_expr(fs, e->u.bcast.value); break;
+  case TIR_DOT4:
+    free_expr(fs, e->u.dot4.acc);
+    free_expr(fs, e->u.dot4.a);
+    free_expr(fs, e->u.dot4.b);
+    break;
   default: break;
   }
 }

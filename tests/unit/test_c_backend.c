@@ -15,7 +15,9 @@
  * threads (free variables, shared and per-task local buffers, nesting, status);
  * TIR_FAIL serially and from parallel tasks. Then what is the C backend's own: a
  * vector store whose value reads the buffer it writes (every lane reads first), a
- * vector let, a prefetch, the source's includes (only <math.h>, <string.h>,
+ * vector let, dot4 (dot4_cases.h: every lane count, broadcast a, signedness,
+ * guarded and vector-let forms, against the scalar reference), a prefetch, the
+ * source's includes (only <math.h>, <string.h>,
  * <stdint.h> and kiln_abi.h) and that it compiles as C99 with -pedantic -Wall
  * -Wextra -Werror, and the errors: a kernel name that is no C identifier, a
  * variable out of scope, a shared buffer. The test fixtures above the new tests are
@@ -30,6 +32,7 @@
 #include <unistd.h>
 #include "c_backend.h"
 #include "check.h"
+#include "dot4_cases.h"
 #include "interp.h"
 #include "lower.h"
 #include "target.h"
@@ -841,6 +844,42 @@ static void test_vector_semantics(void) {
   kit_free(k);
 }
 
+static void test_dot4(void) {
+  dot4_case cs[DOT4_MAX_CASES];
+  int nc = dot4_cases(cs);
+  kit *k = kit_new();
+  for (int i = 0; i < nc; i++) {
+    tir_buffer *ps[4];
+    tir_stmt *body = dot4_kernel(&k->b, &cs[i], ps);
+    char nm[64];
+    add_func(k, dot4_name(&cs[i], nm, sizeof nm), ps, 4, body);
+  }
+  gir_err err = {0};
+  cmod *j = kit_c(k, &err);
+  if (CHECKF(j != NULL, "dot4: %s", err.msg)) {
+    int32_t *acc = amalloc(32 * DOT4_ROWS * 4), *out = amalloc(32 * DOT4_ROWS * 4), *want = amalloc(32 * DOT4_ROWS * 4);
+    uint8_t *a = amalloc(128 * DOT4_ROWS), *bb = amalloc(128 * DOT4_ROWS);
+    for (int i = 0; i < nc; i++) {
+      char nm[64], msg[256];
+      kiln_kernel_fn fn = must_lookup(j, dot4_name(&cs[i], nm, sizeof nm));
+      if (!fn) continue;
+      for (uint64_t seed = 0; seed < 4; seed++) {
+        int64_t n[4];
+        dot4_sizes(&cs[i], n);
+        dot4_fill(&cs[i], seed * 1000 + (uint64_t)i, acc, a, bb);
+        dot4_reference(&cs[i], acc, a, bb, want);
+        memset(out, 0x5a, (size_t)n[3] * 4);
+        void *bufs[4] = {acc, a, bb, out};
+        CHECK_INT(fn(bufs, NULL), 0);
+        CHECKF(dot4_compare(&cs[i], out, want, msg, sizeof msg) == 0, "%s seed %d:%s", nm, (int)seed, msg);
+      }
+    }
+    free(acc), free(out), free(want), free(a), free(bb);
+  }
+  cmod_free(j);
+  kit_free(k);
+}
+
 /* The source includes only what it may, and compiles as strict C99 without a warning. */
 static void test_source(void) {
   kit *k = kit_new();
@@ -971,6 +1010,7 @@ int main(void) {
   test_guarded_loads();
   test_parallel();
   test_vector_semantics();
+  test_dot4();
   test_source();
   test_errors();
   return check_finish("test_c_backend");

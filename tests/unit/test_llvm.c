@@ -18,7 +18,11 @@
  * into 3 chunks on threads (free variables, shared and per-task local buffers,
  * nesting, status propagation), the error paths, every named target's object,
  * a failed run-time check (TIR_FAIL: ctx->fail and the status, serially and from
- * parallel tasks), and the generic backend interface of targets/target.h. */
+ * parallel tasks), and the generic backend interface of targets/target.h. Last,
+ * dot4 (dot4_cases.h) against a scalar reference and tir_eval, compiled for the
+ * host (VPDPBUSD where it has AVX512-VNNI), with VNNI turned off (the generic
+ * code) and, where the host has AVX-VNNI, for x86-64-v3 + avxvnni (the 256/128-bit
+ * forms only); and some of them compiled to objects for every named target. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -33,6 +37,7 @@
 #include "lower.h"
 #include "target.h"
 #include "te_eval.h"
+#include "dot4_cases.h"
 #include "tir.h"
 #include "tir_eval.h"
 
@@ -1355,6 +1360,117 @@ static void test_backend_vtable(void) {
   kit_free(k);
 }
 
+/* --- dot4 --- */
+
+static void test_dot4(void) {
+  dot4_case cs[DOT4_MAX_CASES];
+  int nc = dot4_cases(cs);
+  kit *k = kit_new();
+  for (int i = 0; i < nc; i++) {
+    tir_buffer *ps[4];
+    tir_stmt *body = dot4_kernel(&k->b, &cs[i], ps);
+    char nm[64];
+    add_func(k, dot4_name(&cs[i], nm, sizeof nm), ps, 4, body);
+  }
+  for (int i = 0; i < k->n; i++) k->fns[i]->n_vars = k->b.next_var, k->fns[i]->n_buffers = k->b.next_buffer;
+
+  /* host; VNNI off; AVX-VNNI without AVX-512 */
+  struct {
+    const char *what;
+    tgt_llvm_options opt;
+    int runs, want_vnni; /* want_vnni: 1 the intrinsic in the IR, 0 not, -1 either */
+    const char *not_in_ir;
+  } cfg[3] = {{"host", {.opt_level = 3}, 1, -1, NULL},
+              {"generic", {.features = "-avx512vnni,-avxvnni", .opt_level = 3}, 0, 0, NULL},
+              {"avxvnni", {.cpu = "x86-64-v3", .features = "+avxvnni", .opt_level = 3}, 0, 1, "vpdpbusd.512"}};
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  cfg[0].want_vnni = !!__builtin_cpu_supports("avx512vnni");
+  cfg[1].runs = 1;
+  cfg[2].runs = !!__builtin_cpu_supports("avxvnni");
+#endif
+  int64_t n[4];
+  int32_t *acc = amalloc(32 * DOT4_ROWS * 4), *out = amalloc(32 * DOT4_ROWS * 4), *want = amalloc(32 * DOT4_ROWS * 4);
+  uint8_t *a = amalloc(128 * DOT4_ROWS), *bb = amalloc(128 * DOT4_ROWS);
+  /* the interpreter against the reference */
+  for (int i = 0; i < nc; i++) {
+    if (cs[i].let_a) continue;
+    dot4_sizes(&cs[i], n);
+    dot4_fill(&cs[i], (uint64_t)i, acc, a, bb);
+    dot4_reference(&cs[i], acc, a, bb, want);
+    memset(out, 0x5a, (size_t)n[3] * 4);
+    void *bufs[4] = {acc, a, bb, out};
+    gir_err err = {0};
+    gir_arena *scratch = gir_arena_new();
+    char msg[256], nm[64];
+    if (CHECKF(tir_eval_func(k->fns[i], bufs, scratch, 0, &err) == 0, "tir_eval %s: %s", dot4_name(&cs[i], nm, sizeof nm),
+               err.msg))
+      CHECKF(dot4_compare(&cs[i], out, want, msg, sizeof msg) == 0, "tir_eval %s:%s", nm, msg);
+    gir_arena_free(scratch);
+  }
+  for (int c = 0; c < 3; c++) {
+    if (!cfg[c].runs) continue;
+    gir_err err = {0};
+    tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, k->n, &cfg[c].opt, &err);
+    if (!CHECKF(m != NULL, "dot4 %s: %s", cfg[c].what, err.msg)) continue;
+    char *ir = NULL;
+    size_t n_ir = 0;
+    if (CHECK(tgt_llvm_ir_string(m, &ir, &n_ir, &err) == 0)) {
+      int has = strstr(ir, "llvm.x86.avx512.vpdpbusd") != NULL;
+      if (cfg[c].want_vnni >= 0)
+        CHECKF(has == cfg[c].want_vnni, "dot4 %s: VPDPBUSD %s in the IR", cfg[c].what, has ? "unexpectedly" : "not");
+      if (cfg[c].not_in_ir) CHECKF(!strstr(ir, cfg[c].not_in_ir), "dot4 %s: %s in the IR", cfg[c].what, cfg[c].not_in_ir);
+      free(ir);
+    }
+    tgt_llvm_jit *j = tgt_llvm_jit_new(m, &err);
+    tgt_llvm_module_free(m);
+    if (!CHECKF(j != NULL, "dot4 %s: %s", cfg[c].what, err.msg)) continue;
+    for (int i = 0; i < nc; i++) {
+      char nm[64], msg[256];
+      kiln_kernel_fn fn = must_lookup(j, dot4_name(&cs[i], nm, sizeof nm));
+      if (!fn) continue;
+      dot4_sizes(&cs[i], n);
+      for (uint64_t seed = 0; seed < 4; seed++) {
+        dot4_fill(&cs[i], seed * 1000 + (uint64_t)i, acc, a, bb);
+        dot4_reference(&cs[i], acc, a, bb, want);
+        memset(out, 0x5a, (size_t)n[3] * 4);
+        void *bufs[4] = {acc, a, bb, out};
+        CHECK_INT(fn(bufs, NULL), 0);
+        CHECKF(dot4_compare(&cs[i], out, want, msg, sizeof msg) == 0, "dot4 %s %s seed %d:%s", cfg[c].what, nm,
+               (int)seed, msg);
+      }
+    }
+    tgt_llvm_jit_free(j);
+  }
+  free(acc), free(out), free(want), free(a), free(bb);
+  kit_free(k);
+
+  /* the generic code selects on every named target (objects only) */
+  kit *kx = kit_new();
+  for (int i = 0; i < nc; i++)
+    if (!cs[i].guarded && !cs[i].let_a && (cs[i].L == 1 || cs[i].L == 8 || cs[i].L == 32)) {
+      tir_buffer *ps[4];
+      tir_stmt *body = dot4_kernel(&kx->b, &cs[i], ps);
+      char nm[64];
+      add_func(kx, dot4_name(&cs[i], nm, sizeof nm), ps, 4, body);
+    }
+  for (int i = 0; i < kx->n; i++) kx->fns[i]->n_vars = kx->b.next_var, kx->fns[i]->n_buffers = kx->b.next_buffer;
+  static const char *const targets[] = {"x86_64", "x86_64-avx512", "aarch64", "armv7", "riscv64"};
+  for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+    tgt_llvm_options o;
+    gir_err err = {0};
+    if (!CHECK(tgt_llvm_named_target(targets[t], &o, &err) == 0)) continue;
+    tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)kx->fns, kx->n, &o, &err);
+    if (!CHECKF(m != NULL, "dot4 on %s: %s", targets[t], err.msg)) continue;
+    void *obj = NULL;
+    size_t n_obj = 0;
+    CHECKF(tgt_llvm_emit_object_mem(m, &obj, &n_obj, &err) == 0 && n_obj > 0, "dot4 on %s: %s", targets[t], err.msg);
+    free(obj);
+    tgt_llvm_module_free(m);
+  }
+  kit_free(kx);
+}
+
 int main(void) {
   test_vector_add();
   test_reductions();
@@ -1370,5 +1486,6 @@ int main(void) {
   test_errors();
   test_named_targets();
   test_backend_vtable();
+  test_dot4();
   return check_finish("test_llvm");
 }

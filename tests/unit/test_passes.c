@@ -1,7 +1,7 @@
 /* test_passes.c — tests of the loop-IR passes: unrolling (tir/pass_unroll.c),
- * loop partitioning (tir/pass_partition.c), unswitching (tir/pass_unswitch.c)
- * and the statement simplifier
- * (tir/tir_simplify.c) on whole loop nests.
+ * loop partitioning (tir/pass_partition.c), unswitching (tir/pass_unswitch.c),
+ * vectorization of loops holding a dot4 (refused: they stay serial) and the
+ * statement simplifier (tir/tir_simplify.c) on whole loop nests, dot4 included.
  *
  * Unit cases build the nests that schedules produce — a non-divisible split
  * with its guard, a padded 1-D and 2-D convolution reading through
@@ -55,7 +55,7 @@ static const char *sstr(fx *f, const tir_stmt *s) {
 /* --- counting what is left --- */
 
 typedef struct counts {
-  int ifs, ites, loops, unrolled, stores;
+  int ifs, ites, loops, unrolled, stores, dot4s;
 } counts;
 
 static void count_e(const tir_expr *e, counts *c) {
@@ -78,6 +78,12 @@ static void count_e(const tir_expr *e, counts *c) {
     count_e(e->u.ramp.stride, c);
     break;
   case TIR_BROADCAST: count_e(e->u.bcast.value, c); break;
+  case TIR_DOT4:
+    c->dot4s++;
+    count_e(e->u.dot4.acc, c);
+    count_e(e->u.dot4.a, c);
+    count_e(e->u.dot4.b, c);
+    break;
   default: break;
   }
 }
@@ -508,6 +514,62 @@ static void property_nests(int n) {
   CHECKF(unswitched > 0, "no random nest was unswitched: the property does not reach the pass");
 }
 
+/* dot4 through the passes: the printer, substitution (unroll), the simplifier's
+ * zero rule, partition seeing a condition inside a dot4 operand, and vectorize
+ * leaving a loop with a dot4 serial. */
+static void test_dot4(void) {
+  fx f;
+  fx_init(&f);
+  tir_buffer *Acc = tir_buffer_new(B, "acc", GIR_I32, 24, TIR_GLOBAL, 0), *A = tir_buffer_new(B, "a", GIR_U8, 96, TIR_GLOBAL, 1);
+  tir_buffer *X = tir_buffer_new(B, "x", GIR_I8, 96, TIR_GLOBAL, 2), *O = tir_buffer_new(B, "out", GIR_I32, 24, TIR_GLOBAL, 3);
+  bufset bs = {4, {Acc, A, X, O}};
+  tir_var *i = tir_var_new(B, "i", GIR_I64);
+  tir_expr *ix = tir_ramp(B, MUL(V(i), I(4)), I(1), 4), *ib = tir_ramp(B, MUL(V(i), I(16)), I(1), 16);
+  tir_expr *d = tir_dot4(B, tir_load(B, Acc, ix), tir_load(B, A, tir_ramp(B, MUL(V(i), I(4)), I(1), 4)), tir_load(B, X, ib));
+  CHECK(d->dtype == GIR_I32 && d->lanes == 4);
+  tir_stmt *st = tir_store(B, O, ix, d);
+  CHECK_STR(sstr(&f, st), "out[ramp(mul(i_0, 4), 1, 4)] = dot4(acc[ramp(mul(i_0, 4), 1, 4)], a[ramp(mul(i_0, 4), 1, 4)], "
+                          "x[ramp(mul(i_0, 16), 1, 16)])\n");
+  /* unroll substitutes i inside the dot4 */
+  tir_stmt *s = tir_for(B, i, I(0), I(6), TIR_UNROLLED, st);
+  tir_stmt *u = tir_unroll(B, s, 8);
+  counts c = count(u);
+  CHECK_INT(c.loops, 0);
+  CHECK_INT(c.dot4s, 6);
+  CHECK_CONTAINS(sstr(&f, u), "dot4(acc[ramp(20, 1, 4)], a[ramp(20, 1, 4)], x[ramp(80, 1, 16)])");
+  SAME(&bs, s, u, "unrolled dot4");
+  /* a zero operand leaves the accumulator */
+  tir_stmt *z = tir_for(B, i, I(0), I(6), TIR_SERIAL,
+                        tir_store(B, O, ix, tir_dot4(B, tir_load(B, Acc, ix), tir_broadcast(B, tir_int(B, GIR_U8, 0), 4),
+                                                     tir_load(B, X, ib))));
+  tir_stmt *zs = tir_simplify(B, z);
+  CHECK_INT(count(zs).dot4s, 0);
+  SAME(&bs, z, zs, "dot4 of zero");
+  CHECK_INT(count(tir_simplify(B, s)).dot4s, 1);
+  /* partition: a guard inside the (scalar) accumulator, false on the last iteration only */
+  tir_expr *i4 = tir_ramp(B, MUL(V(i), I(4)), I(1), 4);
+  tir_expr *g = tir_if_then_else(B, BIN(TE_LT, V(i), I(5)), tir_load(B, Acc, V(i)), tir_int(B, GIR_I32, 7));
+  tir_stmt *p = tir_for(B, i, I(0), I(6), TIR_SERIAL,
+                        tir_store(B, O, V(i), tir_dot4(B, g, tir_load(B, A, i4), tir_load(B, X, i4))));
+  tir_stmt *ps = tir_loop_partition(B, p);
+  CHECK_INT(count(ps).ites, 0);
+  SAME(&bs, p, ps, "partitioned dot4");
+  /* vectorize: the loop stays serial, with its dot4 (vector or scalar accumulator) */
+  tir_var *k = tir_var_new(B, "k", GIR_I64);
+  tir_stmt *v = tir_for(B, i, I(0), I(6), TIR_VECTORIZED, st);
+  tir_stmt *vs = tir_vectorize(B, v);
+  CHECK(vs->kind == TIR_FOR && vs->u.loop.kind == TIR_SERIAL);
+  CHECK_INT(count(vs).dot4s, 1);
+  SAME(&bs, v, vs, "vectorize refuses a dot4");
+  tir_expr *ia = tir_ramp(B, MUL(V(k), I(4)), I(1), 4);
+  tir_stmt *sc = tir_for(B, k, I(0), I(24), TIR_VECTORIZED,
+                         tir_store(B, O, V(k), tir_dot4(B, tir_load(B, Acc, V(k)), tir_load(B, A, ia), tir_load(B, X, ia))));
+  vs = tir_vectorize(B, sc);
+  CHECK(vs->kind == TIR_FOR && vs->u.loop.kind == TIR_SERIAL);
+  SAME(&bs, sc, vs, "vectorize refuses a scalar dot4");
+  fx_done(&f);
+}
+
 int main(void) {
   const char *seed = getenv("KILN_TEST_SEED");
   rng_state = seed ? strtoull(seed, NULL, 0) : 777;
@@ -515,6 +577,7 @@ int main(void) {
   test_partition_split();
   test_partition_pad();
   test_unswitch_tile();
+  test_dot4();
   property_nests(400);
   return check_finish("test_passes");
 }
