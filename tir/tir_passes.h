@@ -38,6 +38,10 @@ tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
 /* The loop-IR pipeline every kernel goes through after schedule lowering:
  * simplify → loop partition → vectorize → unroll → unswitch → simplify
  * (lower_passes.c). */
+/* Four unrolled 8-bit multiply-adds into one int32 accumulator vector (the int8
+ * conv template's quads of input channels) into one TIR_DOT4 (pass_dot4.c). */
+tir_stmt *tir_fuse_dot4(tir_builder *b, tir_stmt *s);
+
 tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s);
 
 #endif

@@ -570,6 +570,43 @@ static void test_dot4(void) {
   fx_done(&f);
 }
 
+/* The dot4 fusion (pass_dot4.c): the int8 templates' four unrolled multiply-adds of
+ * a quad (weights at stride 4, one input byte broadcast) become one dot4 computing the
+ * same bits; a run whose offsets are not the quad's (a skipped byte) stays as it is. */
+static tir_stmt *quad_macs(fx *fp, tir_buffer *acc, tir_buffer *x, tir_buffer *w, tir_var *q, int64_t skip) {
+  fx f = *fp;
+  tir_stmt *st[4];
+  for (int j = 0; j < 4; j++) {
+    int64_t o = j + (j == 3 ? skip : 0);
+    tir_expr *wv = tir_cast(B, GIR_I32, tir_load(B, w, tir_ramp(B, ADD(MUL(V(q), I(64)), I(o)), I(4), 16)));
+    tir_expr *xv = tir_broadcast(B, tir_cast(B, GIR_I32, tir_load(B, x, ADD(MUL(V(q), I(4)), I(o)))), 16);
+    tir_expr *ix = tir_ramp(B, I(0), I(1), 16);
+    st[j] = tir_store(B, acc, ix, ADD(tir_load(B, acc, ix), MUL(wv, xv)));
+  }
+  return tir_for(B, q, I(0), I(3), TIR_SERIAL, tir_seq(B, st, 4));
+}
+
+static void test_fuse_dot4(void) {
+  fx f;
+  fx_init(&f);
+  tir_buffer *Acc = tir_buffer_new(B, "acc", GIR_I32, 16, TIR_GLOBAL, 0), *X = tir_buffer_new(B, "x", GIR_U8, 16, TIR_GLOBAL, 1);
+  tir_buffer *W = tir_buffer_new(B, "w", GIR_I8, 196, TIR_GLOBAL, 2);
+  bufset bs = {3, {Acc, X, W}};
+  tir_var *q = tir_var_new(B, "q", GIR_I64);
+  tir_stmt *s = quad_macs(&f, Acc, X, W, q, 0);
+  tir_stmt *d = tir_fuse_dot4(B, s);
+  CHECK_INT(count(d).dot4s, 1);
+  CHECK_INT(count(d).stores, 1);
+  CHECK_CONTAINS(sstr(&f, d), "dot4(acc[ramp(0, 1, 16)], x[ramp(add(mul(q_0, 4), 0), 1, 4)], w[ramp(add(mul(q_0, 64), 0), 1, 64)])");
+  SAME(&bs, s, d, "four multiply-adds as one dot4");
+  tir_stmt *n = quad_macs(&f, Acc, X, W, q, 1); /* the last step reads byte 4, not 3 */
+  tir_stmt *nd = tir_fuse_dot4(B, n);
+  CHECK_INT(count(nd).dot4s, 0);
+  CHECK_INT(count(nd).stores, 4);
+  SAME(&bs, n, nd, "not a quad: unchanged");
+  fx_done(&f);
+}
+
 int main(void) {
   const char *seed = getenv("KILN_TEST_SEED");
   rng_state = seed ? strtoull(seed, NULL, 0) : 777;
@@ -578,6 +615,7 @@ int main(void) {
   test_partition_pad();
   test_unswitch_tile();
   test_dot4();
+  test_fuse_dot4();
   property_nests(400);
   return check_finish("test_passes");
 }
