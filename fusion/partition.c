@@ -319,7 +319,57 @@ static void try_fuse(fuser *f, int32_t k, int phase) {
 fus_options fus_default_options(void) { return (fus_options){.max_group_nodes = 256, .opt_level = 1}; }
 
 /* Turns the union-find forest into numbered groups with their inputs/outputs. */
-static int collect_groups(fuser *f, gir_arena *a, fus_partition *out, gir_err *err);
+static int collect_groups(fuser *f, const int32_t *root, gir_arena *a, fus_partition *out, gir_err *err);
+
+/* A chain of element-wise nodes ending group R's kernel that starts at a widening
+ * cast of an 8-bit integer (a quantized model's DequantizeLinear: cast to float32,
+ * minus the zero point, times the scale) would make the kernel write four bytes per
+ * element where its value before the cast has one. When that chain's only reader
+ * is one complex group (a conv whose epilogue adds it: a quantized residual), the
+ * chain moves into that group — computed where it is read, at the epilogue's
+ * index — and R writes the 8-bit value. root[] is each node's group (updated). */
+static void narrow_exits(fuser *f, int32_t *root) {
+  const gir_graph *g = f->g;
+  for (int32_t k = f->n - 1; k >= 0; k--) {
+    const gir_node *t = g->nodes[k];
+    int32_t R = root[k], C = -1;
+    if (t->n_out != 1 || f->extern_ref[k] || f->first[k] == f->first[k + 1]) continue;
+    int ok = 1;
+    for (int32_t e = f->first[k]; e < f->first[k + 1] && ok; e++) {
+      int32_t c = f->dst[e];
+      if (C < 0) C = root[c];
+      ok = root[c] == C && C != R && f->epat[e] == PAT_ELEMWISE && f->gpat[C] == PAT_COMPLEX;
+    }
+    if (!ok) continue;
+    /* walk back: single-use element-wise nodes of R, each with one computed input */
+    int32_t chain[4], len = 0, at = k;
+    int widening = 0;
+    while (len < 4) {
+      const gir_node *c = g->nodes[at];
+      if (root[at] != R || (c->op != GIR_OP_unary && c->op != GIR_OP_binary && c->op != GIR_OP_cast)) break;
+      const gir_value *in = NULL;
+      int computed = 0;
+      for (int j = 0; j < c->n_in; j++)
+        if (c->in[j] && !c->in[j]->data) {
+          in = c->in[j];
+          computed++;
+        }
+      if (computed != 1 || !in->producer) break;
+      chain[len++] = at;
+      if (c->op == GIR_OP_cast && (in->dtype == GIR_U8 || in->dtype == GIR_I8) && c->out[0]->dtype == GIR_F32) {
+        widening = root[in->producer->id] == R; /* R keeps the 8-bit value's producer */
+        break;
+      }
+      int32_t p = in->producer->id;
+      if (f->first[p + 1] - f->first[p] != 1) break; /* used elsewhere too */
+      at = p;
+    }
+    if (!widening) continue;
+    for (int32_t i = 0; i < len; i++) root[chain[i]] = C;
+    f->size[R] -= len;
+    f->size[C] += len;
+  }
+}
 
 int fus_partition_graph(const gir_graph *g, const fus_options *opt, gir_arena *a, fus_partition *out, gir_err *err) {
   fus_options o = opt ? *opt : fus_default_options();
@@ -353,10 +403,14 @@ int fus_partition_graph(const gir_graph *g, const fus_options *opt, gir_arena *a
     for (int phase = 0; phase < 3; phase++)
       for (int32_t k = 0; k < f.n; k++) try_fuse(&f, k, phase);
   }
-  return collect_groups(&f, a, out, err);
+  int32_t *root = gir_arena_calloc(a, (size_t)f.n + 1, sizeof *root);
+  if (!root) return gir_errf(err, "fusion: out of memory");
+  for (int32_t k = 0; k < f.n; k++) root[k] = find(&f, k);
+  if (o.opt_level > 0) narrow_exits(&f, root);
+  return collect_groups(&f, root, a, out, err);
 }
 
-static int collect_groups(fuser *f, gir_arena *a, fus_partition *out, gir_err *err) {
+static int collect_groups(fuser *f, const int32_t *root, gir_arena *a, fus_partition *out, gir_err *err) {
   const gir_graph *g = f->g;
   int32_t n = f->n;
   /* number groups by their last node: an execution order */
@@ -364,15 +418,15 @@ static int collect_groups(fuser *f, gir_arena *a, fus_partition *out, gir_err *e
   int32_t *gid = gir_arena_calloc(a, (size_t)n + 1, sizeof *gid);
   out->group_of = gir_arena_calloc(a, (size_t)n + 1, sizeof *out->group_of);
   if (!last || !gid || !out->group_of) return gir_errf(err, "fusion: out of memory");
-  for (int32_t k = 0; k < n; k++) last[find(f, k)] = k;
+  for (int32_t k = 0; k < n; k++) last[root[k]] = k;
   int32_t ng = 0;
   for (int32_t k = 0; k < n; k++)
-    if (last[find(f, k)] == k) gid[find(f, k)] = ng++;
+    if (last[root[k]] == k) gid[root[k]] = ng++;
   out->n_groups = ng;
   out->groups = gir_arena_calloc(a, (size_t)ng + 1, sizeof *out->groups);
   if (!out->groups) return gir_errf(err, "fusion: out of memory");
   for (int32_t k = 0; k < n; k++) {
-    int32_t r = find(f, k), id = gid[r];
+    int32_t r = root[k], id = gid[r];
     fus_group *gr = &out->groups[id];
     out->group_of[k] = id;
     if (!gr->nodes) {

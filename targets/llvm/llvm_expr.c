@@ -661,6 +661,38 @@ static LLVMValueRef ibin(tgt_lcg *g, te_binop op, gir_dtype t, LLVMValueRef a, L
   }
 }
 
+/* Bounds of a float expression's non-NaN values from its clamps (constants, min,
+ * max, and rounding of those); ±inf where it has none. */
+static void float_range(const tir_expr *e, double *lo, double *hi) {
+  double la, ha, lb, hb;
+  *lo = -INFINITY;
+  *hi = INFINITY;
+  switch (e->kind) {
+  case TIR_FLOAT: *lo = *hi = e->u.f; return;
+  case TIR_BROADCAST: float_range(e->u.bcast.value, lo, hi); return;
+  case TIR_UNARY:
+    if (e->u.un.op == TE_ROUND || e->u.un.op == TE_FLOOR || e->u.un.op == TE_CEIL) {
+      float_range(e->u.un.a, lo, hi);
+      *lo = floor(*lo); /* rounding stays within the integers around the bounds */
+      *hi = ceil(*hi);
+    }
+    return;
+  case TIR_BINARY:
+    if (e->u.bin.op != TE_MIN && e->u.bin.op != TE_MAX) return;
+    float_range(e->u.bin.a, &la, &ha);
+    float_range(e->u.bin.b, &lb, &hb);
+    if (e->u.bin.op == TE_MIN) {
+      *lo = la < lb ? la : lb;
+      *hi = ha < hb ? ha : hb;
+    } else {
+      *lo = la > lb ? la : lb;
+      *hi = ha > hb ? ha : hb;
+    }
+    return;
+  default: return;
+  }
+}
+
 static LLVMValueRef cast(tgt_lcg *g, gir_dtype from, gir_dtype to, LLVMValueRef v, int lanes) {
   LLVMBuilderRef B = g->b;
   if (from == to) return v;
@@ -1038,7 +1070,26 @@ static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
     return LLVMBuildSelect(g->b, c, a, b, "");
   }
   case TIR_IF_THEN_ELSE: return if_then_else(g, e, lane);
-  case TIR_CAST: return cast(g, e->u.cast.a->dtype, e->dtype, emit(g, e->u.cast.a, lane), lanes);
+  case TIR_CAST: {
+    /* a float clamped into the int32 range (a quantized model's requantization:
+     * min(max(round(x), 0), 255)) converts through int32: the same result as the
+     * int64 saturation below, at one instruction per vector instead of per lane */
+    double lo, hi;
+    gir_dtype from = e->u.cast.a->dtype;
+    if (gir_dtype_is_float(from) && from != GIR_F64 && gir_dtype_is_int(e->dtype) && gir_dtype_bits(e->dtype) <= 32 &&
+        (float_range(e->u.cast.a, &lo, &hi), lo >= -2147483648.0 && hi <= 2147483647.0)) {
+      LLVMValueRef v = emit(g, e->u.cast.a, lane);
+      if (from != GIR_F32) v = LLVMBuildFPExt(g->b, v, vec_of(LLVMFloatTypeInContext(g->ctx), lanes), "");
+      /* NaN → 0 first (as through int64), then a plain conversion: in range, it is exact
+       * (llvm.fptosi.sat on vectors is scalarized on x86) */
+      LLVMValueRef zero = cfp(g, LLVMFloatTypeInContext(g->ctx), 0, lanes);
+      v = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, v, v, ""), zero, v, "");
+      LLVMValueRef i = LLVMBuildFPToSI(g->b, v, vec_of(g->t_i32, lanes), "");
+      LLVMTypeRef dst = tgt_llvm_reg_type(g, e->dtype, lanes);
+      return gir_dtype_bits(e->dtype) == 32 ? i : LLVMBuildTrunc(g->b, i, dst, "");
+    }
+    return cast(g, from, e->dtype, emit(g, e->u.cast.a, lane), lanes);
+  }
   case TIR_BITCAST:
     /* the bits of a loaded value straight from memory: a float16 or bfloat16 loaded
      * into a float register and converted back may come out quieted (a signaling NaN's

@@ -549,6 +549,67 @@ static void test_vector_add(void) {
   kit_free(k);
 }
 
+/* Requantization's float → 8-bit cast of a clamped, rounded value (a quantized
+ * model's epilogue): lowered through int32 when the clamps bound it (one vector
+ * conversion, not one per lane); NaN still gives 0, halves round to even, and the
+ * result equals the unclamped path's and tir_eval's. Also -1 → u8 wraps to 255 and
+ * a clamp outside the int32 range keeps the int64 path. */
+static void test_clamped_casts(void) {
+  enum { N = 64 };
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *X = tir_buffer_new(b, "X", GIR_F32, N, TIR_GLOBAL, 0), *Y = tir_buffer_new(b, "Y", GIR_U8, N, TIR_GLOBAL, 1),
+             *Z = tir_buffer_new(b, "Z", GIR_I8, N, TIR_GLOBAL, 2), *W = tir_buffer_new(b, "W", GIR_I32, N, TIR_GLOBAL, 3);
+  tir_var *io = tir_var_new(b, "io", GIR_I64);
+  tir_expr *ix = tir_ramp(b, mul(k, V(k, io), I(k, 16)), I(k, 1), 16);
+  tir_expr *x = tir_load(b, X, ix);
+#define FB(v) tir_broadcast(b, tir_float(b, GIR_F32, v), 16)
+  tir_expr *q = tir_bin(b, TE_MIN, tir_bin(b, TE_MAX, tir_un(b, TE_ROUND, x), FB(-1)), FB(255));
+  tir_expr *sq = tir_bin(b, TE_MAX, tir_bin(b, TE_MIN, tir_un(b, TE_ROUND, x), FB(127)), FB(-128));
+  tir_expr *big = tir_bin(b, TE_MIN, tir_bin(b, TE_MAX, x, FB(-1e12)), FB(1e12)); /* beyond int32: int64 path */
+#undef FB
+  tir_stmt *st[3] = {tir_store(b, Y, ix, tir_cast(b, GIR_U8, q)), tir_store(b, Z, ix, tir_cast(b, GIR_I8, sq)),
+                     tir_store(b, W, ix, tir_cast(b, GIR_I32, big))};
+  tir_buffer *ps[4] = {X, Y, Z, W};
+  add_func(k, "qcast", ps, 4, tir_for(b, io, I(k, 0), I(k, N / 16), TIR_SERIAL, tir_seq(b, st, 3)));
+  for (int i = 0; i < k->n; i++) k->fns[i]->n_vars = b->next_var, k->fns[i]->n_buffers = b->next_buffer;
+  gir_err err = {0};
+  tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, k->n, NULL, &err);
+  if (!CHECKF(m != NULL, "%s", err.msg)) return kit_free(k);
+  char *ir = NULL;
+  size_t n_ir = 0;
+  if (CHECK(tgt_llvm_ir_string(m, &ir, &n_ir, &err) == 0) && ir) {
+    CHECK_CONTAINS(ir, "fptosi <16 x float>"); /* the clamped casts: one vector conversion */
+    CHECK_CONTAINS(ir, "llvm.fptosi.sat.v16i64"); /* the int64 path for the wide clamp */
+  }
+  free(ir);
+  tgt_llvm_jit *j = tgt_llvm_jit_new(m, &err);
+  tgt_llvm_module_free(m);
+  if (CHECKF(j != NULL, "%s", err.msg)) {
+    float *xs = amalloc(N * 4);
+    uint8_t *y = amalloc(N), *ye = amalloc(N);
+    int8_t *z = amalloc(N), *ze = amalloc(N);
+    int32_t *w = amalloc(N * 4), *we = amalloc(N * 4);
+    for (int i = 0; i < N; i++) xs[i] = (float)(i - 20) * 4.5f + 0.5f; /* halves: round to even */
+    xs[0] = NAN, xs[1] = INFINITY, xs[2] = -INFINITY, xs[3] = 3e9f, xs[4] = -3e9f, xs[5] = -1.5f, xs[6] = 254.5f;
+    kiln_kernel_fn fn = must_lookup(j, "qcast");
+    if (fn) {
+      void *bufs[4] = {xs, y, z, w}, *ebufs[4] = {xs, ye, ze, we};
+      CHECK_INT(fn(bufs, NULL), 0);
+      CHECK(tir_eval_func(k->fns[0], ebufs, k->arena, 0, &err) == 0);
+      CHECK(memcmp(y, ye, N) == 0 && memcmp(z, ze, N) == 0 && memcmp(w, we, N * 4) == 0);
+      CHECK_INT(y[0], 0);   /* NaN */
+      CHECK_INT(y[1], 255); /* +inf clamped */
+      CHECK_INT(y[2], 255); /* -inf clamped to -1, wrapped */
+      CHECK_INT(y[5], 255); /* round(-1.5) = -2, clamped to -1, wrapped */
+      CHECK_INT(y[6], 254); /* 254.5 rounds to even */
+    }
+    free(xs), free(y), free(ye), free(z), free(ze), free(w), free(we);
+  }
+  tgt_llvm_jit_free(j);
+  kit_free(k);
+}
+
 /* Row sums through a LOCAL scalar accumulator, an 8-lane LOCAL accumulator,
  * and a dot product whose multiply-add may contract into FMA. */
 static void test_reductions(void) {
@@ -1473,6 +1534,7 @@ static void test_dot4(void) {
 
 int main(void) {
   test_vector_add();
+  test_clamped_casts();
   test_reductions();
   test_guarded_loads();
   test_failed_checks();
