@@ -419,6 +419,7 @@ static int bench_main(bench_opts *o, bench *b) {
       return 1;
     }
     compile_s = (cli_now_ms() - t0) / 1e3;
+    cli_note_unbound(stderr, "kiln bench", cr.n_unbound, cr.unbound);
     generic = cr.generic_conv + cr.generic_matmul + cr.generic_pool;
     if (!o->json)
       printf("compiled %s at -O%d in %.2f s: %d kernels (%d on the generic schedule), %.3f GFLOPs per run\n",

@@ -275,4 +275,9 @@ int cli_invent_input(kiln_model *m, int32_t i, cli_input *in, uint64_t *seed, co
 void cli_inputs_free(cli_input *ins, int32_t n);
 /* Element i of a buffer of dtype t, as a double. */
 double cli_value_at(kiln_dtype t, const void *data, int64_t i);
+/* One note for the graph-input dims a model leaves open (symbolic, empty, -1) that
+ * no --input-shape bound: "WHO: note: N unbound input dims default to 1: x[0] 'batch';
+ * bind them with --input-shape NAME:DIMS" (inputs.c). Nothing when n is 0. */
+void cli_note_unbound(FILE *f, const char *who, int32_t n, const char *list);
+
 #endif

@@ -77,7 +77,14 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   int32_t *group_of = NULL, n_groups = 0;
 
   /* import: ONNX → graph IR, shapes bound, small constants folded */
-  f->g = imp_load_file(o->model_path, o->import, NULL, err);
+  imp_report rep;
+  imp_report_init(&rep);
+  f->g = imp_load_file(o->model_path, o->import, &rep, err);
+  if (res) {
+    res->n_unbound = rep.n_unbound;
+    snprintf(res->unbound, sizeof res->unbound, "%s", rep.unbound);
+  }
+  imp_report_free(&rep);
   if (!f->g) return -1;
   gir_graph *g = f->g;
   if (dumping(o, "import")) gir_print(g, dump);
@@ -509,6 +516,7 @@ int kiln_cmd_compile(int argc, char **argv) {
     cli_records_free(recs);
     return 1;
   }
+  cli_note_unbound(stderr, "kiln compile", res.n_unbound, res.unbound);
   printf("compiled %s -> %s\n", o.model_path, o.output_path);
   printf("  kernels: %d (%d nodes folded at compile time)", res.kernels, res.folded_nodes);
   if (res.calls != res.kernels) printf(", %d called (the rest move no bytes: views, concats written in place)", res.calls);

@@ -158,3 +158,9 @@ int cli_set_inputs(kiln_model *m, const cli_args *a, cli_input *ins, FILE *log) 
   if (rc) cli_inputs_free(ins, n);
   return rc;
 }
+
+void cli_note_unbound(FILE *f, const char *who, int32_t n, const char *list) {
+  if (n <= 0) return;
+  fprintf(f, "%s: note: %d input dim%s left open by the model default%s to 1: %s; bind %s with --input-shape NAME:DIMS\n",
+          who, n, n == 1 ? "" : "s", n == 1 ? "s" : "", list, n == 1 ? "it" : "them");
+}

@@ -181,6 +181,8 @@ int kiln_cmd_inspect(int argc, char **argv) {
       printf("QDQ units imported as integer ops (DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear): %lld\n",
              (long long)rep.qdq_units);
   }
+  if (rep.n_unbound)
+    printf("unbound input dims (1 assumed; --input-shape NAME:DIMS binds them): %d: %s\n", rep.n_unbound, rep.unbound);
   printf("unsupported ops: %d\n", rep.n_unsupported);
   for (int i = 0; i < rep.n_unsupported; i++) {
     const imp_unsupported *u = &rep.unsupported[i];

@@ -74,6 +74,10 @@ typedef struct imp_report {
   imp_unsupported *unsupported;
   int32_t n_unsupported, cap_unsupported;
   int64_t param_count, param_bytes; /* initializers and Constant nodes */
+  /* graph-input dims the model leaves open (symbolic, empty or -1) and no
+   * --input-shape bound, each defaulted to 1: "x[0] 'batch', y[2] -1" */
+  char unbound[512];
+  int32_t n_unbound;
   int64_t qdq_units; /* DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear units imported as integer ops (qdq.c) */
 } imp_report;
 

@@ -226,11 +226,27 @@ int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt,
   s->rank = (int32_t)tt->shape->n_dim;
   for (size_t i = 0; i < tt->shape->n_dim; i++) {
     const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-    if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+    int fixed = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value != -1;
+    if (fixed) {
       if (d->dim_value < 0) return imp_fail(c, "input '%s' has negative dimension %lld", name, (long long)d->dim_value);
       s->dims[i] = d->dim_value;
-    } else
-      s->dims[i] = 1; /* symbolic or unknown dims default to 1 */
+      continue;
+    }
+    /* symbolic, empty or -1 (which exporters write for "dynamic", as ONNX Runtime reads
+     * it): 1 unless bound with --input-shape; the report lists each one */
+    s->dims[i] = 1;
+    imp_report *r = c->rep;
+    if (!r || c->depth) continue;
+    r->n_unbound++;
+    size_t used = strlen(r->unbound);
+    const char *sym = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+                              d->dim_param[0] ? d->dim_param : NULL;
+    char one[200];
+    if (sym) snprintf(one, sizeof one, "%s%s[%zu] '%.64s'", used ? ", " : "", name, i, sym);
+    else snprintf(one, sizeof one, "%s%s[%zu] %s", used ? ", " : "", name, i,
+                  d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? "-1" : "(no value)");
+    if (used + strlen(one) + 4 < sizeof r->unbound) strcat(r->unbound, one);
+    else if (used + 4 < sizeof r->unbound && !strstr(r->unbound, "…")) strcat(r->unbound, " …");
   }
   gir_err e = {{0}};
   if (check_size(*dt, s, &e) < 0) return imp_fail(c, "input '%s': %s", name, e.msg);
