@@ -2,9 +2,11 @@
 CPUs (QEMU's board models) and give ONNX Runtime's numbers, in kiln's footprint.
 
 For each board — mps2-an386 (Cortex-M4), mps2-an500 (Cortex-M7), mps3-an547 (Cortex-M55)
-— each model — the small CNN of models/gen_models.py and the DS-CNN keyword
+— each model — the small CNN of models/gen_models.py, the DS-CNN keyword
 spotter of models/gen_dscnn.py (49x10 MFCC input, four depthwise-separable blocks of
-64 channels) — and each way of making the kernels — C from the C backend, or LLVM's
+64 channels) and that DS-CNN quantized to int8 by ONNX Runtime's quantize_static
+(compared with ONNX Runtime's int8 outputs within one step of the output's
+quantization) — and each way of making the kernels — C from the C backend, or LLVM's
 object for the CPU (--kernels llvm):
 - `kiln compile --target cortex-mN --aot -o DIR` writes the project and prints the
   flash and RAM it needs; DIR/manifest.json has the same figures;
@@ -53,6 +55,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import util  # noqa: E402
 import gen_dscnn  # noqa: E402
+import gen_quant_models  # noqa: E402
 import gen_models  # noqa: E402
 import test_e2e  # noqa: E402  (model_inputs, make_feeds, reference, compare)
 
@@ -93,8 +96,20 @@ def newlib_present():
     return rc == 0 and os.path.isabs(out.strip()) and os.path.exists(out.strip())
 
 
+def out_step(model):
+    """The scale of the DequantizeLinear that makes the (first) graph output, or None."""
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] == model.graph.output[0].name and n.input[1] in inits:
+            return float(inits[n.input[1]].reshape(-1)[0])
+    return None
+
+
 def prepare(work):
-    """{name: (onnx path, feeds, reference outputs, output names)}."""
+    """{name: (onnx path, feeds, reference outputs, output names, tolerance step or None)}: the
+    models, and the DS-CNN quantized to int8 by ONNX Runtime's quantize_static (QDQ,
+    per-channel; models/gen_quant_models.py) — its integer kernels on the board, compared
+    with ONNX Runtime's int8 outputs within one quantization step of the output."""
     models = {"cnn": gen_models.cnn(), "dscnn": gen_dscnn.dscnn()}
     out = {}
     for name, m in models.items():
@@ -102,14 +117,20 @@ def prepare(work):
         onnx.save(m, path)
         feeds = test_e2e.make_feeds(test_e2e.model_inputs(m, {}), SEED + sum(map(ord, name)))
         ref, names, _ = test_e2e.reference(path, feeds)
-        out[name] = (path, feeds, ref, names)
+        out[name] = (path, feeds, ref, names, None)
+    qpath = os.path.join(work, "dscnn_int8.onnx")
+    gen_quant_models.quantize(out["dscnn"][0], qpath)
+    qm = onnx.load(qpath)
+    feeds = out["dscnn"][1]
+    ref, names, _ = test_e2e.reference(qpath, feeds)
+    out["dscnn_int8"] = (qpath, feeds, ref, names, out_step(qm))
     return out
 
 
 def one(checks, kiln, target, name, model, work, kernels):
     """Compiles, builds, runs and checks one model on one board; returns the
     instructions per inference (None when unknown)."""
-    path, feeds, ref, names = model
+    path, feeds, ref, names, step = model
     label = "%s/%s/%s" % (target, name, kernels)
     d = os.path.join(work, "%s-%s-%s" % (name, target, kernels))
     comp = util.run_kiln(kiln, ["compile", path, "--target", target, "--aot", "--kernels", kernels, "-o", d],
@@ -165,7 +186,11 @@ def one(checks, kiln, target, name, model, work, kernels):
         if got.size != want.size:
             problems.append("out%d.bin has %d values, want %d" % (i, got.size, want.size))
             continue
-        ok, why, mabs, _ = test_e2e.compare(got.reshape(want.shape), want, RTOL, ATOL)
+        if step:  # int8: within one step of the output's quantization
+            mabs = float(np.max(np.abs(got.astype(np.float64) - want.reshape(-1))))
+            ok, why = mabs <= step * 1.01, "max abs diff %.4g above one step (%.4g)" % (mabs, step)
+        else:
+            ok, why, mabs, _ = test_e2e.compare(got.reshape(want.shape), want, RTOL, ATOL)
         worst = max(worst, mabs or 0.0)
         if not ok:
             problems.append("output %s: %s" % (oname, why))
