@@ -786,7 +786,34 @@ static void dot4_operand(cgen *g, const tir_expr *x, int lane, int j) {
 
 /* kc_dot4(acc, a0..a3, b0..b3): the operands' lanes of this result lane, each
  * extended to int32 by its own dtype (C converts int8_t and uint8_t so). */
+static int contiguous_load(const tir_expr *x) {
+  const tir_expr *ix = x->kind == TIR_LOAD ? x->u.load.index : NULL;
+  return ix && ix->kind == TIR_RAMP && ix->u.ramp.stride->kind == TIR_INT && ix->u.ramp.stride->u.i == 1;
+}
+
+/* &buf[index of the operand's first byte for this result lane] */
+static void dot4_address(cgen *g, const tir_expr *x, int lane) {
+  const char *saved = g->ln;
+  int vec = x->lanes != 4 && lane;
+  if (vec && !(g->ln = gir_arena_printf(g->scratch, "4 * (%s)", saved))) {
+    g->out->oom = 1;
+    g->ln = saved;
+    return;
+  }
+  putf(g->out, "&b%d[", x->u.load.buf->id);
+  expr(g, x->u.load.index, vec);
+  put(g->out, "]");
+  g->ln = saved;
+}
+
 static void dot4(cgen *g, const tir_expr *e, int lane) {
+  const tir_expr *a = e->u.dot4.a, *b = e->u.dot4.b;
+  if (contiguous_load(a) && contiguous_load(b)) { /* both sides' bytes in memory: the packed form (SMLAD) */
+    putf(g->out, "kc_dot4_%c%c(", a->dtype == GIR_U8 ? 'u' : 's', b->dtype == GIR_U8 ? 'u' : 's');
+    expr(g, e->u.dot4.acc, lane);
+    put(g->out, ", "), dot4_address(g, a, lane), put(g->out, ", "), dot4_address(g, b, lane), put(g->out, ")");
+    return;
+  }
   put(g->out, "kc_dot4("), expr(g, e->u.dot4.acc, lane);
   for (int j = 0; j < 4; j++) put(g->out, ", "), dot4_operand(g, e->u.dot4.a, lane, j);
   for (int j = 0; j < 4; j++) put(g->out, ", "), dot4_operand(g, e->u.dot4.b, lane, j);

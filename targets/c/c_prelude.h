@@ -223,6 +223,41 @@ static inline int32_t kc_dot4(int32_t acc, int32_t a0, int32_t a1, int32_t a2, i
                    (uint32_t)(a3 * b3));
 }
 
+/* dot4 of four bytes in memory on each side (p, q: a pixel's four input channels and
+ * one output channel's four weights), u/s naming each side's signedness. With the
+ * DSP extension's SIMD32 (Cortex-M4/M7/M33/M55), the bytes spread into halfwords —
+ * UXTB16/SXTB16 of the word (bytes 0, 2) and of the word rotated by 8 (bytes 1, 3) —
+ * and two SMLADs (two 16-bit products each) add them up: the packed MACs of
+ * CMSIS-NN's int8 kernels, wrapping as kc_dot4 does. */
+#if defined(__GNUC__) && defined(__ARM_FEATURE_SIMD32) && __ARM_FEATURE_SIMD32
+#define KC_DOT4P(name, xa, xb)                                                                      \
+  static inline int32_t name(int32_t acc, const void *p, const void *q) {                          \
+    uint32_t a, b;                                                                                 \
+    memcpy(&a, p, 4);                                                                              \
+    memcpy(&b, q, 4);                                                                              \
+    acc = __builtin_arm_smlad(xa(a), xb(b), acc);                                                  \
+    return __builtin_arm_smlad(xa((a >> 8) | (a << 24)), xb((b >> 8) | (b << 24)), acc);           \
+  }
+#define KC_U16(w) (int32_t) __builtin_arm_uxtb16(w)
+#define KC_S16(w) (int32_t) __builtin_arm_sxtb16(w)
+KC_DOT4P(kc_dot4_uu, KC_U16, KC_U16)
+KC_DOT4P(kc_dot4_us, KC_U16, KC_S16)
+KC_DOT4P(kc_dot4_su, KC_S16, KC_U16)
+KC_DOT4P(kc_dot4_ss, KC_S16, KC_S16)
+#else
+#define KC_DOT4P(name, ta, tb)                                                                     \
+  static inline int32_t name(int32_t acc, const void *p, const void *q) {                          \
+    const ta *a = (const ta *)p;                                                                   \
+    const tb *b = (const tb *)q;                                                                   \
+    return kc_dot4(acc, a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);                           \
+  }
+KC_DOT4P(kc_dot4_uu, uint8_t, uint8_t)
+KC_DOT4P(kc_dot4_us, uint8_t, int8_t)
+KC_DOT4P(kc_dot4_su, int8_t, uint8_t)
+KC_DOT4P(kc_dot4_ss, int8_t, int8_t)
+#endif
+#undef KC_DOT4P
+
 /* --- floats --- */
 
 /* saturating conversions: NaN → 0, the int64 (uint64) range's ends beyond it */
