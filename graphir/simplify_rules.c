@@ -17,6 +17,7 @@
  * graph nodes on the old ones (mul, reshape), folded at once when the engine has
  * an evaluator, or later by gir_fold_constants: the fold path evaluates them
  * through the compute definitions, the single statement of each op's meaning. */
+#include <math.h>
 #include <string.h>
 #include "simplify.h"
 
@@ -145,6 +146,57 @@ static int rw_cast_chain(gir_sx *s, gir_node *n, const gir_match *m) {
   if (!cast_exact(inner->in[0]->dtype, m->x->dtype)) return 0;
   gir_sx_set_input(s, n, 0, inner->in[0]);
   return 1;
+}
+
+/* A scalar float32 constant (one element): its value. */
+static int f32_scalar(const gir_value *v, double *out) {
+  if (!v || !v->data || v->dtype != GIR_F32 || gir_value_numel(v) != 1) return 0;
+  *out = gir_load_f64(GIR_F32, v->data, 0);
+  return 1;
+}
+
+/* v = op(x, c) with c a float32 scalar constant: x (and *c), else NULL. */
+static gir_value *with_const(const gir_value *v, gir_op op, int fn, double *c) {
+  const gir_node *p = v ? v->producer : NULL;
+  if (!p || p->op != op || p->n_in != 2 || gir_attr_int(p, "fn", -1) != fn || !f32_scalar(p->in[1], c)) return NULL;
+  return p->in[0];
+}
+
+/* QuantizeLinear of DequantizeLinear with the same scale s and zero point z, on the
+ * quantized type T itself:
+ *   cast_T(min(max(round(((float(q) − z)·s)/s) + z, lo_T), hi_T))  →  q
+ * (a quantized model's Q/DQ pairs around a Reshape; a reshape between the halves is
+ * allowed and moves onto q). Exact: q − z
+ * is a small integer, the product and the quotient round twice by at most 2^-24
+ * relatively, far from a half, so round gives q − z back, and adding z, the clamp
+ * to T's own range and the cast change nothing — for a normal, finite s. A zero z
+ * has neither sub nor add (x ± 0 was simplified away). */
+static int rw_requant_roundtrip(gir_sx *s, gir_node *n, const gir_match *m) {
+  gir_dtype t = n->out[0]->dtype;
+  double lo_t = t == GIR_U8 ? 0 : -128, hi_t = t == GIR_U8 ? 255 : 127, hi, lo, z2 = 0, s2, s1, z1 = 0;
+  if (t != GIR_U8 && t != GIR_I8) return 0;
+  gir_value *v = with_const(m->x, GIR_OP_binary, GIR_BINARY_MIN, &hi);
+  v = v ? with_const(v, GIR_OP_binary, GIR_BINARY_MAX, &lo) : NULL;
+  if (!v || hi != hi_t || lo != lo_t) return 0;
+  gir_value *r = with_const(v, GIR_OP_binary, GIR_BINARY_ADD, &z2);
+  if (!r) r = v, z2 = 0;
+  const gir_node *rn = r->producer;
+  if (!rn || rn->op != GIR_OP_unary || gir_attr_int(rn, "fn", -1) != GIR_UNARY_ROUND) return 0;
+  gir_value *d = with_const(rn->in[0], GIR_OP_binary, GIR_BINARY_DIV, &s2);
+  /* a reshape between the two (the quantizer's Q/DQ pair around a Reshape): element-wise
+   * work commutes with it, q is reshaped instead */
+  if (d && d->producer && d->producer->op == GIR_OP_reshape) d = d->producer->in[0];
+  gir_value *g = d ? with_const(d, GIR_OP_binary, GIR_BINARY_MUL, &s1) : NULL;
+  if (!g || s1 != s2 || !(fabs(s1) > 1e-30 && fabs(s1) < 1e30)) return 0;
+  gir_value *h = with_const(g, GIR_OP_binary, GIR_BINARY_SUB, &z1);
+  if (!h) h = g, z1 = 0;
+  const gir_node *c = h->producer;
+  if (z1 != z2 || !c || c->op != GIR_OP_cast || h->dtype != GIR_F32) return 0;
+  gir_value *q = c->in[0];
+  const gir_shape *os = &n->out[0]->shape;
+  if (q->dtype != t || gir_value_numel(q) != gir_value_numel(n->out[0])) return 0;
+  if (!gir_shape_equal(&q->shape, os) && !(q = gir_sx_reshape(s, q, os->rank, os->dims, n))) return -1;
+  return gir_sx_replace_node(s, n, q);
 }
 
 /* The extent along `axis` of a constant k that broadcasts against y only
@@ -297,6 +349,8 @@ static const gir_rule rules[] = {
    "transpose(transpose(x, p), q) → transpose(x, p∘q), (p∘q)[i] = p[q[i]]"},
   {"cast_chain",      OP(cast),      T(ANY), {FROM(cast, -1), ANY},      0, rw_cast_chain,
    "cast(cast(x: A, B), C) → cast(x, C) when every A is exactly a B"},
+  {"requant_roundtrip", OP(cast),    T(FLOAT), {FROM(binary, GIR_BINARY_MIN), ANY}, 0, rw_requant_roundtrip,
+   "quantize(dequantize(q, s, z), s, z) → q (8-bit q, one scalar scale and zero point)"},
   /* per-channel affine ops into the producer's weights */
   {"conv_mul", BIN(MUL), T(FLOAT), {FROM(conv, -1), ANY}, COMMUTE | KEEPS_X, rw_fold_affine,
    "conv(x, w, b) * s[m] → conv(x, w*s[m], b*s[m])"},

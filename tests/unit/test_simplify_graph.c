@@ -340,6 +340,44 @@ static void test_chains(void) {
   gir_graph_free(g);
 }
 
+/* quantize(dequantize(q)) with the same scale and zero point → q: the chain the
+ * importer makes of a QDQ pair (ops_nn.c: (float(q) − z)·s, then round(v/s) + z
+ * clamped to the type's range, cast), with a reshape between the halves too; a
+ * different scale, zero point or clamp stays. */
+static gir_value *qdq_pair(gir_graph *g, gir_value *q, double sc, double z, double z2, double s2, double hi,
+                           int reshape) {
+  gir_value *v = bin(g, GIR_BINARY_SUB, cast(g, q, GIR_F32), cfill(g, GIR_F32, SH(), z));
+  v = bin(g, GIR_BINARY_MUL, v, cfill(g, GIR_F32, SH(), sc));
+  if (reshape) v = with_ints(g, GIR_OP_reshape, v, "shape", INTS(6, 4));
+  v = un(g, GIR_UNARY_ROUND, bin(g, GIR_BINARY_DIV, v, cfill(g, GIR_F32, SH(), s2)));
+  v = bin(g, GIR_BINARY_ADD, v, cfill(g, GIR_F32, SH(), z2));
+  v = bin(g, GIR_BINARY_MAX, v, cfill(g, GIR_F32, SH(), 0));
+  v = bin(g, GIR_BINARY_MIN, v, cfill(g, GIR_F32, SH(), hi));
+  return cast(g, v, GIR_U8);
+}
+
+static void test_requant_roundtrip(void) {
+  gir_graph *g = gir_graph_new("t");
+  gir_value *q = tu_input(g, GIR_U8, SH(2, 3, 4));
+  gir_graph_add_output(g, un(g, GIR_UNARY_BITNOT, qdq_pair(g, q, 0.0371475257, 124, 124, 0.0371475257, 255, 0)));
+  gir_graph_add_output(g, un(g, GIR_UNARY_BITNOT, qdq_pair(g, q, 0.02, 3, 3, 0.02, 255, 1)));
+  gir_simplify_stats st = SIMPLIFY(g);
+  CHECK_INT(st.fired[rule_index("requant_roundtrip")], 2);
+  CHECK_INT(count_op(g, GIR_OP_cast, -1), 0);
+  CHECK_INT(count_op(g, GIR_OP_reshape, -1), 1); /* q reshaped to [6, 4] */
+  gir_graph_free(g);
+
+  g = gir_graph_new("t"); /* near misses: another scale, zero point, clamp */
+  q = tu_input(g, GIR_U8, SH(2, 3, 4));
+  gir_graph_add_output(g, un(g, GIR_UNARY_BITNOT, qdq_pair(g, q, 0.02, 3, 3, 0.03, 255, 0)));
+  gir_graph_add_output(g, un(g, GIR_UNARY_BITNOT, qdq_pair(g, q, 0.02, 3, 4, 0.02, 255, 0)));
+  gir_graph_add_output(g, un(g, GIR_UNARY_BITNOT, qdq_pair(g, q, 0.02, 3, 3, 0.02, 200, 0)));
+  st = SIMPLIFY(g);
+  CHECK_INT(st.fired[rule_index("requant_roundtrip")], 0);
+  CHECK_INT(count_op(g, GIR_OP_cast, -1), 4); /* the three casts back to uint8, one shared cast of q */
+  gir_graph_free(g);
+}
+
 /* --- graph outputs keep their names --- */
 
 static void test_outputs(void) {
@@ -737,6 +775,7 @@ int main(void) {
   test_identities();
   test_noops();
   test_chains();
+  test_requant_roundtrip();
   test_outputs();
   test_cse();
   test_conv_bn();
