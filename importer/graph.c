@@ -126,6 +126,11 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
                                  (long long)n.opset);
     imp_convert_fn conv = imp_find_domain_converter(op_type);
     rc = conv ? conv(c, &n) : imp_unsupported_node(c, &n, "no converter");
+  } else if (np->domain && !strcmp(np->domain, "com.microsoft")) { /* ONNX Runtime's contrib ops (ops_contrib.c) */
+    n.opset = domain_opset(c, np->domain);
+    c->origin = gir_arena_printf(c->g->arena, "%s '%s' (com.microsoft opset %lld)", op_type, name, (long long)n.opset);
+    imp_convert_fn conv = imp_find_contrib_converter(op_type);
+    rc = conv ? conv(c, &n) : imp_unsupported_node(c, &n, "com.microsoft op %s is not supported", op_type);
   } else if (!is_default_domain(np->domain))
     rc = imp_unsupported_node(c, &n, "domain '%s' is not supported", np->domain);
   else if (c->opset == 0) /* said in full here: the origin would read "(opset 0)" */

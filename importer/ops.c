@@ -41,6 +41,21 @@ imp_convert_fn imp_find_converter(const char *op_type, int64_t opset) {
   return NULL;
 }
 
+static const struct {
+  const char *op_type;
+  imp_convert_fn fn;
+} contrib_table[] = {
+#define IMP_OP(op, fn) {#op, fn},
+#include "onnx_ops_contrib.def"
+#undef IMP_OP
+};
+
+imp_convert_fn imp_find_contrib_converter(const char *op_type) {
+  for (size_t i = 0; i < sizeof contrib_table / sizeof contrib_table[0]; i++)
+    if (!strcmp(contrib_table[i].op_type, op_type)) return contrib_table[i].fn;
+  return NULL;
+}
+
 imp_convert_fn imp_find_domain_converter(const char *op_type) {
   for (size_t i = 0; i < sizeof domain_table / sizeof domain_table[0]; i++)
     if (!strcmp(domain_table[i].op_type, op_type)) return domain_table[i].fn;

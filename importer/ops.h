@@ -16,11 +16,14 @@
 #include "onnx_ops_misc2.def"
 #include "onnx_ops_preview.def"
 #include "onnx_ops_ml.def"
+#include "onnx_ops_contrib.def"
 #undef IMP_OP
 
 /* The converter of an op of ai.onnx.preview, ai.onnx.preview.training or ai.onnx.ml
  * (ops.c), NULL if none. */
 imp_convert_fn imp_find_domain_converter(const char *op_type);
+/* The converter of a com.microsoft op (onnx_ops_contrib.def), NULL if none. */
+imp_convert_fn imp_find_contrib_converter(const char *op_type);
 
 /* QLinearMatMul's arithmetic (ops_nn.c) with an optional int32 bias added to the
  * accumulator before requantizing — also a QDQ Gemm unit's (qdq.c). NULL + error. */
