@@ -62,6 +62,9 @@ typedef struct imp_node {
 
 typedef int (*imp_convert_fn)(imp_ctx *c, imp_node *n);
 
+/* Input i of n, NULL when absent or beyond the node's inputs. */
+static inline gir_value *imp_in(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
+
 /* --- converter registry (ops.c) --- */
 imp_convert_fn imp_find_converter(const char *op_type, int64_t opset);
 /* The converter of a node that reads a sequence (ops_sequence.c): NULL when the op

@@ -3,10 +3,18 @@
 #include "ctx.h"
 #include "ops.h"
 
-static const struct {
+typedef struct entry {
   const char *op_type;
   imp_convert_fn fn;
-} table[] = {
+} entry;
+
+static imp_convert_fn find(const entry *t, size_t n, const char *op_type) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(t[i].op_type, op_type)) return t[i].fn;
+  return NULL;
+}
+
+static const entry table[] = {
 #define IMP_OP(op, fn) {#op, fn},
 #include "onnx_ops.def"
 #include "onnx_ops_tensor.def"
@@ -24,10 +32,7 @@ static const struct {
 /* The ops of the other domains converted (ai.onnx.preview, ai.onnx.preview.training,
  * ai.onnx.ml), apart so that no op type of one domain finds a converter of another.
  * Each converter checks its node's exact domain and that domain's opset. */
-static const struct {
-  const char *op_type;
-  imp_convert_fn fn;
-} domain_table[] = {
+static const entry domain_table[] = {
 #define IMP_OP(op, fn) {#op, fn},
 #include "onnx_ops_preview.def"
 #include "onnx_ops_ml.def"
@@ -36,28 +41,20 @@ static const struct {
 
 imp_convert_fn imp_find_converter(const char *op_type, int64_t opset) {
   (void)opset; /* converters check versions themselves */
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-    if (!strcmp(table[i].op_type, op_type)) return table[i].fn;
-  return NULL;
+  return find(table, sizeof table / sizeof table[0], op_type);
 }
 
-static const struct {
-  const char *op_type;
-  imp_convert_fn fn;
-} contrib_table[] = {
+/* ONNX Runtime's com.microsoft ops (ops_contrib.c), apart for the same reason. */
+static const entry contrib_table[] = {
 #define IMP_OP(op, fn) {#op, fn},
 #include "onnx_ops_contrib.def"
 #undef IMP_OP
 };
 
 imp_convert_fn imp_find_contrib_converter(const char *op_type) {
-  for (size_t i = 0; i < sizeof contrib_table / sizeof contrib_table[0]; i++)
-    if (!strcmp(contrib_table[i].op_type, op_type)) return contrib_table[i].fn;
-  return NULL;
+  return find(contrib_table, sizeof contrib_table / sizeof contrib_table[0], op_type);
 }
 
 imp_convert_fn imp_find_domain_converter(const char *op_type) {
-  for (size_t i = 0; i < sizeof domain_table / sizeof domain_table[0]; i++)
-    if (!strcmp(domain_table[i].op_type, op_type)) return domain_table[i].fn;
-  return NULL;
+  return find(domain_table, sizeof domain_table / sizeof domain_table[0], op_type);
 }

@@ -31,6 +31,8 @@ gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value
                               gir_value *bzp, gir_value *ys, gir_value *yzp, gir_value *bias);
 
 /* Helpers shared by converters (ops_common.c). */
+/* An optional constant that is absent or holds only zeros (a zero point that is 0). */
+int imp_zero_or_absent(const gir_value *v);
 /* Reads ints from attribute `name` (opset < since) or from input idx (opset >= since). */
 int imp_ints_attr_or_input(imp_ctx *c, imp_node *n, const char *name, int idx, int64_t since, int64_t **out,
                            int32_t *cnt);

@@ -98,3 +98,12 @@ gir_value *imp_concat_many(imp_ctx *c, gir_value *const *xs, int64_t n, int64_t 
   }
   return imp_concat(c, tmp, (int32_t)n, axis);
 }
+
+int imp_zero_or_absent(const gir_value *v) {
+  if (!v) return 1;
+  if (!v->data) return 0;
+  const unsigned char *d = v->data;
+  for (int64_t i = 0; i < gir_value_nbytes(v); i++)
+    if (d[i]) return 0;
+  return 1;
+}

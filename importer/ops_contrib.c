@@ -8,7 +8,6 @@
  * ONNX Runtime is the reference for this domain (tests/py/test_contrib_ops.py). */
 #include "ops.h"
 
-static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 
 static int float_input(imp_ctx *c, const gir_value *x, const char *what) {
   if (!x) return imp_fail(c, "needs input %s", what);
@@ -22,33 +21,33 @@ static gir_value *gelu(imp_ctx *c, gir_value *x, int tanh_form) {
 }
 
 int imp_cv_ms_Gelu(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (float_input(c, x, "X") < 0) return -1;
   return imp_set_output(c, n, 0, gelu(c, x, 0));
 }
 
 int imp_cv_ms_FastGelu(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *b = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *b = imp_in(n, 1);
   if (float_input(c, x, "X") < 0) return -1;
   if (b) x = imp_binary(c, GIR_BINARY_ADD, x, b);
   return imp_set_output(c, n, 0, gelu(c, x, 1));
 }
 
 int imp_cv_ms_BiasGelu(imp_ctx *c, imp_node *n) {
-  gir_value *a = in_at(n, 0), *b = in_at(n, 1);
+  gir_value *a = imp_in(n, 0), *b = imp_in(n, 1);
   if (float_input(c, a, "A") < 0 || float_input(c, b, "B") < 0) return -1;
   return imp_set_output(c, n, 0, gelu(c, imp_binary(c, GIR_BINARY_ADD, a, b), 0));
 }
 
 int imp_cv_ms_QuickGelu(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (float_input(c, x, "X") < 0) return -1;
   gir_value *ax = imp_binary(c, GIR_BINARY_MUL, x, imp_scalar_like(c, x, imp_attr_float(n, "alpha", 1.702)));
   return imp_set_output(c, n, 0, imp_binary(c, GIR_BINARY_MUL, x, imp_unary(c, GIR_UNARY_SIGMOID, ax)));
 }
 
 int imp_cv_ms_BiasAdd(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *b = in_at(n, 1), *s = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *b = imp_in(n, 1), *s = imp_in(n, 2);
   if (float_input(c, x, "X") < 0 || float_input(c, b, "bias") < 0 || float_input(c, s, "skip") < 0) return -1;
   return imp_set_output(c, n, 0, imp_binary(c, GIR_BINARY_ADD, imp_binary(c, GIR_BINARY_ADD, x, b), s));
 }

@@ -20,12 +20,11 @@
 #include <string.h>
 #include "ops.h"
 
-static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 
 /* --- BitCast --- */
 
 int imp_cv_BitCast(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t code = imp_attr_int(n, "to", -1);
   gir_dtype to = gir_dtype_from_onnx((int32_t)code), from = x->dtype;
@@ -54,7 +53,7 @@ static gir_value *iota_i64(imp_ctx *c, int32_t rank, const int64_t *dims, int ax
 }
 
 int imp_cv_TensorScatter(imp_ctx *c, imp_node *n) {
-  gir_value *past = in_at(n, 0), *upd = in_at(n, 1), *wi = in_at(n, 2);
+  gir_value *past = imp_in(n, 0), *upd = imp_in(n, 1), *wi = imp_in(n, 2);
   if (!past || !upd) return imp_fail(c, "needs inputs past_cache and update");
   int32_t r = past->shape.rank;
   if (upd->shape.rank != r) return imp_fail(c, "update has rank %d, past_cache %d", upd->shape.rank, r);
@@ -141,7 +140,7 @@ static int count_grams(imp_ctx *c, gir_value *x, const gram *gs, int64_t k, int6
 }
 
 int imp_cv_TfIdfVectorizer(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   gir_arena *a = c->g->arena;
   int64_t *pool, *counts, *oix;
@@ -233,7 +232,7 @@ static double py_floordiv(double a, double b) {
 }
 
 static int scalar_input(imp_ctx *c, const imp_node *n, int i, const char *name, double *v) {
-  gir_value *x = in_at(n, i);
+  gir_value *x = imp_in(n, i);
   if (!x) return imp_fail(c, "input '%s' is missing", name);
   char what[64];
   snprintf(what, sizeof what, "input '%s'", name);

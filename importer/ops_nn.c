@@ -18,7 +18,6 @@
 
 /* ---------- small helpers ---------- */
 
-static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 
 static int out_wanted(const imp_node *n, int i) { return i < n->n_out && n->out_names[i] && n->out_names[i][0]; }
 
@@ -248,7 +247,7 @@ static int conv_window(imp_ctx *c, const imp_node *n, const gir_value *x, const 
 /* ---------- convolution ---------- */
 
 int imp_cv_Conv(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *b = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *wt = imp_in(n, 1), *b = imp_in(n, 2);
   if (!x || !wt) return imp_fail(c, "needs inputs X and W");
   win w;
   int64_t group;
@@ -269,7 +268,7 @@ static int64_t floor_div2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); 
  * A negative begin or end means zeros beyond the full output: output_padding
  * covers a small end extension, a pad op the rest (then the bias is added after). */
 int imp_cv_ConvTranspose(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *b = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *wt = imp_in(n, 1), *b = imp_in(n, 2);
   if (!x || !wt) return imp_fail(c, "needs inputs X and W");
   int r = x->shape.rank;
   if (r < 3 || wt->shape.rank != r) return imp_fail(c, "needs X and W of the same rank >= 3");
@@ -365,7 +364,7 @@ int imp_cv_ConvTranspose(imp_ctx *c, imp_node *n) {
 /* ---------- Gemm, MatMul ---------- */
 
 int imp_cv_Gemm(imp_ctx *c, imp_node *n) {
-  gir_value *a = in_at(n, 0), *b = in_at(n, 1), *cc = in_at(n, 2);
+  gir_value *a = imp_in(n, 0), *b = imp_in(n, 1), *cc = imp_in(n, 2);
   if (!a || !b) return imp_fail(c, "needs inputs A and B");
   if (a->shape.rank != 2 || b->shape.rank != 2) return imp_fail(c, "A and B must be 2-D");
   double alpha = imp_attr_float(n, "alpha", 1.0), beta = imp_attr_float(n, "beta", 1.0);
@@ -391,7 +390,7 @@ int imp_cv_Gemm(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_MatMul(imp_ctx *c, imp_node *n) {
-  if (!in_at(n, 0) || !in_at(n, 1)) return imp_fail(c, "needs two inputs");
+  if (!imp_in(n, 0) || !imp_in(n, 1)) return imp_fail(c, "needs two inputs");
   return imp_set_output(c, n, 0, matmul_nd(c, n->in[0], n->in[1]));
 }
 
@@ -437,7 +436,7 @@ static int batchnorm_training(imp_ctx *c, imp_node *n, gir_value *x, gir_value *
 }
 
 int imp_cv_BatchNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *p[4] = {in_at(n, 1), in_at(n, 2), in_at(n, 3), in_at(n, 4)};
+  gir_value *x = imp_in(n, 0), *p[4] = {imp_in(n, 1), imp_in(n, 2), imp_in(n, 3), imp_in(n, 4)};
   if (!x || !p[0] || !p[1] || !p[2] || !p[3]) return imp_fail(c, "needs inputs X, scale, B, mean and var");
   if (n->opset < 7 && imp_attr(n, "is_test") && !imp_attr_int(n, "is_test", 0))
     return imp_unsupported_node(c, n, "training mode (is_test=0)");
@@ -470,7 +469,7 @@ int imp_cv_BatchNormalization(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_InstanceNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *s = in_at(n, 1), *b = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *s = imp_in(n, 1), *b = imp_in(n, 2);
   if (!x || !s || !b) return imp_fail(c, "needs inputs input, scale and B");
   int r = x->shape.rank;
   if (r < 3) return imp_fail(c, "input needs rank >= 3 (N, C, D1, ...)");
@@ -487,7 +486,7 @@ int imp_cv_InstanceNormalization(imp_ctx *c, imp_node *n) {
  * reductions and the normalization is then built from them; their type is the
  * stash type as the spec and onnxruntime have it (the reference returns X's). */
 int imp_cv_LayerNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *scale = in_at(n, 1), *bias = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *scale = imp_in(n, 1), *bias = imp_in(n, 2);
   if (!x || !scale) return imp_fail(c, "needs inputs X and Scale");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
   int r = x->shape.rank;
@@ -527,7 +526,7 @@ int imp_cv_LayerNormalization(imp_ctx *c, imp_node *n) {
  * scaled per group (opset 18: scale/bias have G values) or per channel (opset
  * 21: C values, and stage one runs in stash_type). */
 int imp_cv_GroupNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *scale = in_at(n, 1), *bias = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *scale = imp_in(n, 1), *bias = imp_in(n, 2);
   if (!x || !scale || !bias) return imp_fail(c, "needs inputs X, scale and bias");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
   int r = x->shape.rank;
@@ -558,7 +557,7 @@ int imp_cv_GroupNormalization(imp_ctx *c, imp_node *n) {
 
 /* RMSNormalization (opset 23): layer_norm with rms=1; Y has the scale's type. */
 int imp_cv_RMSNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *scale = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *scale = imp_in(n, 1);
   if (!x || !scale) return imp_fail(c, "needs inputs X and scale");
   if (!gir_dtype_is_float(x->dtype) || !gir_dtype_is_float(scale->dtype))
     return imp_fail(c, "X and scale must be floating point");
@@ -579,7 +578,7 @@ int imp_cv_RMSNormalization(imp_ctx *c, imp_node *n) {
 
 /* MeanVarianceNormalization, as its function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9). */
 int imp_cv_MeanVarianceNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
   int64_t *axes, def[3] = {0, 2, 3}, norm[GIR_MAX_RANK];
@@ -602,7 +601,7 @@ int imp_cv_MeanVarianceNormalization(imp_ctx *c, imp_node *n) {
 
 /* LpNormalization: x / ||x||_p along axis (p = 1 or 2); a zero norm gives 0. */
 int imp_cv_LpNormalization(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "input must be floating point");
   int64_t axis, p = imp_attr_int(n, "p", 2);
@@ -615,7 +614,7 @@ int imp_cv_LpNormalization(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_LRN(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t size = imp_attr_int(n, "size", 0);
   if (size < 1) return imp_fail(c, "attribute size must be >= 1");
@@ -630,7 +629,7 @@ int imp_cv_LRN(imp_ctx *c, imp_node *n) {
 /* ---------- pooling ---------- */
 
 static int cv_pool(imp_ctx *c, imp_node *n, gir_pool_fn fn) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int dil_ok, ceil_ok = n->opset >= 10, count_pad = 0;
   int64_t p = 0;
@@ -680,7 +679,7 @@ int imp_cv_LpPool(imp_ctx *c, imp_node *n) { return cv_pool(c, n, GIR_POOL_LP); 
 
 /* Global pools: a reduction over every spatial axis, dims kept. */
 static int cv_global_pool(imp_ctx *c, imp_node *n, gir_reduce_fn fn) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int r = x->shape.rank;
   if (r < 3) return imp_fail(c, "needs an input of rank >= 3 (N, C, spatial...)");
@@ -693,7 +692,7 @@ int imp_cv_GlobalAveragePool(imp_ctx *c, imp_node *n) { return cv_global_pool(c,
 int imp_cv_GlobalMaxPool(imp_ctx *c, imp_node *n) { return cv_global_pool(c, n, GIR_REDUCE_MAX); }
 
 int imp_cv_GlobalLpPool(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t p;
   if (n->opset < 2) {
@@ -739,7 +738,7 @@ static gir_value *softmax_input(imp_ctx *c, const imp_node *n, gir_value *x, int
 }
 
 static int cv_softmax(imp_ctx *c, imp_node *n, int log) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t axis;
   int coerced;
@@ -758,7 +757,7 @@ int imp_cv_LogSoftmax(imp_ctx *c, imp_node *n) { return cv_softmax(c, n, 1); }
 /* Hardmax: one_hot(argmax(x, axis), depth = d[axis]) with [0, 1] in x's type;
  * the first maximum wins. */
 int imp_cv_Hardmax(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t axis;
   int coerced;
@@ -867,7 +866,7 @@ static int is_float8(gir_dtype t) { return gir_dtype_is_f8(t) && t != GIR_F8E8M0
  * unless saturate = 0; the zero point, zero by the spec, is not added);
  * float4e2m1 the plain cast of x / scale + zero point. */
 int imp_cv_QuantizeLinear(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *scale = in_at(n, 1), *zp = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *scale = imp_in(n, 1), *zp = imp_in(n, 2);
   if (!x || !scale) return imp_fail(c, "needs inputs x and y_scale");
   gir_dtype out = GIR_U8;
   int64_t odt = n->opset >= 21 ? imp_attr_int(n, "output_dtype", 0) : 0;
@@ -909,7 +908,7 @@ int imp_cv_QuantizeLinear(imp_ctx *c, imp_node *n) {
  * scale) as the reference does, then cast to output_dtype or the scale's type.
  * float8 and float4e2m1 inputs have no zero point (the reference ignores it). */
 int imp_cv_DequantizeLinear(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *scale = in_at(n, 1), *zp = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *scale = imp_in(n, 1), *zp = imp_in(n, 2);
   if (!x || !scale) return imp_fail(c, "needs inputs x and x_scale");
   int rc = quant_type_check(c, n, x->dtype, "quantized input");
   if (rc) return rc;
@@ -937,7 +936,7 @@ int imp_cv_DequantizeLinear(imp_ctx *c, imp_node *n) {
  * scale = (max - min) / 255 (1/255 when max == min), zero point =
  * round(clamp(-min / scale, 0, 255)), y = clamp(round(x / scale) + zp, 0, 255). */
 int imp_cv_DynamicQuantizeLinear(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (x->dtype != GIR_F32) return imp_fail(c, "x must be float32");
   int64_t axes[GIR_MAX_RANK];
@@ -991,16 +990,6 @@ static int64_t const_zp(const gir_value *zp, int *known) {
   return zp->dtype == GIR_U8 ? *(const uint8_t *)zp->data : zp->dtype == GIR_I8 ? *(const int8_t *)zp->data : 0;
 }
 
-/* A zero point that is absent or a constant holding only zeros. */
-static int zero_zp(const gir_value *zp) {
-  if (!zp) return 1;
-  if (!zp->data) return 0;
-  const unsigned char *d = zp->data;
-  for (int64_t i = 0; i < gir_value_nbytes(zp); i++)
-    if (d[i]) return 0;
-  return 1;
-}
-
 /* Σ over `axes` of int32(w), times the zero point zx: the term that turns a
  * product over raw 8-bit x into one over x - zx. */
 static gir_value *zp_times_sum(imp_ctx *c, gir_value *w, int64_t zx, const int64_t *axes, int32_t n_axes, int keep) {
@@ -1034,7 +1023,7 @@ static gir_value *requantize(imp_ctx *c, gir_value *acc, gir_value *factor, gir_
 static gir_value *matmul_q8(imp_ctx *c, gir_value *a, gir_value *azp, gir_value *b, gir_value *bzp) {
   int known;
   int64_t za = const_zp(azp, &known);
-  if (known && zero_zp(bzp) && b->shape.rank >= 2) {
+  if (known && imp_zero_or_absent(bzp) && b->shape.rank >= 2) {
     gir_value *y = matmul_nd(c, a, b);
     if (!za || !y) return y;
     int64_t k = b->shape.rank - 2;
@@ -1054,15 +1043,15 @@ gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value
 }
 
 int imp_cv_QLinearMatMul(imp_ctx *c, imp_node *n) {
-  gir_value *a = in_at(n, 0), *as = in_at(n, 1), *azp = in_at(n, 2), *b = in_at(n, 3), *bs = in_at(n, 4),
-            *bzp = in_at(n, 5), *ys = in_at(n, 6), *yzp = in_at(n, 7);
+  gir_value *a = imp_in(n, 0), *as = imp_in(n, 1), *azp = imp_in(n, 2), *b = imp_in(n, 3), *bs = imp_in(n, 4),
+            *bzp = imp_in(n, 5), *ys = imp_in(n, 6), *yzp = imp_in(n, 7);
   if (!a || !as || !b || !bs || !ys) return imp_fail(c, "needs inputs a, a_scale, b, b_scale and y_scale");
   gir_value *y = imp_qlinear_matmul(c, a, as, azp, b, bs, bzp, ys, yzp, NULL);
   return y ? imp_set_output(c, n, 0, y) : -1;
 }
 
 int imp_cv_MatMulInteger(imp_ctx *c, imp_node *n) {
-  gir_value *a = in_at(n, 0), *b = in_at(n, 1), *azp = in_at(n, 2), *bzp = in_at(n, 3);
+  gir_value *a = imp_in(n, 0), *b = imp_in(n, 1), *azp = imp_in(n, 2), *bzp = imp_in(n, 3);
   if (!a || !b) return imp_fail(c, "needs inputs A and B");
   if (int8_operand(c, a, "A") < 0 || int8_operand(c, b, "B") < 0) return -1;
   gir_value *y = matmul_q8(c, a, azp, b, bzp);
@@ -1088,7 +1077,7 @@ static gir_value *conv_q8(imp_ctx *c, gir_value *x, gir_value *xzp, gir_value *w
                           const win *w, int64_t group) {
   int known;
   int64_t zx = const_zp(xzp, &known);
-  if (!known || !zero_zp(wzp))
+  if (!known || !imp_zero_or_absent(wzp))
     return emit_conv(c, centered_i32(c, x, xzp ? to_scalar(c, xzp) : NULL), centered_i32(c, wt, weight_param(c, wzp, wt)),
                      b, w, group);
   gir_value *bias = b;
@@ -1109,7 +1098,7 @@ static gir_value *conv_q8(imp_ctx *c, gir_value *x, gir_value *xzp, gir_value *w
 }
 
 int imp_cv_ConvInteger(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *xzp = in_at(n, 2), *wzp = in_at(n, 3);
+  gir_value *x = imp_in(n, 0), *wt = imp_in(n, 1), *xzp = imp_in(n, 2), *wzp = imp_in(n, 3);
   if (!x || !wt) return imp_fail(c, "needs inputs x and w");
   if (int8_operand(c, x, "x") < 0 || int8_operand(c, wt, "w") < 0) return -1;
   if (xzp && gir_value_numel(xzp) != 1) return imp_fail(c, "x_zero_point must be a scalar");
@@ -1120,8 +1109,8 @@ int imp_cv_ConvInteger(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_QLinearConv(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *xs = in_at(n, 1), *xzp = in_at(n, 2), *wt = in_at(n, 3), *ws = in_at(n, 4),
-            *wzp = in_at(n, 5), *ys = in_at(n, 6), *yzp = in_at(n, 7), *b = in_at(n, 8);
+  gir_value *x = imp_in(n, 0), *xs = imp_in(n, 1), *xzp = imp_in(n, 2), *wt = imp_in(n, 3), *ws = imp_in(n, 4),
+            *wzp = imp_in(n, 5), *ys = imp_in(n, 6), *yzp = imp_in(n, 7), *b = imp_in(n, 8);
   if (!x || !xs || !wt || !ws || !ys) return imp_fail(c, "needs inputs x, x_scale, w, w_scale and y_scale");
   if (int8_operand(c, x, "x") < 0 || int8_operand(c, wt, "w") < 0) return -1;
   if ((xzp && gir_value_numel(xzp) != 1) || gir_value_numel(xs) != 1 || gir_value_numel(ys) != 1 ||

@@ -24,7 +24,6 @@
 /* Sampling grids above this many taps are refused (their sizes must not overflow). */
 #define MAX_SAMPLES (1ll << 40)
 
-static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 static gir_dtype calc_type(gir_dtype t) { return t == GIR_F64 ? GIR_F64 : GIR_F32; }
 
 static gir_value *add(imp_ctx *c, gir_value *a, gir_value *b) { return imp_binary(c, GIR_BINARY_ADD, a, b); }
@@ -231,7 +230,7 @@ static int parse_mode(imp_ctx *c, const imp_node *n, sample_mode *mode, sample_p
 }
 
 int imp_cv_GridSample(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *grid = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *grid = imp_in(n, 1);
   if (!x || !grid) return imp_fail(c, "needs X and grid");
   int r = x->shape.rank, k = r - 2;
   sample_mode mode = SAMPLE_LINEAR;
@@ -287,10 +286,10 @@ int imp_cv_GridSample(imp_ctx *c, imp_node *n) {
 /* --- AffineGrid --- */
 
 int imp_cv_AffineGrid(imp_ctx *c, imp_node *n) {
-  gir_value *theta = in_at(n, 0);
+  gir_value *theta = imp_in(n, 0);
   if (!theta) return imp_fail(c, "needs theta");
   int32_t ns;
-  int64_t *size = imp_const_ints(c, in_at(n, 1), "input 'size'", &ns);
+  int64_t *size = imp_const_ints(c, imp_in(n, 1), "input 'size'", &ns);
   if (!size) return -1;
   int k = ns - 2;
   if (k != 2 && k != 3) return imp_fail(c, "size must be [N, C, H, W] or [N, C, D, H, W]");
@@ -363,7 +362,7 @@ static int roi_axis_setup(imp_ctx *c, gir_value *start, gir_value *bin, int64_t 
 }
 
 int imp_cv_RoiAlign(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *rois = in_at(n, 1), *bi = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *rois = imp_in(n, 1), *bi = imp_in(n, 2);
   if (!x || !rois || !bi) return imp_fail(c, "needs X, rois and batch_indices");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
   if (x->shape.rank != 4) return imp_fail(c, "X must be [N, C, H, W]");
@@ -456,7 +455,7 @@ int imp_cv_RoiAlign(imp_ctx *c, imp_node *n) {
 /* --- DeformConv --- */
 
 int imp_cv_DeformConv(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *wt = in_at(n, 1), *offset = in_at(n, 2), *bias = in_at(n, 3), *mask = in_at(n, 4);
+  gir_value *x = imp_in(n, 0), *wt = imp_in(n, 1), *offset = imp_in(n, 2), *bias = imp_in(n, 3), *mask = imp_in(n, 4);
   if (!x || !wt || !offset) return imp_fail(c, "needs X, W and offset");
   int r = x->shape.rank, k = r - 2;
   if (k < 1 || wt->shape.rank != r || offset->shape.rank != r)

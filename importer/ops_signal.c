@@ -30,7 +30,6 @@
 #define MAX_DET_N 6
 #define TWO_PI 6.283185307179586476925286766559
 
-static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 
 /* float16/bfloat16 compute in float32; float64 stays float64. */
 static gir_dtype calc_type(gir_dtype t) { return t == GIR_F64 ? GIR_F64 : GIR_F32; }
@@ -126,7 +125,7 @@ static gir_value *dft_apply(imp_ctx *c, gir_value *x, int a, const dft_plan *p) 
 }
 
 int imp_cv_DFT(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (n->opset < 17) return imp_unsupported_node(c, n, "DFT before opset 17");
   if (!gir_dtype_is_float(x->dtype))
@@ -136,12 +135,12 @@ int imp_cv_DFT(imp_ctx *c, imp_node *n) {
   if (r < 2 || (parts != 1 && parts != 2))
     return imp_fail(c, "input must have rank >= 2 and a last dimension of 1 (real) or 2 (complex)");
   int64_t axis = n->opset >= 20 ? -2 : imp_attr_int(n, "axis", 1);
-  if (n->opset >= 20 && in_at(n, 2) && const_scalar_int(c, in_at(n, 2), "input 'axis'", &axis) < 0) return -1;
+  if (n->opset >= 20 && imp_in(n, 2) && const_scalar_int(c, imp_in(n, 2), "input 'axis'", &axis) < 0) return -1;
   if (axis < 0) axis += r;
   if (axis < 0 || axis > r - 2) return imp_fail(c, "axis must name a signal dimension (not the last), rank is %d", r);
   int inverse = imp_attr_int(n, "inverse", 0) != 0, onesided = imp_attr_int(n, "onesided", 0) != 0;
   int64_t len = x->shape.dims[axis], dl = inverse && onesided ? 2 * (len - 1) : len;
-  if (in_at(n, 1) && const_scalar_int(c, in_at(n, 1), "input 'dft_length'", &dl) < 0) return -1;
+  if (imp_in(n, 1) && const_scalar_int(c, imp_in(n, 1), "input 'dft_length'", &dl) < 0) return -1;
   if (dl < 1) return imp_fail(c, "dft_length must be positive, is %lld", (long long)dl);
   dft_plan p = {.rows = len, .cin = (int)parts, .n = dl, .cols = dl};
   if (inverse && onesided)
@@ -158,17 +157,17 @@ int imp_cv_DFT(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_STFT(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *win = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *win = imp_in(n, 2);
   if (!x) return imp_fail(c, "needs an input");
   if (!gir_dtype_is_float(x->dtype))
     return imp_fail(c, "signal must be floating point, is %s", gir_dtype_name(x->dtype));
   if (x->shape.rank != 3 || (x->shape.dims[2] != 1 && x->shape.dims[2] != 2))
     return imp_fail(c, "signal must be [batch, length, 1 or 2]");
   int64_t step = 0, len = x->shape.dims[1], fl = len, ws;
-  if (const_scalar_int(c, in_at(n, 1), "input 'frame_step'", &step) < 0) return -1;
+  if (const_scalar_int(c, imp_in(n, 1), "input 'frame_step'", &step) < 0) return -1;
   if (win && win->shape.rank != 1) return imp_fail(c, "window must have rank 1");
   if (win) fl = win->shape.dims[0];
-  if (in_at(n, 3) && const_scalar_int(c, in_at(n, 3), "input 'frame_length'", &fl) < 0) return -1;
+  if (imp_in(n, 3) && const_scalar_int(c, imp_in(n, 3), "input 'frame_length'", &fl) < 0) return -1;
   ws = win ? win->shape.dims[0] : fl;
   if (step < 1 || fl < 1 || ws < 1) return imp_fail(c, "frame_step, frame_length and the window must be positive");
   if (fl > len) return imp_fail(c, "frame_length %lld is longer than the signal (%lld)", (long long)fl, (long long)len);
@@ -226,7 +225,7 @@ int imp_cv_window(imp_ctx *c, imp_node *n) {
     a2 = 0.08;
   }
   int64_t size;
-  if (const_scalar_int(c, in_at(n, 0), "input 'size'", &size) < 0) return -1;
+  if (const_scalar_int(c, imp_in(n, 0), "input 'size'", &size) < 0) return -1;
   if (size < 0 || size > MAX_MATRIX_ELEMS) return imp_fail(c, "size %lld is out of range", (long long)size);
   int64_t code = imp_attr_int(n, "output_datatype", 1);
   gir_dtype t = gir_dtype_from_onnx((int32_t)code);
@@ -248,7 +247,7 @@ int imp_cv_window(imp_ctx *c, imp_node *n) {
 /* --- Det: cofactor expansion with shared minors --- */
 
 int imp_cv_Det(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (!gir_dtype_is_float(x->dtype))
     return imp_fail(c, "input must be floating point, is %s", gir_dtype_name(x->dtype));
@@ -287,11 +286,11 @@ int imp_cv_Det(imp_ctx *c, imp_node *n) {
 /* --- Col2Im --- */
 
 int imp_cv_Col2Im(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t k, kb;
-  int64_t *img = imp_const_ints(c, in_at(n, 1), "input 'image_shape'", &k), *blk;
-  if (!img || !(blk = imp_const_ints(c, in_at(n, 2), "input 'block_shape'", &kb))) return -1;
+  int64_t *img = imp_const_ints(c, imp_in(n, 1), "input 'image_shape'", &k), *blk;
+  if (!img || !(blk = imp_const_ints(c, imp_in(n, 2), "input 'block_shape'", &kb))) return -1;
   if (k < 1 || k != kb || k + 2 > GIR_MAX_RANK) return imp_fail(c, "image_shape and block_shape need the same length");
   if (x->shape.rank != 3) return imp_fail(c, "input must be [N, C * prod(block_shape), L]");
   int64_t dil[GIR_MAX_RANK], st[GIR_MAX_RANK], pads[2 * GIR_MAX_RANK], opad[GIR_MAX_RANK], bsz = 1, nblocks = 1;
@@ -341,7 +340,7 @@ int imp_cv_Col2Im(imp_ctx *c, imp_node *n) {
 /* --- MaxUnpool --- */
 
 int imp_cv_MaxUnpool(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *ix = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *ix = imp_in(n, 1);
   if (!x || !ix) return imp_fail(c, "needs X and I");
   int r = x->shape.rank, k = r - 2;
   if (k < 1) return imp_fail(c, "input must have rank >= 3");
@@ -365,9 +364,9 @@ int imp_cv_MaxUnpool(imp_ctx *c, imp_node *n) {
   int64_t total = gir_shape_numel(&inf, &e);
   if (total < 0 || total > (1ll << 40)) return imp_fail(c, "output too large");
   gir_shape out = inf;
-  if (in_at(n, 2)) {
+  if (imp_in(n, 2)) {
     int32_t cnt;
-    int64_t *os = imp_const_ints(c, in_at(n, 2), "input 'output_shape'", &cnt);
+    int64_t *os = imp_const_ints(c, imp_in(n, 2), "input 'output_shape'", &cnt);
     if (!os) return -1;
     if (cnt != r) return imp_fail(c, "output_shape needs %d values, has %d", r, cnt);
     for (int i = 0; i < r; i++) {

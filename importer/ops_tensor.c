@@ -18,7 +18,6 @@
 
 /* --- small helpers --- */
 
-static gir_value *in_at(const imp_node *n, int i) { return i < n->n_in ? n->in[i] : NULL; }
 
 static int wants_output(const imp_node *n, int i) {
   return i < n->n_out && n->out_names[i] && n->out_names[i][0];
@@ -121,7 +120,7 @@ static int attr_axis(imp_ctx *c, const imp_node *n, int64_t def, int32_t rank, i
 /* --- reshaping --- */
 
 int imp_cv_Reshape(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t *shape;
   int32_t r;
@@ -159,7 +158,7 @@ int imp_cv_Reshape(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Flatten(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank;
   int64_t axis = imp_attr_int(n, "axis", 1);
@@ -172,7 +171,7 @@ int imp_cv_Flatten(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Transpose(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank;
   int64_t *perm;
@@ -211,7 +210,7 @@ int imp_cv_Concat(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Split(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t axis;
   if (attr_axis(c, n, 0, x->shape.rank, &axis) < 0) return -1;
@@ -263,7 +262,7 @@ static int64_t slice_count(int64_t span, int64_t step) {
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 int imp_cv_Slice(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank, n_st, n_en, n_ax = -1, n_sp = -1;
   int64_t *starts, *ends, *axes = NULL, *steps = NULL;
@@ -274,11 +273,11 @@ int imp_cv_Slice(imp_ctx *c, imp_node *n) {
     if (c->err->msg[0]) return -1;
     if (n_st < 0 || n_en < 0) return imp_fail(c, "attributes starts and ends are required");
   } else {
-    starts = imp_const_ints(c, in_at(n, 1), "input 'starts'", &n_st);
-    ends = imp_const_ints(c, in_at(n, 2), "input 'ends'", &n_en);
+    starts = imp_const_ints(c, imp_in(n, 1), "input 'starts'", &n_st);
+    ends = imp_const_ints(c, imp_in(n, 2), "input 'ends'", &n_en);
     if (!starts || !ends) return -1;
-    if (in_at(n, 3) && !(axes = imp_const_ints(c, n->in[3], "input 'axes'", &n_ax))) return -1;
-    if (in_at(n, 4) && !(steps = imp_const_ints(c, n->in[4], "input 'steps'", &n_sp))) return -1;
+    if (imp_in(n, 3) && !(axes = imp_const_ints(c, n->in[3], "input 'axes'", &n_ax))) return -1;
+    if (imp_in(n, 4) && !(steps = imp_const_ints(c, n->in[4], "input 'steps'", &n_sp))) return -1;
   }
   if (n_en != n_st) return imp_fail(c, "starts has %d entries, ends %d", n_st, n_en);
   if (n_ax >= 0 && n_ax != n_st) return imp_fail(c, "axes has %d entries, starts %d", n_ax, n_st);
@@ -317,7 +316,7 @@ int imp_cv_Slice(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Unsqueeze(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t *axes;
   int32_t cnt;
@@ -334,7 +333,7 @@ int imp_cv_Unsqueeze(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Squeeze(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t *axes;
   int32_t cnt, r = x->shape.rank;
@@ -360,10 +359,10 @@ int imp_cv_Squeeze(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Expand(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t cnt;
-  int64_t *shape = imp_const_ints(c, in_at(n, 1), "input 'shape'", &cnt);
+  int64_t *shape = imp_const_ints(c, imp_in(n, 1), "input 'shape'", &cnt);
   if (!shape) return -1;
   int32_t r = x->shape.rank > cnt ? x->shape.rank : cnt;
   if (check_rank(c, r) < 0) return -1;
@@ -380,11 +379,11 @@ int imp_cv_Expand(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_Tile(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (n->opset < 6) return imp_unsupported_node(c, n, "Tile before opset 6 (tiles/axis inputs)");
   int32_t cnt;
-  int64_t *rep = imp_const_ints(c, in_at(n, 1), "input 'repeats'", &cnt);
+  int64_t *rep = imp_const_ints(c, imp_in(n, 1), "input 'repeats'", &cnt);
   if (!rep) return -1;
   if (cnt != x->shape.rank) return imp_fail(c, "repeats has %d entries for rank %d", cnt, x->shape.rank);
   int all_one = 1;
@@ -400,7 +399,7 @@ int imp_cv_Tile(imp_ctx *c, imp_node *n) {
 int imp_cv_Pad(imp_ctx *c, imp_node *n) {
   static const char *const modes[] = {[GIR_PAD_CONSTANT] = "constant", [GIR_PAD_REFLECT] = "reflect",
                                       [GIR_PAD_EDGE] = "edge", [GIR_PAD_WRAP] = "wrap"};
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank;
   int mode = pick(c, "mode", imp_attr_string(c, n, "mode", "constant"), modes, GIR_PAD_COUNT);
@@ -416,8 +415,8 @@ int imp_cv_Pad(imp_ctx *c, imp_node *n) {
     if (np < 0) return imp_fail(c, "attribute pads is missing");
     value = imp_attr_float(n, "value", 0.0);
   } else {
-    if (!(pads = imp_const_ints(c, in_at(n, 1), "input 'pads'", &np))) return -1;
-    gir_value *cv = in_at(n, 2);
+    if (!(pads = imp_const_ints(c, imp_in(n, 1), "input 'pads'", &np))) return -1;
+    gir_value *cv = imp_in(n, 2);
     if (cv && mode == GIR_PAD_CONSTANT) {
       if (gir_value_numel(cv) != 1) return imp_fail(c, "constant_value must hold one element");
       const void *d = peek_const(c, cv);
@@ -429,7 +428,7 @@ int imp_cv_Pad(imp_ctx *c, imp_node *n) {
       else if (!(value_in = as_scalar(c, cv, "constant_value")))
         return -1;
     }
-    if (n->opset >= 18 && in_at(n, 3) && !(axes = imp_const_ints(c, n->in[3], "input 'axes'", &na))) return -1;
+    if (n->opset >= 18 && imp_in(n, 3) && !(axes = imp_const_ints(c, n->in[3], "input 'axes'", &na))) return -1;
   }
   int64_t ax[GIR_MAX_RANK];
   if (na >= 0) {
@@ -448,10 +447,10 @@ int imp_cv_Pad(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_CenterCropPad(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank, ns, na;
-  int64_t *shape = imp_const_ints(c, in_at(n, 1), "input 'shape'", &ns), *axes;
+  int64_t *shape = imp_const_ints(c, imp_in(n, 1), "input 'shape'", &ns), *axes;
   if (!shape) return -1;
   na = imp_attr_ints(c, n, "axes", &axes);
   if (c->err->msg[0]) return -1;
@@ -495,7 +494,7 @@ static int block_of(imp_ctx *c, const imp_node *n, const gir_value *x, int64_t *
 }
 
 int imp_cv_DepthToSpace(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t b = 1;
   if (block_of(c, n, x, &b) < 0) return -1;
@@ -515,7 +514,7 @@ int imp_cv_DepthToSpace(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_SpaceToDepth(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t b = 1;
   if (block_of(c, n, x, &b) < 0) return -1;
@@ -530,7 +529,7 @@ int imp_cv_SpaceToDepth(imp_ctx *c, imp_node *n) {
 /* --- gathers and scatters --- */
 
 static int gather_like(imp_ctx *c, imp_node *n, gir_op op) {
-  gir_value *x = in_at(n, 0), *idx = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *idx = imp_in(n, 1);
   if (!x || !idx) return imp_fail(c, "needs data and indices");
   int64_t axis = 0;
   if (op != GIR_OP_gather_nd && attr_axis(c, n, 0, x->shape.rank, &axis) < 0) return -1;
@@ -562,7 +561,7 @@ static int scatter_reduction(imp_ctx *c, const imp_node *n, int *out) {
 }
 
 static int scatter_like(imp_ctx *c, imp_node *n, gir_op op) {
-  gir_value *x = in_at(n, 0), *idx = in_at(n, 1), *upd = in_at(n, 2);
+  gir_value *x = imp_in(n, 0), *idx = imp_in(n, 1), *upd = imp_in(n, 2);
   if (!x || !idx || !upd) return imp_fail(c, "needs data, indices and updates");
   int red;
   int64_t axis = 0;
@@ -579,8 +578,8 @@ int imp_cv_ScatterElements(imp_ctx *c, imp_node *n) { return scatter_like(c, n, 
 int imp_cv_ScatterND(imp_ctx *c, imp_node *n) { return scatter_like(c, n, GIR_OP_scatter_nd); }
 
 int imp_cv_OneHot(imp_ctx *c, imp_node *n) {
-  gir_value *idx = in_at(n, 0), *vals = in_at(n, 2);
-  if (!idx || !in_at(n, 1) || !vals) return imp_fail(c, "needs indices, depth and values");
+  gir_value *idx = imp_in(n, 0), *vals = imp_in(n, 2);
+  if (!idx || !imp_in(n, 1) || !vals) return imp_fail(c, "needs indices, depth and values");
   int32_t cnt;
   double *depth = imp_const_floats(c, n->in[1], "input 'depth'", &cnt);
   if (!depth) return -1;
@@ -600,7 +599,7 @@ int imp_cv_OneHot(imp_ctx *c, imp_node *n) {
 /* --- generated tensors --- */
 
 int imp_cv_Range(imp_ctx *c, imp_node *n) {
-  gir_value *v[3] = {in_at(n, 0), in_at(n, 1), in_at(n, 2)};
+  gir_value *v[3] = {imp_in(n, 0), imp_in(n, 1), imp_in(n, 2)};
   static const char *const what[3] = {"input 'start'", "input 'limit'", "input 'delta'"};
   const void *d[3];
   for (int i = 0; i < 3; i++) {
@@ -643,12 +642,12 @@ static gir_value *diag_mask(imp_ctx *c, int64_t rows, int64_t cols, gir_binary_f
 }
 
 int imp_cv_Trilu(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *k_in = NULL;
+  gir_value *x = imp_in(n, 0), *k_in = NULL;
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank;
   if (r < 2) return imp_fail(c, "input must have rank >= 2, has %d", r);
   int64_t k = 0;
-  if (in_at(n, 1)) {
+  if (imp_in(n, 1)) {
     if (peek_const(c, n->in[1])) {
       if (const_int1(c, n->in[1], "input 'k'", &k) < 0) return -1;
     } else if (!(k_in = as_scalar(c, n->in[1], "input 'k'")))
@@ -661,7 +660,7 @@ int imp_cv_Trilu(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_EyeLike(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (x->shape.rank != 2) return imp_fail(c, "input must have rank 2, has %d", x->shape.rank);
   gir_dtype to = x->dtype;
@@ -678,13 +677,13 @@ int imp_cv_EyeLike(imp_ctx *c, imp_node *n) {
 /* --- sorting and scans --- */
 
 int imp_cv_TopK(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t k = 0, axis;
   if (n->opset < 10) {
     if (!imp_attr(n, "k")) return imp_fail(c, "attribute k is missing");
     k = imp_attr_int(n, "k", 0);
-  } else if (const_int1(c, in_at(n, 1), "input 'K'", &k) < 0)
+  } else if (const_int1(c, imp_in(n, 1), "input 'K'", &k) < 0)
     return -1;
   if (attr_axis(c, n, -1, x->shape.rank, &axis) < 0) return -1;
   if (k < 0 || k > x->shape.dims[axis])
@@ -700,10 +699,10 @@ int imp_cv_TopK(imp_ctx *c, imp_node *n) {
 }
 
 static int cumulate(imp_ctx *c, imp_node *n, gir_cum_fn fn) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int64_t a = 0, axis;
-  if (const_int1(c, in_at(n, 1), "input 'axis'", &a) < 0 || imp_axis(c, a, x->shape.rank, &axis) < 0) return -1;
+  if (const_int1(c, imp_in(n, 1), "input 'axis'", &a) < 0 || imp_axis(c, a, x->shape.rank, &axis) < 0) return -1;
   gir_node *nd = imp_new_node(c, GIR_OP_cumulate, &x, 1, 1);
   gir_attr_set_int(c->g, nd, "fn", fn);
   gir_attr_set_int(c->g, nd, "axis", axis);
@@ -718,7 +717,7 @@ int imp_cv_CumProd(imp_ctx *c, imp_node *n) { return cumulate(c, n, GIR_CUM_PROD
 /* y[b, t] = x[b, t < len[b] ? len[b] - 1 - t : t] — an index tensor built from
  * iota and the lengths, broadcast to x's shape, then gather_elements on time. */
 int imp_cv_ReverseSequence(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *lens = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *lens = imp_in(n, 1);
   if (!x || !lens) return imp_fail(c, "needs input and sequence_lens");
   int32_t r = x->shape.rank;
   if (r < 2) return imp_fail(c, "input must have rank >= 2, has %d", r);
@@ -748,7 +747,7 @@ int imp_cv_ReverseSequence(imp_ctx *c, imp_node *n) {
 /* --- data-dependent shapes: only with constant inputs --- */
 
 int imp_cv_Compress(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0), *cond = in_at(n, 1);
+  gir_value *x = imp_in(n, 0), *cond = imp_in(n, 1);
   if (!x || !cond) return imp_fail(c, "needs input and condition");
   const void *cd = peek_const(c, cond);
   if (!cd) return imp_unsupported_node(c, n, "the output shape depends on the run-time condition '%s'", cond->name);
@@ -776,7 +775,7 @@ int imp_cv_Compress(imp_ctx *c, imp_node *n) {
 }
 
 int imp_cv_NonZero(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   const void *d = peek_const(c, x);
   if (!d) return imp_unsupported_node(c, n, "the output shape depends on the run-time values of '%s'", x->name);
@@ -1025,7 +1024,7 @@ static int legacy_resize(imp_ctx *c, imp_node *n, gir_value *x, const double *sc
 }
 
 int imp_cv_Upsample(imp_ctx *c, imp_node *n) {
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   if (n->opset < 7) return imp_unsupported_node(c, n, "Upsample before opset 7 (height_scale/width_scale)");
   double *scales;
@@ -1034,7 +1033,7 @@ int imp_cv_Upsample(imp_ctx *c, imp_node *n) {
     cnt = imp_attr_floats(c, n, "scales", &scales);
     if (c->err->msg[0]) return -1;
     if (cnt < 0) return imp_fail(c, "attribute scales is missing");
-  } else if (!(scales = imp_const_floats(c, in_at(n, 1), "input 'scales'", &cnt)))
+  } else if (!(scales = imp_const_floats(c, imp_in(n, 1), "input 'scales'", &cnt)))
     return -1;
   return legacy_resize(c, n, x, scales, cnt);
 }
@@ -1051,11 +1050,11 @@ int imp_cv_Resize(imp_ctx *c, imp_node *n) {
   static const char *const nearests[] = {[GIR_NEAREST_ROUND_PREFER_FLOOR] = "round_prefer_floor",
                                          [GIR_NEAREST_ROUND_PREFER_CEIL] = "round_prefer_ceil",
                                          [GIR_NEAREST_FLOOR] = "floor", [GIR_NEAREST_CEIL] = "ceil"};
-  gir_value *x = in_at(n, 0);
+  gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   int32_t r = x->shape.rank, cnt;
   if (n->opset < 11) {
-    double *scales = imp_const_floats(c, in_at(n, 1), "input 'scales'", &cnt);
+    double *scales = imp_const_floats(c, imp_in(n, 1), "input 'scales'", &cnt);
     return scales ? legacy_resize(c, n, x, scales, cnt) : -1;
   }
   resize_args a = {0};
@@ -1091,7 +1090,7 @@ int imp_cv_Resize(imp_ctx *c, imp_node *n) {
     for (int i = 0; i < r; i++) ax[i] = i;
   }
   /* scales and sizes: exactly one is given (an empty tensor counts as absent) */
-  gir_value *sv = in_at(n, 2), *zv = in_at(n, 3);
+  gir_value *sv = imp_in(n, 2), *zv = imp_in(n, 3);
   if (sv && gir_value_numel(sv) == 0) sv = NULL;
   if (zv && gir_value_numel(zv) == 0) zv = NULL;
   if (!sv == !zv) return imp_fail(c, "exactly one of scales and sizes must be given");
@@ -1132,7 +1131,7 @@ int imp_cv_Resize(imp_ctx *c, imp_node *n) {
       }
   }
   if (a.coord == GIR_COORD_TF_CROP_AND_RESIZE) {
-    double *roi = imp_const_floats(c, in_at(n, 1), "input 'roi'", &cnt);
+    double *roi = imp_const_floats(c, imp_in(n, 1), "input 'roi'", &cnt);
     if (!roi) return -1;
     if (cnt != 2 * na) return imp_fail(c, "roi has %d entries, %d expected", cnt, 2 * na);
     for (int i = 0; i < r; i++) {

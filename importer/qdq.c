@@ -17,6 +17,7 @@
  * Only at the top level, where the graph's outputs are known (a fused node's
  * output must have no reader but the QuantizeLinear). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
 #include "ops.h"
@@ -28,37 +29,47 @@ static int is_op(const Onnx__NodeProto *n, const char *op) {
 
 static int named(const char *s) { return s && s[0]; }
 
-/* Counts the readers of `name` in nodes (and, conservatively, any node of a
- * subgraph attribute that reads it). */
-static int readers_in(Onnx__NodeProto *const *nodes, size_t n, const char *name, int depth) {
-  int cnt = 0;
+/* The plan's index of node outputs: (name, node), sorted by name. */
+struct imp_qdq_out {
+  const char *name;
+  int32_t node;
+};
+
+static int out_cmp(const void *x, const void *y) {
+  return strcmp(((const imp_qdq_out *)x)->name, ((const imp_qdq_out *)y)->name);
+}
+
+/* The node of this graph that produces `name`, or -1. */
+static long producer(const imp_qdq_plan *p, const char *name) {
+  if (!named(name)) return -1;
+  imp_qdq_out key = {name, 0};
+  const imp_qdq_out *o = bsearch(&key, p->outs, p->n_outs, sizeof key, out_cmp);
+  return o ? o->node : -1;
+}
+
+/* Counts, per producing node, the inputs that read one of its outputs: in this
+ * graph's nodes and, conservatively (a subgraph may shadow the name), in their
+ * subgraphs. 0, or -1 when nesting goes deeper than any real model (no units). */
+static int count_readers(imp_qdq_plan *p, Onnx__NodeProto *const *nodes, size_t n, int depth) {
+  if (depth > 64) return -1;
   for (size_t i = 0; i < n; i++) {
     const Onnx__NodeProto *np = nodes[i];
     if (!np) continue;
-    for (size_t j = 0; j < np->n_input; j++)
-      if (named(np->input[j]) && !strcmp(np->input[j], name)) cnt++;
-    if (depth > 8) { /* deeper than any real model: assume read */
-      cnt += np->n_attribute > 0;
-      continue;
+    for (size_t j = 0; j < np->n_input; j++) {
+      long d = producer(p, np->input[j]);
+      if (d >= 0) p->readers[d]++;
     }
     for (size_t a = 0; a < np->n_attribute; a++) {
       const Onnx__AttributeProto *at = np->attribute[a];
       if (!at) continue;
-      if (at->g) cnt += readers_in((Onnx__NodeProto *const *)at->g->node, at->g->n_node, name, depth + 1);
+      if (at->g && count_readers(p, (Onnx__NodeProto *const *)at->g->node, at->g->n_node, depth + 1) < 0) return -1;
       for (size_t k = 0; k < at->n_graphs; k++)
-        if (at->graphs[k])
-          cnt += readers_in((Onnx__NodeProto *const *)at->graphs[k]->node, at->graphs[k]->n_node, name, depth + 1);
+        if (at->graphs[k] &&
+            count_readers(p, (Onnx__NodeProto *const *)at->graphs[k]->node, at->graphs[k]->n_node, depth + 1) < 0)
+          return -1;
     }
   }
-  return cnt;
-}
-
-static long producer(Onnx__NodeProto *const *nodes, size_t n, const char *name) {
-  if (!named(name)) return -1;
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; nodes[i] && j < nodes[i]->n_output; j++)
-      if (named(nodes[i]->output[j]) && !strcmp(nodes[i]->output[j], name)) return (long)i;
-  return -1;
+  return 0;
 }
 
 static int is_graph_output(const Onnx__GraphProto *gp, const char *name) {
@@ -69,26 +80,35 @@ static int is_graph_output(const Onnx__GraphProto *gp, const char *name) {
 
 int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p) {
   memset(p, 0, sizeof *p);
-  size_t n = gp->n_node;
+  size_t n = gp->n_node, n_outs = 0;
   Onnx__NodeProto *const *nodes = (Onnx__NodeProto *const *)gp->node;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i]) n_outs += nodes[i]->n_output;
   p->n_nodes = n;
   p->role = gir_arena_calloc(c->g->arena, n + 1, sizeof *p->role);
   p->op_of = gir_arena_calloc(c->g->arena, n + 1, sizeof *p->op_of);
-  if (!p->role || !p->op_of) return imp_fail(c, "out of memory");
+  p->readers = gir_arena_calloc(c->g->arena, n + 1, sizeof *p->readers);
+  p->outs = gir_arena_calloc(c->g->arena, n_outs + 1, sizeof *p->outs);
+  if (!p->role || !p->op_of || !p->readers || !p->outs) return imp_fail(c, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; nodes[i] && j < nodes[i]->n_output; j++)
+      if (named(nodes[i]->output[j])) p->outs[p->n_outs++] = (imp_qdq_out){nodes[i]->output[j], (int32_t)i};
+  qsort(p->outs, p->n_outs, sizeof *p->outs, out_cmp);
+  if (count_readers(p, nodes, n, 0) < 0) return 0; /* no units */
   for (size_t q = 0; q < n; q++) {
     const Onnx__NodeProto *qn = nodes[q];
     if (!is_op(qn, "QuantizeLinear") || qn->n_input < 2 || qn->n_output != 1) continue;
-    long o = producer(nodes, n, qn->input[0]);
+    long o = producer(p, qn->input[0]);
     if (o < 0 || (size_t)o >= q || p->role[o]) continue;
     const Onnx__NodeProto *on = nodes[o];
     int conv = is_op(on, "Conv"), mm = is_op(on, "MatMul"), gemm = is_op(on, "Gemm");
     if ((!conv && !mm && !gemm) || on->n_output != 1 || on->n_input < 2 || (mm && on->n_input != 2) ||
         on->n_input > 3)
       continue;
-    if (is_graph_output(gp, on->output[0]) || readers_in(nodes, n, on->output[0], 0) != 1) continue;
+    if (is_graph_output(gp, on->output[0]) || p->readers[o] != 1) continue;
     int ok = 1;
     for (size_t j = 0; j < on->n_input && ok; j++) {
-      long d = producer(nodes, n, on->input[j]);
+      long d = producer(p, on->input[j]);
       ok = d >= 0 && d < o && is_op(nodes[d], "DequantizeLinear");
     }
     if (!ok) continue;
@@ -101,8 +121,8 @@ int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p) 
 }
 
 /* The DequantizeLinear node that produces `name` (the plan made sure there is one). */
-static const Onnx__NodeProto *dq_of(Onnx__NodeProto *const *nodes, size_t n, const char *name) {
-  long d = producer(nodes, n, name);
+static const Onnx__NodeProto *dq_of(const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, const char *name) {
+  long d = producer(p, name);
   return d >= 0 ? nodes[d] : NULL;
 }
 
@@ -112,31 +132,15 @@ static gir_value *lookup(imp_ctx *c, const Onnx__NodeProto *np, size_t i) {
   return imp_scope_lookup(c, np->input[i], &v) == 1 ? v : NULL;
 }
 
-static float attr_float(const Onnx__NodeProto *np, const char *name, float def) {
-  for (size_t i = 0; i < np->n_attribute; i++)
-    if (np->attribute[i] && np->attribute[i]->name && !strcmp(np->attribute[i]->name, name)) return np->attribute[i]->f;
-  return def;
+/* The importer's typed attribute access (attrs.c) on a node not being converted. */
+static int64_t attr_int(const Onnx__NodeProto *np, const char *name, int64_t def) {
+  imp_node v = {.proto = np};
+  return imp_attr_int(&v, name, def);
 }
 
-static int attr_int(const Onnx__NodeProto *np, const char *name, int64_t def, int64_t *out) {
-  *out = def;
-  for (size_t i = 0; i < np->n_attribute; i++)
-    if (np->attribute[i] && np->attribute[i]->name && !strcmp(np->attribute[i]->name, name)) {
-      *out = np->attribute[i]->i;
-      return 1;
-    }
-  return 0;
-}
-
-/* A constant whose every element is zero (or absent: NULL). */
-static int zero_or_absent(const gir_value *v) {
-  if (!v) return 1;
-  if (!v->data) return 0;
-  size_t bytes = (size_t)gir_value_nbytes(v);
-  const unsigned char *d = v->data;
-  for (size_t i = 0; i < bytes; i++)
-    if (d[i]) return 0;
-  return 1;
+static double attr_float(const Onnx__NodeProto *np, const char *name, double def) {
+  imp_node v = {.proto = np};
+  return imp_attr_float(&v, name, def);
 }
 
 static int is_8bit(gir_dtype t) { return t == GIR_U8 || t == GIR_I8; }
@@ -144,8 +148,7 @@ static int is_8bit(gir_dtype t) { return t == GIR_U8 || t == GIR_I8; }
 /* DequantizeLinear's own parameters fit a QLinear op: no blocks, x 8-bit, scale
  * float32 constant, zero point constant of x's type. */
 static int dq_params(const Onnx__NodeProto *dq, gir_value *x, gir_value *s, gir_value *zp, int const_x) {
-  int64_t block;
-  if (attr_int(dq, "block_size", 0, &block) && block) return 0;
+  if (attr_int(dq, "block_size", 0)) return 0;
   if (!x || !is_8bit(x->dtype) || (const_x && !x->data)) return 0;
   if (!s || !s->data || s->dtype != GIR_F32) return 0;
   return !zp || (zp->data && zp->dtype == x->dtype);
@@ -156,7 +159,7 @@ static int dq_params(const Onnx__NodeProto *dq, gir_value *x, gir_value *s, gir_
 static gir_value *qdq_bias(imp_ctx *c, const Onnx__NodeProto *dq, float xs, const gir_value *ws, int64_t m) {
   gir_value *b = lookup(c, dq, 0), *s = lookup(c, dq, 1), *zp = lookup(c, dq, 2);
   if (!b || !b->data || b->dtype != GIR_I32 || b->shape.rank != 1 || b->shape.dims[0] != m) return NULL;
-  if (!s || !s->data || s->dtype != GIR_F32 || !zero_or_absent(zp)) return NULL;
+  if (!s || !s->data || s->dtype != GIR_F32 || !imp_zero_or_absent(zp)) return NULL;
   int64_t ns = gir_value_numel(s), nw = gir_value_numel(ws);
   if ((ns != 1 && ns != m) || (nw != 1 && nw != m)) return NULL;
   const float *sv = s->data, *wv = ws->data;
@@ -168,9 +171,9 @@ static gir_value *qdq_bias(imp_ctx *c, const Onnx__NodeProto *dq, float xs, cons
 }
 
 /* Tries the fused conversion; 1 done, 0 unfit (nothing emitted), -1 error. */
-static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, const Onnx__NodeProto *on,
+static int convert_unit(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, const Onnx__NodeProto *on,
                         const Onnx__NodeProto *qn) {
-  const Onnx__NodeProto *dqx = dq_of(nodes, n, on->input[0]), *dqw = dq_of(nodes, n, on->input[1]);
+  const Onnx__NodeProto *dqx = dq_of(p, nodes, on->input[0]), *dqw = dq_of(p, nodes, on->input[1]);
   gir_value *x = lookup(c, dqx, 0), *xs = lookup(c, dqx, 1), *xzp = lookup(c, dqx, 2);
   gir_value *w = lookup(c, dqw, 0), *ws = lookup(c, dqw, 1), *wzp = lookup(c, dqw, 2);
   gir_value *ys = lookup(c, qn, 1), *yzp = lookup(c, qn, 2);
@@ -179,22 +182,19 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
    * writes them); a matmul's right operand may be computed (attention's K and V) with
    * any zero point */
   int cw = conv || gemm;
-  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, cw) || (cw && !zero_or_absent(wzp))) return 0;
+  if (!dq_params(dqx, x, xs, xzp, 0) || !dq_params(dqw, w, ws, wzp, cw) || (cw && !imp_zero_or_absent(wzp))) return 0;
   if (gir_value_numel(xs) != 1 || (xzp && gir_value_numel(xzp) != 1)) return 0;
   if (!ys || !ys->data || ys->dtype != GIR_F32 || gir_value_numel(ys) != 1) return 0;
   if (yzp && (!yzp->data || !is_8bit(yzp->dtype) || gir_value_numel(yzp) != 1)) return 0;
-  int64_t qaxis, block, waxis, trans_a = 0, trans_b = 0;
-  attr_int(qn, "axis", 1, &qaxis);
-  if (attr_int(qn, "block_size", 0, &block) && block) return 0;
+  if (attr_int(qn, "block_size", 0)) return 0;
   if (!yzp) return 0; /* the quantizer always writes one; without, the output type needs output_dtype */
+  int64_t trans_b = gemm ? attr_int(on, "transB", 0) : 0;
   if (gemm) { /* y = x · w(ᵀ) + bias only: no scaling, x not transposed */
-    attr_int(on, "transA", 0, &trans_a);
-    attr_int(on, "transB", 0, &trans_b);
-    if (trans_a || attr_float(on, "alpha", 1.0f) != 1.0f || attr_float(on, "beta", 1.0f) != 1.0f) return 0;
+    if (attr_int(on, "transA", 0) || attr_float(on, "alpha", 1.0) != 1.0 || attr_float(on, "beta", 1.0) != 1.0) return 0;
     if (x->shape.rank != 2 || w->shape.rank != 2) return 0;
   }
   int r = w->shape.rank;
-  attr_int(dqw, "axis", 1, &waxis);
+  int64_t waxis = attr_int(dqw, "axis", 1);
   if (waxis < 0) waxis += r;
   int64_t nws = gir_value_numel(ws);
   /* per channel: a conv along the output channels, a matmul along the columns (a Gemm's
@@ -204,7 +204,7 @@ static int convert_unit(imp_ctx *c, Onnx__NodeProto *const *nodes, size_t n, con
   if (!conv && (w->shape.rank < 2 || x->shape.rank < 2 || (nws != 1 && w->shape.rank != 2))) return 0;
   gir_value *bias = NULL;
   if (cw && on->n_input == 3 && named(on->input[2])) {
-    const Onnx__NodeProto *dqb = dq_of(nodes, n, on->input[2]);
+    const Onnx__NodeProto *dqb = dq_of(p, nodes, on->input[2]);
     bias = qdq_bias(c, dqb, ((const float *)xs->data)[0], ws, w->shape.dims[want_axis]);
     if (!bias) return 0;
   }
@@ -229,7 +229,7 @@ int imp_qdq_convert(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *n
   const char *saved = c->origin;
   c->origin = gir_arena_printf(c->g->arena, "%s '%s' (QDQ unit, opset %lld)", nodes[o]->op_type,
                                named(nodes[o]->name) ? nodes[o]->name : "?", (long long)c->opset);
-  int rc = convert_unit(c, nodes, p->n_nodes, nodes[o], nodes[q]);
+  int rc = convert_unit(c, p, nodes, nodes[o], nodes[q]);
   if (rc < 0 && strncmp(c->err->msg, c->origin, strlen(c->origin))) gir_err_prefix(c->err, "%s", c->origin);
   c->origin = saved;
   return rc;

@@ -7,10 +7,15 @@
 
 enum { IMP_QDQ_NONE = 0, IMP_QDQ_SKIPPED, IMP_QDQ_QUANTIZE };
 
+typedef struct imp_qdq_out imp_qdq_out;
+
 typedef struct imp_qdq_plan {
   size_t n_nodes;
-  uint8_t *role;   /* per node: IMP_QDQ_* */
-  int32_t *op_of;  /* per QuantizeLinear of a unit: the index of its Conv/MatMul */
+  uint8_t *role;    /* per node: IMP_QDQ_* */
+  int32_t *op_of;   /* per QuantizeLinear of a unit: the index of its Conv/MatMul/Gemm */
+  int32_t *readers; /* per node: inputs (here and in subgraphs) that read its outputs */
+  imp_qdq_out *outs; /* every node output, sorted by name: producer lookups in log time */
+  size_t n_outs;
   int32_t units;
 } imp_qdq_plan;
 

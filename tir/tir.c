@@ -144,10 +144,13 @@ tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes) {
   return e;
 }
 
+int tir_dot4_operands_ok(const tir_expr *acc, const tir_expr *a, const tir_expr *x, int32_t lanes) {
+  return acc->dtype == GIR_I32 && acc->lanes == lanes && lanes >= 1 && (a->dtype == GIR_U8 || a->dtype == GIR_I8) &&
+         (x->dtype == GIR_U8 || x->dtype == GIR_I8) && x->lanes == 4 * lanes && (a->lanes == x->lanes || a->lanes == 4);
+}
+
 tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x) {
-  assert(acc->dtype == GIR_I32 && acc->lanes >= 1);
-  assert((a->dtype == GIR_U8 || a->dtype == GIR_I8) && (x->dtype == GIR_U8 || x->dtype == GIR_I8));
-  assert(x->lanes == 4 * acc->lanes && (a->lanes == x->lanes || a->lanes == 4));
+  assert(tir_dot4_operands_ok(acc, a, x, acc->lanes));
   tir_expr *e = expr(b, TIR_DOT4, GIR_I32, acc->lanes);
   e->u.dot4.acc = acc;
   e->u.dot4.a = a;
@@ -247,6 +250,17 @@ tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y) {
 
 static const char *const for_kinds[TIR_FOR_KIND_COUNT] = {"for", "parallel", "vectorized", "unrolled"};
 
+/* name(x, y, z) */
+static void print_call3(FILE *f, const char *name, const tir_expr *x, const tir_expr *y, const tir_expr *z) {
+  fprintf(f, "%s(", name);
+  tir_print_expr(x, f);
+  fputs(", ", f);
+  tir_print_expr(y, f);
+  fputs(", ", f);
+  tir_print_expr(z, f);
+  fputc(')', f);
+}
+
 void tir_print_expr(const tir_expr *e, FILE *f) {
   switch (e->kind) {
   case TIR_INT: fprintf(f, "%lld", (long long)e->u.i); break;
@@ -270,13 +284,7 @@ void tir_print_expr(const tir_expr *e, FILE *f) {
     fputc(')', f);
     break;
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
-    fputs(e->kind == TIR_SELECT ? "select(" : "if_then_else(", f);
-    tir_print_expr(e->u.sel.c, f);
-    fputs(", ", f);
-    tir_print_expr(e->u.sel.a, f);
-    fputs(", ", f);
-    tir_print_expr(e->u.sel.b, f);
-    fputc(')', f);
+    print_call3(f, e->kind == TIR_SELECT ? "select" : "if_then_else", e->u.sel.c, e->u.sel.a, e->u.sel.b);
     break;
   case TIR_CAST: case TIR_BITCAST:
     fprintf(f, e->kind == TIR_CAST ? "%s(" : "bitcast<%s>(", gir_dtype_name(e->dtype));
@@ -296,15 +304,7 @@ void tir_print_expr(const tir_expr *e, FILE *f) {
     tir_print_expr(e->u.bcast.value, f);
     fputc(')', f);
     break;
-  case TIR_DOT4:
-    fputs("dot4(", f);
-    tir_print_expr(e->u.dot4.acc, f);
-    fputs(", ", f);
-    tir_print_expr(e->u.dot4.a, f);
-    fputs(", ", f);
-    tir_print_expr(e->u.dot4.b, f);
-    fputc(')', f);
-    break;
+  case TIR_DOT4: print_call3(f, "dot4", e->u.dot4.acc, e->u.dot4.a, e->u.dot4.b); break;
   default: fputs("?", f);
   }
 }

@@ -141,6 +141,9 @@ tir_expr *tir_bitcast(tir_builder *b, gir_dtype t, tir_expr *a);
 tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes);
 tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes);
 tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x); /* x: the b operand; see TIR_DOT4 */
+/* Whether acc, a and x make a dot4 of `lanes` lanes (the constructor asserts it; the
+ * backends check loop IR they are given with it). */
+int tir_dot4_operands_ok(const tir_expr *acc, const tir_expr *a, const tir_expr *x, int32_t lanes);
 
 tir_stmt *tir_for(tir_builder *b, tir_var *v, tir_expr *min, tir_expr *extent, tir_for_kind k, tir_stmt *body);
 tir_stmt *tir_let(tir_builder *b, tir_var *v, tir_expr *value, tir_stmt *body);

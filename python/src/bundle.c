@@ -48,12 +48,12 @@ static void bundle_dealloc(kilnpy_bundle *b) {
   PyObject_Free(b);
 }
 
-int kilnpy_bundle_ensure_open(kilnpy_bundle *b) {
-  if (b->model) return 0; /* b->model is only read and written with the GIL held */
+/* A model of b's bytes with `threads` threads, opened with the GIL released; NULL
+ * with KilnError set. */
+static kiln_model *open_model(const kilnpy_bundle *b, int threads) {
   kiln_model *m = NULL;
   char why[1024] = "";
   kiln_status st;
-  int threads = b->threads;
   Py_BEGIN_ALLOW_THREADS
   kiln_options ko;
   kiln_options_init(&ko);
@@ -62,8 +62,15 @@ int kilnpy_bundle_ensure_open(kilnpy_bundle *b) {
   Py_END_ALLOW_THREADS
   if (st != KILN_OK) {
     PyErr_Format(kilnpy_error, "%s: %s", kiln_status_str(st), why);
-    return -1;
+    return NULL;
   }
+  return m;
+}
+
+int kilnpy_bundle_ensure_open(kilnpy_bundle *b) {
+  if (b->model) return 0; /* b->model is only read and written with the GIL held */
+  kiln_model *m = open_model(b, b->threads);
+  if (!m) return -1;
   if (b->model) kiln_model_close(m); /* another thread opened it meanwhile */
   else b->model = m;
   return 0;
@@ -339,19 +346,8 @@ static PyObject *bundle_bench_json(kilnpy_bundle *self, PyObject *args) {
       in_range("warmup", warmup, 0, 1000000) < 0 || in_range("profile_runs", profile_runs, 0, 1000000) < 0)
     return NULL;
   /* a model of its own: this bundle's keeps its threads, inputs and state */
-  kiln_model *m = NULL;
-  char why[1024] = "";
-  kiln_status st;
-  Py_BEGIN_ALLOW_THREADS
-  kiln_options ko;
-  kiln_options_init(&ko);
-  ko.threads = threads;
-  st = kiln_model_open_memory(self->bytes, self->n_bytes, &ko, &m, why, sizeof why);
-  Py_END_ALLOW_THREADS
-  if (st != KILN_OK) {
-    PyErr_Format(kilnpy_error, "%s: %s", kiln_status_str(st), why);
-    return NULL;
-  }
+  kiln_model *m = open_model(self, threads);
+  if (!m) return NULL;
   int32_t n_in = kiln_model_input_count(m);
   char *given = PyMem_Calloc((size_t)n_in + 1, 1);
   cli_input *invented = PyMem_Calloc((size_t)n_in + 1, sizeof *invented);

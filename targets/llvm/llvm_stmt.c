@@ -109,9 +109,7 @@ static void check_expr(checker *c, const tir_expr *e) {
     check_expr(c, acc);
     check_expr(c, a);
     check_expr(c, b);
-    if (!c->failed && (acc->dtype != GIR_I32 || acc->lanes != e->lanes || (a->dtype != GIR_U8 && a->dtype != GIR_I8) ||
-                       (b->dtype != GIR_U8 && b->dtype != GIR_I8) || b->lanes != 4 * e->lanes ||
-                       (a->lanes != 4 && a->lanes != b->lanes)))
+    if (!c->failed && !tir_dot4_operands_ok(acc, a, b, e->lanes))
       cfail(c, "a dot4 needs an int32 accumulator of L lanes and 8-bit operands of 4L (or, for a, 4) lanes");
     break;
   }
