@@ -2,6 +2,7 @@
  * lane agreement of operands is an internal invariant, asserted. */
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 #include "tir.h"
 
 static void *alloc(tir_builder *b, size_t n) {
@@ -217,6 +218,16 @@ tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo,
   return s;
 }
 
+tir_stmt *tir_barrier(tir_builder *b) { return stmt(b, TIR_BARRIER); }
+
+tir_for_kind tir_for_kind_of_tag(const char *tag) {
+  static const char *const tags[6] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  if (!tag) return TIR_SERIAL;
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(tag, tags[i])) return (tir_for_kind)(TIR_BLOCK_X + i);
+  return TIR_FOR_KIND_COUNT;
+}
+
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index) {
   assert(index->dtype == GIR_I64 && index->lanes == 1);
   tir_stmt *s = stmt(b, TIR_PREFETCH);
@@ -248,7 +259,8 @@ tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y) {
 
 /* --- printer --- */
 
-static const char *const for_kinds[TIR_FOR_KIND_COUNT] = {"for", "parallel", "vectorized", "unrolled"};
+static const char *const for_kinds[TIR_FOR_KIND_COUNT] = {"for", "parallel", "vectorized", "unrolled", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+                                                              "threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
 /* name(x, y, z) */
 static void print_call3(FILE *f, const char *name, const tir_expr *x, const tir_expr *y, const tir_expr *z) {
@@ -348,6 +360,7 @@ void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
     tir_print_expr(s->u.prefetch.index, f);
     fputs("]\n", f);
     break;
+  case TIR_BARRIER: fprintf(f, "%*sbarrier\n", ind, ""); break;
   case TIR_FAIL:
     fprintf(f, "%*sfail check %d: ", ind, "", s->u.fail.check);
     tir_print_expr(s->u.fail.value, f);

@@ -88,10 +88,35 @@ struct tir_expr {
  * hi) when ctx and its fail are non-NULL, and the kernel returns a non-zero
  * status; execution continues after the statement, so the code around it must
  * not go on to use the bad value (lower/index_checks.c skips the kernel's work). */
+/* GPU code (targets/cuda) binds loops to the launch grid: a loop of kind
+ * TIR_BLOCK_X..Z runs its iterations as the blocks of the grid along that
+ * dimension, TIR_THREAD_X..Z as the threads of a block (CUDA's blockIdx / threadIdx).
+ * A bound loop starts at 0 and has a constant extent; the launch's dimension is the
+ * largest extent bound to it in the launch, and a bound loop of a smaller extent
+ * runs only in the threads below it. Block loops enclose every thread loop and
+ * every statement with effects. Code between the block loops and a thread loop runs
+ * in every thread of the block (redundantly: it may only compute what each thread
+ * uses itself, or store what all store alike). TIR_SHARED buffers are allocated
+ * once per block; TIR_BARRIER makes every thread of the block wait until all have
+ * reached it (CUDA's __syncthreads; it must be reached by all threads of the block
+ * or by none). LOCAL buffers are per thread.
+ * tir/tir_eval.c emulates this on the CPU, checking races on shared memory between
+ * barriers; CPU backends refuse bound loops and barriers. */
 typedef enum tir_stmt_kind {
-  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_FAIL, TIR_STMT_KIND_COUNT
+  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_FAIL, TIR_BARRIER, TIR_STMT_KIND_COUNT
 } tir_stmt_kind;
-typedef enum tir_for_kind { TIR_SERIAL, TIR_PARALLEL, TIR_VECTORIZED, TIR_UNROLLED, TIR_FOR_KIND_COUNT } tir_for_kind;
+typedef enum tir_for_kind {
+  TIR_SERIAL, TIR_PARALLEL, TIR_VECTORIZED, TIR_UNROLLED,
+  TIR_BLOCK_X, TIR_BLOCK_Y, TIR_BLOCK_Z, TIR_THREAD_X, TIR_THREAD_Y, TIR_THREAD_Z,
+  TIR_FOR_KIND_COUNT
+} tir_for_kind;
+/* 1 for the loop kinds bound to the GPU grid (blocks or threads). */
+static inline int tir_for_kind_is_gpu(tir_for_kind k) { return k >= TIR_BLOCK_X && k <= TIR_THREAD_Z; }
+/* 1 for TIR_BLOCK_X..Z. */
+static inline int tir_for_kind_is_block(tir_for_kind k) { return k >= TIR_BLOCK_X && k <= TIR_BLOCK_Z; }
+/* The for kind a GPU binding tag names ("blockIdx.x" … "threadIdx.z"); TIR_SERIAL for NULL,
+ * TIR_FOR_KIND_COUNT for another name. */
+tir_for_kind tir_for_kind_of_tag(const char *tag);
 
 typedef struct tir_stmt tir_stmt;
 struct tir_stmt {
@@ -152,6 +177,7 @@ tir_stmt *tir_store(tir_builder *b, tir_buffer *buf, tir_expr *index, tir_expr *
 tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index);
 tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo, tir_expr *hi); /* scalar int64s */
+tir_stmt *tir_barrier(tir_builder *b); /* the threads of a GPU block wait for each other */
 tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *s, int32_t n); /* flattens nested seqs, drops NULLs */
 tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y);
 

@@ -295,6 +295,8 @@ static void check_stmt(checker *c, const tir_stmt *s) {
     if (!gir_dtype_is_int(v->dtype) || !gir_dtype_is_int(s->u.loop.min->dtype) ||
         !gir_dtype_is_int(s->u.loop.extent->dtype))
       return cfail(c, "loop %s_%d needs an integer variable, min and extent", v->name, v->id);
+    if (s->u.loop.kind < 0 || s->u.loop.kind >= TIR_FOR_KIND_COUNT || tir_for_kind_is_gpu(s->u.loop.kind))
+      return cfail(c, "loop %s_%d is bound to the GPU grid (or of an unknown kind): not C code", v->name, v->id);
     c->var_depth[v->id]++;
     check_stmt(c, s->u.loop.body);
     c->var_depth[v->id]--;
@@ -353,6 +355,7 @@ static void check_stmt(checker *c, const tir_stmt *s) {
   case TIR_SEQ:
     for (int i = 0; i < s->u.seq.n; i++) check_stmt(c, s->u.seq.s[i]);
     break;
+  case TIR_BARRIER: cfail(c, "a barrier is a GPU statement"); break;
   default: cfail(c, "unknown statement kind %d", (int)s->kind); break;
   }
 }

@@ -25,6 +25,7 @@ typedef struct tgt_lcg {
   int soft_half;              /* no float16 conversion instructions: convert with integer code */
   int soft_roundeven;         /* llvm.roundeven does not select on vectors (32-bit ARM) */
   int vnni512, vnni256;       /* x86 VPDPBUSD for dot4 on 512-bit / on 128- and 256-bit vectors */
+  int gpu;                    /* NVPTX (targets/cuda): bound loops, barriers and shared memory */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_float, t_double, t_ptr;
   unsigned md_loop;           /* "llvm.loop" metadata kind */
   LLVMValueRef ipow;          /* kiln.ipow, created on first use */

@@ -41,6 +41,7 @@ typedef struct checker {
   gir_err *err;
   int32_t *var_depth; /* > 0 while in scope */
   int32_t *buf_live;
+  int gpu;      /* GPU code (targets/cuda): bound loops, barriers and shared memory allowed */
   int failed;
 } checker;
 
@@ -129,6 +130,10 @@ static void check_stmt(checker *c, const tir_stmt *s) {
     if (!gir_dtype_is_int(v->dtype) || !gir_dtype_is_int(lo->dtype) || !gir_dtype_is_int(n->dtype) ||
         lo->lanes != 1 || n->lanes != 1)
       return cfail(c, "loop %s_%d needs a scalar integer variable, min and extent", v->name, v->id);
+    if (s->u.loop.kind < 0 || s->u.loop.kind >= TIR_FOR_KIND_COUNT)
+      return cfail(c, "loop %s_%d has an unknown kind %d", v->name, v->id, (int)s->u.loop.kind);
+    if (tir_for_kind_is_gpu(s->u.loop.kind) && !c->gpu)
+      return cfail(c, "loop %s_%d is bound to the GPU grid: a GPU target's loop", v->name, v->id);
     c->var_depth[v->id]++;
     check_stmt(c, s->u.loop.body);
     c->var_depth[v->id]--;
@@ -172,7 +177,7 @@ static void check_stmt(checker *c, const tir_stmt *s) {
   case TIR_ALLOCATE: {
     const tir_buffer *b = s->u.alloc.buf;
     if (!buf_ok(c, b)) return;
-    if (b->scope == TIR_SHARED) return cfail(c, "buffer %s: shared memory is a GPU scope", b->name);
+    if (b->scope == TIR_SHARED && !c->gpu) return cfail(c, "buffer %s: shared memory is a GPU scope", b->name);
     if (b->scope == TIR_GLOBAL) { /* a parameter, already live */
       if (b->param < 0) return cfail(c, "buffer %s: global buffers are parameters, never allocated", b->name);
       check_stmt(c, s->u.alloc.body);
@@ -187,6 +192,9 @@ static void check_stmt(checker *c, const tir_stmt *s) {
   case TIR_SEQ:
     for (int i = 0; i < s->u.seq.n; i++) check_stmt(c, s->u.seq.s[i]);
     break;
+  case TIR_BARRIER:
+    if (!c->gpu) cfail(c, "a barrier is a GPU statement");
+    break;
   default: cfail(c, "unknown statement kind %d", (int)s->kind); break;
   }
 }
@@ -194,7 +202,7 @@ static void check_stmt(checker *c, const tir_stmt *s) {
 static int check_func(tgt_lcg *g, const tir_func *f) {
   if (!f->name || !f->name[0]) return gir_errf(g->err, "a kernel has no name");
   if (!f->body) return gir_errf(g->err, "kernel %s has no body", f->name);
-  checker c = {.f = f, .err = g->err};
+  checker c = {.f = f, .err = g->err, .gpu = g->gpu};
   c.var_depth = gir_arena_calloc(g->scratch, (size_t)f->n_vars + 1, sizeof *c.var_depth);
   c.buf_live = gir_arena_calloc(g->scratch, (size_t)f->n_buffers + 1, sizeof *c.buf_live);
   if (!c.var_depth || !c.buf_live) return gir_errf(g->err, "out of memory");

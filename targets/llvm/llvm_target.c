@@ -25,7 +25,7 @@ static int supports(const tgt_backend *b, tgt_query q, int value, gir_dtype t) {
   case TGT_Q_DTYPE: return dtype_ok;
   case TGT_Q_UNOP: return dtype_ok && value >= 0 && value < TE_UNOP_COUNT;
   case TGT_Q_BINOP: return dtype_ok && value >= 0 && value < TE_BINOP_COUNT;
-  case TGT_Q_FOR_KIND: return value >= 0 && value < TIR_FOR_KIND_COUNT;
+  case TGT_Q_FOR_KIND: return value >= 0 && value < TIR_FOR_KIND_COUNT && !tir_for_kind_is_gpu((tir_for_kind)value);
   case TGT_Q_SCOPE: return value == TIR_GLOBAL || value == TIR_LOCAL;
   default: return 0;
   }
