@@ -105,6 +105,18 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                        C(INSPECT)},
     [CLI_OPT_DUMP_IR] = {"--dump-ir", NULL, CLI_FLAG, 0, 0, NULL, "print the optimized LLVM IR of the kernels",
                          C(CHECK)},
+    [CLI_OPT_EMULATE] = {"--emulate", NULL, CLI_FLAG, 0, 0, NULL,
+                         "run the target's kernels in the loop-IR interpreter instead of on the hardware (a GPU "
+                         "target's blocks, threads, barriers and shared memory emulated and checked)",
+                         C(CHECK)},
+    [CLI_OPT_SAVE_BUNDLE] = {"--save-bundle", NULL, CLI_STRING, 0, 0, "FILE",
+                             "also write the bundle compiled with the test inputs bound to FILE (to run it elsewhere, "
+                             "e.g. on a GPU machine with kiln-run)",
+                             C(CHECK)},
+    [CLI_OPT_PTXAS] = {"--ptxas", NULL, CLI_STRING, 0, 0, "PATH",
+                       "with --emulate and a CUDA target: also assemble the PTX with this ptxas (the CUDA toolkit's) "
+                       "for the target's sm",
+                       C(CHECK)},
     [CLI_OPT_ATOL_SCALE] = {"--atol-scale", NULL, CLI_STRING, 0, 0, "X",
                             "float outputs: also allow X times the reference's largest magnitude (default 0; for targets "
                             "whose rounding differs from the reference's, e.g. no FMA, on long reductions)",

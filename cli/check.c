@@ -58,7 +58,8 @@ int kiln_cmd_check(int argc, char **argv) {
       return 2;
     }
   }
-  if (o.target) { /* the code runs here: refuse targets this machine cannot run before compiling */
+  int emulate = args.set[CLI_OPT_EMULATE];
+  if (o.target && !emulate) { /* the code runs here: refuse targets this machine cannot run before compiling */
     char why[512];
     if (tgt_c_is_bare_metal(o.target)) snprintf(why, sizeof why, "a bare-metal target; kiln check runs code here");
     if (tgt_c_is_bare_metal(o.target) || (!tgt_c_is_target(o.target) && !tgt_llvm_target_runs_here(o.target, why, sizeof why))) {
@@ -77,6 +78,18 @@ int kiln_cmd_check(int argc, char **argv) {
   int rc = 1;
   kiln_model *m = NULL;
   kiln_compile_result res = {0};
+  const char *save = args.str[CLI_OPT_SAVE_BUNDLE];
+  if (save) { /* the bundle itself, for a run elsewhere (a GPU machine) */
+    kiln_compile_options so = o;
+    so.output_path = save;
+    if (kiln_compile(&so, &res, &err) < 0) goto out;
+    free(res.bundle);
+    res = (kiln_compile_result){0};
+  }
+  if (emulate) {
+    rc = cli_emulate_check(&o, &ci, dir, atol_scale, args.str[CLI_OPT_PTXAS], a, &err);
+    goto out;
+  }
   if (kiln_compile(&o, &res, &err) < 0) goto out;
   kiln_options ko;
   kiln_options_init(&ko);

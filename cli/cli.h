@@ -55,7 +55,7 @@ typedef enum cli_opt {
   CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR, CLI_OPT_ATOL_SCALE,
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
-  CLI_OPT_SVG, CLI_OPT_COUNT
+  CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a
@@ -130,6 +130,12 @@ int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **
  * (float16/bfloat16 looser, float8/float4 exact on the decoded values). 0 when
  * all match, 1 otherwise. */
 int cli_compare_test_outputs(const cli_output *outs, int n, const char *dir, double atol_scale, gir_arena *a);
+/* kiln check --emulate (emulate.c): the plan's kernels run in the loop-IR interpreter
+ * (a GPU target's blocks and threads emulated), outputs compared with DIR's; 0 when
+ * all match, 1 otherwise (message in err when it did not get that far). */
+struct kiln_compile_options;
+int cli_emulate_check(const struct kiln_compile_options *o, const cli_import *ci, const char *dir,
+                      double atol_scale, const char *ptxas, gir_arena *a, gir_err *err);
 
 /* Monotonic wall clock in ms, and a qsort order for latency samples (timing.c). */
 double cli_now_ms(void);

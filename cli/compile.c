@@ -12,6 +12,7 @@
 #include "fusion.h"
 #include "simplify.h"
 #include "interp.h"
+#include "gpu_launch.h"
 #include "layout.h"
 #include "link.h"
 #include "aot.h"
@@ -135,7 +136,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
 
   /* layout (-O2): convolutions in NCHW[x]c with packed weights, x the target's
    * vector width; the layout spreads through layout-agnostic ops */
-  tgt_llvm_options topt;
+  tgt_llvm_options topt = {0};
   lower_target lt;
   int c_kernels = 0;
   if (kernel_backend(o, &topt, &c_kernels, err) < 0 ||
@@ -148,10 +149,10 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     if (lay_split_conv_transpose(g, NULL, err) < 0) return -1; /* phase convs, blocked next */
     if (lay_split_dilated_conv(g, NULL, err) < 0) return -1;   /* no taps on padding, blocked next */
     if (lay_separable_pool(g, NULL, err) < 0) return -1;       /* large max windows as rows, then columns */
-    if (lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1;
+    if (!lt.gpu && lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1; /* a GPU's threads want plain NCHW */
     if (lay_flatten_reduce(g, NULL, err) < 0) return -1; /* what stayed plain: rows for the row template */
     int32_t packed = 0; /* constant matmul weights in the template's column panels */
-    if (lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
+    if (!lt.gpu && lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
     int32_t merged = 0; /* two convs reading one input got one relayout each */
     if (gir_cse(g, &merged) < 0) return gir_errf(err, "layout: CSE failed");
     int32_t folded = 0;
@@ -300,6 +301,35 @@ static int write_aot(const kiln_compile_options *o, const kiln_front *f, const p
   return 0;
 }
 
+/* A CUDA bundle's calls get their kernels' launches (tir/gpu_launch.c: the same
+ * cut the code generator made, so the symbols match). */
+static int gpu_plan_launches(const lower_program *p, pack_plan *plan, gir_arena *a, gir_err *err) {
+  tir_builder tb = {.arena = a};
+  for (int c = 0; c < plan->n_calls; c++) {
+    pack_call *call = &plan->calls[c];
+    const tir_func *fn = NULL;
+    for (int k = 0; k < p->n_kernels && !fn; k++)
+      if (!strcmp(p->kernels[k].fn->name, call->name)) fn = p->kernels[k].fn;
+    if (!fn) return gir_errf(err, "plan: call %s has no kernel", call->name);
+    tir_gpu_launch *ls = NULL;
+    int32_t n = 0;
+    if (tir_gpu_launches(&tb, fn, &ls, &n, err) < 0) return -1;
+    pack_launch *pl = gir_arena_calloc(a, (size_t)n + 1, sizeof *pl);
+    if (!pl) return gir_errf(err, "out of memory");
+    for (int32_t i = 0; i < n; i++) {
+      char sym[300];
+      pl[i].symbol = gir_arena_strdup(a, tir_gpu_launch_symbol(fn->name, i, sym, sizeof sym));
+      for (int d = 0; d < 3; d++) {
+        pl[i].grid[d] = ls[i].dims[d];
+        pl[i].block[d] = ls[i].dims[3 + d];
+      }
+    }
+    call->n_launches = n;
+    call->launches = pl;
+  }
+  return 0;
+}
+
 int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_err *err) {
   FILE *dump = o->dump ? o->dump : stdout;
   memset(res, 0, sizeof *res);
@@ -313,7 +343,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   size_t obj_bytes = 0, lib_bytes = 0, csrc_bytes = 0;
   int rc = -1;
   int64_t limit = o->max_arena_bytes > 0 ? o->max_arena_bytes : KILN_DEFAULT_MAX_ARENA_BYTES;
-  tgt_llvm_options topt;
+  tgt_llvm_options topt = {0};
   int c_target = 0; /* targets/c: C source, compiled by a C compiler */
   if (tgt_c_is_bare_metal(o->target) && !o->aot) {
     gir_errf(err, "--target %s is bare metal: no bundle runtime runs there; kiln compile --aot -o DIR writes a C project",
@@ -363,6 +393,15 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
       rc = write_aot(o, &f, &plan, csrc, csrc_bytes, NULL, 0, res, err);
       goto out;
     }
+  } else if (topt.gpu_sm > 0) { /* CUDA: PTX text, no link; each call its launches */
+    mod = tgt_llvm_compile(fns, p.n_kernels, &topt, err);
+    if (!mod) goto out;
+    if (dumping(o, "codegen") && tgt_llvm_dump_ir(mod, dump, err) < 0) goto out;
+    char *ptx = NULL;
+    if (tgt_llvm_asm_string(mod, &ptx, &lib_bytes, err) < 0) goto out;
+    lib = ptx;
+    triple = tgt_llvm_module_triple(mod);
+    if (gpu_plan_launches(&p, &plan, a, err) < 0) goto out;
   } else {
     mod = tgt_llvm_compile(fns, p.n_kernels, &topt, err);
     if (!mod) goto out;
@@ -376,8 +415,9 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   }
 
   /* link: object → shared library (the C target: the host's cc compiles the source into it) */
-  if (c_target ? tgt_c_compile_shared(csrc, csrc_bytes, NULL, &lib, &lib_bytes, err)
-               : pack_link_shared(obj, obj_bytes, tgt_llvm_module_is_host(mod) ? NULL : triple, &lib, &lib_bytes, err))
+  if (topt.gpu_sm > 0) { /* PTX: the driver compiles it when the bundle is opened */
+  } else if (c_target ? tgt_c_compile_shared(csrc, csrc_bytes, NULL, &lib, &lib_bytes, err)
+                      : pack_link_shared(obj, obj_bytes, tgt_llvm_module_is_host(mod) ? NULL : triple, &lib, &lib_bytes, err))
     goto out;
   res->code_bytes = (int64_t)lib_bytes;
   if (dumping(o, "link") && pack_print_library(dump, lib, lib_bytes, triple, err) < 0) goto out;
@@ -394,11 +434,12 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
   pack_bundle bundle = {
       .model = model_name(o->model_path), .compiler_version = KILN_VERSION,
       .target_name = o->target ? o->target : "host", .triple = triple,
-      .cpu_features = mod ? tgt_llvm_module_features(mod) : NULL, /* C: the host cc's baseline */
+      .cpu_features = mod && topt.gpu_sm <= 0 ? tgt_llvm_module_features(mod) : NULL, /* C: the host cc's baseline */
       .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
       .calls = plan.calls, .n_calls = plan.n_calls, .arena_bytes = plan.mem.arena_bytes,
       .workspace_bytes = 0 /* kernel workspace lives in the arena */, .params = plan.params, .params_bytes = plan.params_bytes,
-      .lib = lib, .lib_bytes = (int64_t)lib_bytes, .source = csrc, .source_bytes = (int64_t)csrc_bytes};
+      .lib = lib, .lib_bytes = (int64_t)lib_bytes, .source = csrc, .source_bytes = (int64_t)csrc_bytes,
+      .gpu_sm = c_target ? 0 : topt.gpu_sm};
   if (dumping(o, "pack") && pack_print_bundle(dump, &bundle, err) < 0) goto out;
   if (o->output_path ? pack_write_bundle(o->output_path, &bundle, err)
                      : pack_bundle_to_memory(&bundle, &res->bundle, &res->bundle_bytes, err))

@@ -57,6 +57,20 @@ static char *plan_json(const pack_bundle *b) {
       }
       cJSON_AddItemToArray(args, x);
     }
+    if (c->n_launches > 0) { /* a GPU kernel's launches, each its entry point and geometry */
+      cJSON *ls = cJSON_AddArrayToObject(o, "launches");
+      for (int j = 0; j < c->n_launches; j++) {
+        const pack_launch *l = &c->launches[j];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "symbol", l->symbol);
+        cJSON *gd = cJSON_AddArrayToObject(x, "grid"), *bd = cJSON_AddArrayToObject(x, "block");
+        for (int d = 0; d < 3; d++) {
+          cJSON_AddItemToArray(gd, cJSON_CreateNumber((double)l->grid[d]));
+          cJSON_AddItemToArray(bd, cJSON_CreateNumber((double)l->block[d]));
+        }
+        cJSON_AddItemToArray(ls, x);
+      }
+    }
     if (c->n_checks > 0) { /* what the kernel's run-time check j is about, for the runtime's message */
       cJSON *cs = cJSON_AddArrayToObject(o, "checks");
       for (int j = 0; j < c->n_checks; j++) cJSON_AddItemToArray(cs, cJSON_CreateString(c->checks[j]));
@@ -104,7 +118,7 @@ static int write_entry(struct archive *ar, const char *name, const void *data, i
 static int build_texts(const pack_bundle *b, char **manifest, char **plan, char lib_name[128], gir_err *err) {
   *manifest = NULL;
   *plan = plan_json(b);
-  snprintf(lib_name, 128, "lib/%s.so", b->target_name);
+  snprintf(lib_name, 128, "lib/%s.%s", b->target_name, b->gpu_sm > 0 ? "ptx" : "so");
   char src_name[128];
   snprintf(src_name, sizeof src_name, "src/%s.c", b->target_name);
   cJSON *m = cJSON_CreateObject();
@@ -115,6 +129,7 @@ static int build_texts(const pack_bundle *b, char **manifest, char **plan, char 
   cJSON *tg = cJSON_AddObjectToObject(m, "target");
   cJSON_AddStringToObject(tg, "name", b->target_name);
   cJSON_AddStringToObject(tg, "triple", b->triple);
+  if (b->gpu_sm > 0) cJSON_AddNumberToObject(tg, "sm", b->gpu_sm);
   if (b->cpu_features && *b->cpu_features) { /* the runtime refuses the bundle on a CPU that lacks one */
     cJSON *fs = cJSON_AddArrayToObject(tg, "features");
     for (const char *p = b->cpu_features; *p;) {

@@ -24,6 +24,13 @@ typedef struct pack_arg {
   int64_t bytes;
 } pack_arg;
 
+/* One launch of a GPU kernel (plan.json "launches", targets/cuda): its entry point
+ * and its grid and block dimensions (x, y, z each). */
+typedef struct pack_launch {
+  const char *symbol;
+  int64_t grid[3], block[3];
+} pack_launch;
+
 typedef struct pack_call {
   const char *name, *symbol;
   int64_t flops;
@@ -31,6 +38,8 @@ typedef struct pack_call {
   pack_arg *args;
   int32_t n_checks;          /* the kernel's run-time checks (kiln_ctx.fail's check numbers) */
   const char *const *checks; /* what each is about: "Gather 'g' (opset 13), indices 'ids'" */
+  int32_t n_launches;        /* GPU bundles: the kernel's launches, in order; 0 for CPU code */
+  const pack_launch *launches;
 } pack_call;
 
 /* What the compiler knows about the values an integer input may take (manifest
@@ -56,8 +65,9 @@ typedef struct pack_bundle {
   int64_t arena_bytes, workspace_bytes;
   const void *params;
   int64_t params_bytes;
-  const void *lib;
+  const void *lib;           /* the kernels: a shared library, or PTX text for a GPU (gpu_sm > 0) */
   int64_t lib_bytes;
+  int32_t gpu_sm;            /* a CUDA bundle: the compute capability (manifest target.sm), lib/<target>.ptx */
   const char *source; /* the kernels' C source (the C target): entry src/<target>.c; NULL: none */
   int64_t source_bytes;
 } pack_bundle;

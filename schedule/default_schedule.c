@@ -15,6 +15,7 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   if (!t) t = &def;
   int tuned = t->tuning && t->tuning->schedule ? t->tuning->schedule(t->tuning->self, s, t) : 0;
   if (tuned) return tuned < 0 ? -1 : 0; /* a tuner's schedule (tuning.c) */
+  if (t->gpu) return lower_sched_gpu(s, t);
   int threads_hint = t->threads;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];

@@ -281,7 +281,12 @@ int sch_annotate(sch_schedule *s, sch_stage *st, sch_iter *it, tir_for_kind kind
 
 int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *tag) {
   if (leaf_pos(st, it) < 0) return gir_errf(s->err, "bind: %s is not a loop of stage %s", it->name, st->t->name);
+  tir_for_kind k = tir_for_kind_of_tag(tag);
+  if (k == TIR_FOR_KIND_COUNT || k == TIR_SERIAL)
+    return gir_errf(s->err, "bind: '%s' is not blockIdx.x/y/z or threadIdx.x/y/z", tag ? tag : "(null)");
+  if (it->reduce) return gir_errf(s->err, "bind: %s is a reduce loop: its iterations depend on each other", it->name);
   it->thread_tag = tag;
+  it->kind = k; /* the loop's kind in loop IR (tir.h) */
   return 0;
 }
 

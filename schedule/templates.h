@@ -22,8 +22,12 @@ typedef struct lower_target {
   int32_t vec_f32;  /* float lanes per vector register: 16 AVX-512, 8 AVX2, 4 NEON/SSE, 1 none */
   int32_t vec_regs; /* vector registers: 32 AVX-512 and AArch64, 16 AVX2 and NEON on armv7 */
   int32_t threads;  /* worker threads the runtime usually has */
+  int32_t gpu;      /* a GPU (targets/cuda): stages are bound to blocks and threads (sched_gpu.c) */
   const lower_tuning *tuning; /* NULL (the default): every schedule is the analytic default (tuning.c) */
 } lower_target;
+
+/* The GPU's default schedule (sched_gpu.c): one output element per thread. */
+int lower_sched_gpu(sch_schedule *s, const lower_target *t);
 
 /* The default target description: AVX-512, 2 threads. */
 lower_target lower_target_default(void);

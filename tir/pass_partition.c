@@ -185,7 +185,9 @@ static tir_stmt *piece(part *p, const tir_stmt *s, int64_t a, int64_t b, int spl
 static tir_stmt *walk_for(part *p, tir_stmt *s, int splits) {
   tir_expr *min = s->u.loop.min, *ext = s->u.loop.extent;
   int64_t lo, hi;
-  int bounded = min->kind == TIR_INT && ext->kind == TIR_INT && ext->u.i > 1 && gir_dtype_is_int(min->dtype) &&
+  /* a loop bound to the GPU grid keeps its range: the launch's geometry */
+  int bounded = !tir_for_kind_is_gpu(s->u.loop.kind) && min->kind == TIR_INT && ext->kind == TIR_INT && ext->u.i > 1 &&
+                gir_dtype_is_int(min->dtype) &&
                 min->dtype != GIR_U64 && !__builtin_add_overflow(min->u.i, ext->u.i - 1, &hi);
   lo = min->u.i;
   if (bounded && splits < MAX_SPLITS) {

@@ -136,8 +136,8 @@ static LLVMValueRef intrin2(tgt_lcg *g, const char *name, LLVMValueRef a, LLVMVa
 
 /* A libm function of one or two arguments of the scalar float type t. */
 static LLVMValueRef libm_fn(tgt_lcg *g, const char *base, LLVMTypeRef t, int n_args) {
-  char name[32];
-  snprintf(name, sizeof name, "%s%s", base, t == g->t_float ? "f" : "");
+  char name[40]; /* GPU code calls libdevice's versions (__nv_expf…), linked in by the NVPTX driver */
+  snprintf(name, sizeof name, "%s%s%s", g->gpu ? "__nv_" : "", base, t == g->t_float ? "f" : "");
   LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
   if (!f) {
     LLVMTypeRef ps[2] = {t, t};

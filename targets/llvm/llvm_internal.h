@@ -26,6 +26,7 @@ typedef struct tgt_lcg {
   int soft_roundeven;         /* llvm.roundeven does not select on vectors (32-bit ARM) */
   int vnni512, vnni256;       /* x86 VPDPBUSD for dot4 on 512-bit / on 128- and 256-bit vectors */
   int gpu;                    /* NVPTX (targets/cuda): bound loops, barriers and shared memory */
+  int64_t gpu_dims[6];        /* the launch being emitted: grid x, y, z, block x, y, z */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_float, t_double, t_ptr;
   unsigned md_loop;           /* "llvm.loop" metadata kind */
   LLVMValueRef ipow;          /* kiln.ipow, created on first use */
@@ -55,6 +56,9 @@ LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to);
 
 /* llvm_stmt.c */
 int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f);
+int tgt_llvm_check_func(tgt_lcg *g, const tir_func *f);
+int tgt_llvm_emit_gpu_kernel(tgt_lcg *g, const tir_func *f, const tir_stmt *body, const int64_t dims[6],
+                             const char *symbol);
 
 /* exp, erf and tanh of a <lanes x float> vector (lanes ≤ 64) as inline IR (llvm_vmath.c). */
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes);

@@ -73,11 +73,12 @@ def load_exclusions():
     return ex
 
 
-def run_one(kiln, d, timeout, target=None):
+def run_one(kiln, d, timeout, target=None, extra=()):
     t = os.path.basename(d)
     cmd = [kiln, "check", os.path.join(d, "model.onnx"), "--test-data", os.path.join(d, "test_data_set_0")]
     if target:
         cmd += ["--target", target]
+    cmd += list(extra)
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -108,6 +109,9 @@ def main():
                     help="exit 1 unless every test passed or is excluded with a reason, and P/T >= --min-pass")
     ap.add_argument("--min-pass", type=float, default=0.95)
     ap.add_argument("--target", help="compile for this named target (kiln check --target): c for the C backend")
+    ap.add_argument("--emulate", action="store_true",
+                    help="kiln check --emulate: the target's kernels in the loop-IR interpreter (a GPU target without a GPU)")
+    ap.add_argument("--ptxas", help="with --emulate and a CUDA target: also assemble the PTX with this ptxas")
     a = ap.parse_args()
 
     base = node_dir()
@@ -125,7 +129,8 @@ def main():
             results[t] = ("excluded", excl[t])
             print("EXCLUDED %s: %s" % (t, excl[t]), flush=True)
     with cf.ThreadPoolExecutor(max(1, a.jobs)) as ex:
-        futs = [ex.submit(run_one, a.kiln, os.path.join(base, t), a.timeout, a.target) for t in todo]
+        extra = (["--emulate"] if a.emulate else []) + (["--ptxas", a.ptxas] if a.ptxas else [])
+        futs = [ex.submit(run_one, a.kiln, os.path.join(base, t), a.timeout, a.target, extra) for t in todo]
         for f in cf.as_completed(futs):
             t, status, why = f.result()
             results[t] = (status, why)

@@ -1,0 +1,65 @@
+/* sched_gpu.c — the default schedule for a GPU (targets/cuda): every stage that
+ * is not inlined computes one output element per thread, its output axes fused and
+ * split into blocks of up to 256 threads (blockIdx.x, threadIdx.x), reductions in a
+ * serial loop inside the thread; a reduction feeding an element-wise epilogue of
+ * its shape (conv → bias → relu) is computed at the epilogue's thread loop, so its
+ * accumulator is a register. Correct for every group and shape (the interpreter's
+ * GPU emulation checks it), and the floor the GPU templates improve on. Each root
+ * stage becomes a launch of its own (tir/gpu_launch.c). */
+#include <string.h>
+#include "templates.h"
+
+#define GPU_THREADS 256
+
+/* Output axes fused, split by the block size, bound to blocks and threads; the
+ * thread loop, or NULL for a stage without output axes (one thread computes it). */
+static int bind_stage(sch_schedule *s, sch_stage *st, sch_iter **thread) {
+  *thread = NULL;
+  if (st->n_root == 0) return 0;
+  sch_iter *f = st->leaf[0];
+  for (int i = 1; i < st->n_root; i++) {
+    if (st->leaf[1]->reduce) break;
+    if (sch_fuse(s, st, f, st->leaf[1], &f) < 0) return -1;
+  }
+  int64_t n = f->extent, tb = n < GPU_THREADS ? n : GPU_THREADS;
+  sch_iter *bo, *ti;
+  if (sch_split(s, st, f, tb, &bo, &ti) < 0 || sch_bind(s, st, bo, "blockIdx.x") < 0 ||
+      sch_bind(s, st, ti, "threadIdx.x") < 0)
+    return -1;
+  *thread = ti;
+  return 0;
+}
+
+int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
+  (void)t;
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (!st->is_output && st->n_reduce == 0 && sch_compute_inline(s, st) < 0) return -1;
+  }
+  /* reductions with an epilogue: attached there after the epilogue is bound */
+  sch_stage **epi = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *epi);
+  if (!epi) return gir_errf(s->err, "out of memory");
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (!st->is_output && st->n_reduce && st->attach == SCH_ROOT && !st->n_rels) epi[i] = lower_epilogue_of(s, st);
+  }
+  sch_iter **thread = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *thread);
+  if (!thread) return gir_errf(s->err, "out of memory");
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT || epi[i]) continue;
+    if (bind_stage(s, st, &thread[i]) < 0) return -1;
+  }
+  for (int i = 0; i < s->n_stages; i++) {
+    if (!epi[i]) continue;
+    sch_stage *st = s->stages[i], *c = epi[i];
+    sch_iter *at = thread[c->id];
+    gir_err e = {{0}};
+    gir_err *saved = s->err;
+    s->err = &e; /* a refusal keeps the reduction a stage (a launch) of its own */
+    int rc = at ? sch_compute_at(s, st, c, at) : -1;
+    s->err = saved;
+    if (rc < 0 && bind_stage(s, st, &thread[i]) < 0) return -1;
+  }
+  return 0;
+}
