@@ -14,6 +14,15 @@
  * stage's buffer is LOCAL and holds exactly that region. A region that may reach
  * outside the producer's domain is computed under a domain guard.
  *
+ * GPU schedules (tir.h's bound loops): a loop bound to a thread index that an
+ * enclosing loop (of a consumer) already binds is not a loop of its own — its
+ * variable is the enclosing one, guarded when its extent is smaller; this is how a
+ * stage computed inside a consumer's thread loops spreads its work over the
+ * block's threads (TVM's cooperative fetching). A SHARED stage is one per block:
+ * its region is inferred with the enclosing thread loops ranging (every thread's
+ * reads), and its computation sits between two barriers (the block's threads are
+ * done reading the previous contents; the new ones are complete before use).
+ *
  * A stage whose body is a reduction gets an init nest (the identity, over the
  * spatial loops inside the first reduce loop) and an update nest; argmax/argmin
  * keep their running best value in a second buffer. Root intermediates become
@@ -45,6 +54,11 @@ typedef struct lower_ctx {
   tir_expr **iter_val;         /* by sch_iter id: value of the iteration variable */
   int32_t n_iters;
   gir_err *err;
+  /* GPU: the thread-bound loops around the stage being emitted (outermost first) */
+  tir_var *thr_var[32];
+  int64_t thr_ext[32];
+  tir_for_kind thr_kind[32];
+  int32_t n_thr;
 } lower_ctx;
 
 /* ---- linear forms over tir vars, for bound inference ---- */
@@ -529,18 +543,60 @@ typedef struct nest {
 } nest;
 
 /* The stages attached at c's loop it, in *out (NULL if none); -1 on error. */
-static int attached_at(lower_ctx *L, sch_stage *c, sch_iter *it, tir_stmt **out) {
+static int attached_at(lower_ctx *L, sch_stage *c, sch_iter *it, tir_var *const *lv, const int64_t *ext,
+                       tir_stmt **out) {
   tir_stmt *acc = NULL;
+  int32_t saved = L->n_thr;
+  int pos = 0;
+  while (pos < c->n_leaf && c->leaf[pos] != it) pos++;
+  for (int k = 0; k <= pos && k < c->n_leaf; k++) { /* c's thread loops around the attached stages */
+    tir_for_kind kind = c->leaf[k]->kind;
+    int reused = 0;
+    for (int j = 0; j < saved; j++) reused |= L->thr_kind[j] == kind;
+    if (kind >= TIR_THREAD_X && kind <= TIR_THREAD_Z && !reused && L->n_thr < 32) {
+      L->thr_var[L->n_thr] = lv[k];
+      L->thr_ext[L->n_thr] = ext[c->leaf[k]->id];
+      L->thr_kind[L->n_thr++] = kind;
+    }
+  }
   for (int i = 0; i < L->s->n_stages; i++) {
     sch_stage *p = L->s->stages[i];
     if (p->attach == SCH_AT && p->at_stage == c && p->at_iter == it && !L->info[p->id].emitted) {
       tir_stmt *s = emit_stage(L, p);
-      if (!s) return -1;
+      if (!s) {
+        L->n_thr = saved;
+        return -1;
+      }
+      if (p->scope == TIR_SHARED) { /* the block's threads in step around its contents */
+        tir_stmt *xs[3] = {tir_barrier(L->b), s, tir_barrier(L->b)};
+        s = tir_seq(L->b, xs, 3);
+      }
       acc = acc ? tir_seq2(L->b, acc, s) : s;
     }
   }
+  L->n_thr = saved;
   *out = acc;
   return 0;
+}
+
+/* A loop of leaf k of st over [0, ext): a new loop, or, for a thread index an
+ * enclosing loop already binds, that loop's variable (guarded when ext is smaller). */
+static tir_stmt *leaf_loop(lower_ctx *L, const sch_stage *st, sch_iter *it, tir_var *v, int64_t ext, tir_for_kind kind,
+                           tir_stmt *body) {
+  tir_builder *b = L->b;
+  if (kind >= TIR_THREAD_X && kind <= TIR_THREAD_Z)
+    for (int j = 0; j < L->n_thr; j++) {
+      if (L->thr_kind[j] != kind) continue;
+      if (ext > L->thr_ext[j]) {
+        gir_errf(L->err, "stage %s: loop %s is bound to a thread index of extent %lld inside one of %lld", st->t->name,
+                 it->name, (long long)ext, (long long)L->thr_ext[j]);
+        return NULL;
+      }
+      tir_expr *t = tir_var_ref(b, L->thr_var[j]);
+      if (ext < L->thr_ext[j]) body = tir_if(b, tir_bin(b, TE_LT, t, tir_i64(b, ext)), body, NULL);
+      return tir_let(b, v, t, body);
+    }
+  return tir_for(b, v, tir_i64(b, 0), tir_i64(b, ext), kind, body);
 }
 
 /* Lowered value of st's body (no reduction) or the reduction's src/cond. */
@@ -630,17 +686,28 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
     int pos = -1;
     for (int k = 0; k < st->n_leaf; k++)
       if (st->leaf[k] == p->at_iter) pos = k;
-    tir_var *inner[64];
-    int64_t iext[64];
+    tir_var *inner[64 + 32];
+    int64_t iext[64 + 32];
     int ni = 0;
     for (int k = pos + 1; k < st->n_leaf; k++) {
       inner[ni] = lv[k];
       iext[ni++] = ext[st->leaf[k]->id];
     }
+    if (p->scope == TIR_SHARED) { /* one per block: what all its threads read */
+      for (int j = 0; j < L->n_thr; j++) {
+        inner[ni] = L->thr_var[j];
+        iext[ni++] = L->thr_ext[j];
+      }
+      for (int k = 0; k <= pos; k++)
+        if (st->leaf[k]->kind >= TIR_THREAD_X && st->leaf[k]->kind <= TIR_THREAD_Z) {
+          inner[ni] = lv[k];
+          iext[ni++] = ext[st->leaf[k]->id];
+        }
+    }
     infer_region(L, p, st, sv.vals, sv.vars, sv.n, inner, iext, ni, &L->info[p->id].reg);
     int64_t size = 1;
     for (int d = 0; d < p->t->rank; d++) size *= L->info[p->id].reg.extent[d];
-    L->info[p->id].buf = tir_buffer_new(b, p->t->name, p->t->dtype, size, TIR_LOCAL, -1);
+    L->info[p->id].buf = tir_buffer_new(b, p->t->name, p->t->dtype, size, p->scope == TIR_SHARED ? TIR_SHARED : TIR_LOCAL, -1);
     if (p->body->kind == TE_REDUCE && (p->body->u.red.comb == TE_ARGMAX || p->body->u.red.comb == TE_ARGMIN))
       L->info[p->id].aux = tir_buffer_new(b, "argbest", p->body->u.red.src->dtype, size, TIR_LOCAL, -1);
   }
@@ -711,10 +778,10 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   for (int k = st->n_leaf - 1; k >= (init ? first_red : 0); k--) {
     sch_iter *it = st->leaf[k];
     tir_stmt *att;
-    if (attached_at(L, st, it, &att) < 0) return NULL;
+    if (attached_at(L, st, it, lv, ext, &att) < 0) return NULL;
     if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
     if (with_prefetches(L, st, k, lv, ext, &s) < 0) return NULL;
-    s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
+    if (!(s = leaf_loop(L, st, it, lv[k], ext[it->id], it->kind, s))) return NULL;
   }
   if (init) {
     /* init nest: the spatial leaves inside the first reduce loop, fresh variables */
@@ -731,10 +798,10 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
     for (int k = first_red - 1; k >= 0; k--) {
       sch_iter *it = st->leaf[k];
       tir_stmt *att;
-      if (attached_at(L, st, it, &att) < 0) return NULL;
+      if (attached_at(L, st, it, lv, ext, &att) < 0) return NULL;
       if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
       if (with_prefetches(L, st, k, lv, ext, &s) < 0) return NULL;
-      s = tir_for(b, lv[k], tir_i64(b, 0), tir_i64(b, ext[it->id]), it->kind, s);
+      if (!(s = leaf_loop(L, st, it, lv[k], ext[it->id], it->kind, s))) return NULL;
     }
   }
   return s;

@@ -22,6 +22,7 @@ static int bind_stage(sch_schedule *s, sch_stage *st, sch_iter **thread) {
     if (sch_fuse(s, st, f, st->leaf[1], &f) < 0) return -1;
   }
   int64_t n = f->extent, tb = n < GPU_THREADS ? n : GPU_THREADS;
+  if (n < 1) return 0; /* an empty tensor: nothing to compute */
   sch_iter *bo, *ti;
   if (sch_split(s, st, f, tb, &bo, &ti) < 0 || sch_bind(s, st, bo, "blockIdx.x") < 0 ||
       sch_bind(s, st, ti, "threadIdx.x") < 0)
@@ -31,10 +32,24 @@ static int bind_stage(sch_schedule *s, sch_stage *st, sch_iter **thread) {
 }
 
 int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
-  (void)t;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (!st->is_output && st->n_reduce == 0 && sch_compute_inline(s, st) < 0) return -1;
+  }
+  /* matmuls (float32): the template, its epilogue with it */
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT || st->n_reduce != 1 || st->n_rels || st->t->dtype != GIR_F32 || !st->t->tag ||
+        strcmp(st->t->tag, "matmul") || st->t->rank < 2)
+      continue;
+    sch_stage *epi = lower_epilogue_of(s, st);
+    if (!epi) {
+      epi = st;
+      if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
+    }
+    lower_gpu_matmul_cfg cfg = lower_gpu_matmul_default(st);
+    lower_tune_knobs(t, "gpu_matmul", &cfg, sizeof cfg);
+    if (lower_sched_gpu_matmul(s, st, epi, &cfg) < 0) return -1;
   }
   /* reductions with an epilogue: attached there after the epilogue is bound */
   sch_stage **epi = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *epi);
@@ -47,7 +62,7 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
   if (!thread) return gir_errf(s->err, "out of memory");
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    if (st->attach != SCH_ROOT || epi[i]) continue;
+    if (st->attach != SCH_ROOT || epi[i] || st->template_name) continue;
     if (bind_stage(s, st, &thread[i]) < 0) return -1;
   }
   for (int i = 0; i < s->n_stages; i++) {

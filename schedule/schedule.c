@@ -453,7 +453,9 @@ sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope) {
 
 void sch_print(const sch_schedule *s, FILE *f) {
   static const char *const attach[] = {"root", "inline", "at"};
-  static const char *const kinds[] = {"", " parallel", " vectorized", " unrolled"};
+  static const char *const kinds[TIR_FOR_KIND_COUNT] = {"", " parallel", " vectorized", " unrolled", " blockIdx.x",
+                                                        " blockIdx.y", " blockIdx.z", " threadIdx.x", " threadIdx.y",
+                                                        " threadIdx.z"};
   for (int i = 0; i < s->n_stages; i++) {
     const sch_stage *st = s->stages[i];
     fprintf(f, "stage %d %s [%s%s%s]:", st->id, st->t->name, attach[st->attach], st->at_stage ? " " : "",

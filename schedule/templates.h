@@ -26,7 +26,18 @@ typedef struct lower_target {
   const lower_tuning *tuning; /* NULL (the default): every schedule is the analytic default (tuning.c) */
 } lower_target;
 
-/* The GPU's default schedule (sched_gpu.c): one output element per thread. */
+/* The GPU matmul template (sched_gpu_matmul.c): bm × bn output tiles per block,
+ * tm × tn per thread in registers, the reduction in steps of bk over tiles of A
+ * and B the block copies into shared memory. */
+typedef struct lower_gpu_matmul_cfg {
+  int32_t bm, bn, bk; /* block tile and reduction step */
+  int32_t tm, tn;     /* thread tile: (bm/tm)·(bn/tn) threads per block, at most 1024 */
+} lower_gpu_matmul_cfg;
+lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red);
+int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_cfg *cfg);
+
+/* The GPU's default schedule (sched_gpu.c): templates for the heavy stages, one
+ * output element per thread for the rest. */
 int lower_sched_gpu(sch_schedule *s, const lower_target *t);
 
 /* The default target description: AVX-512, 2 threads. */

@@ -220,6 +220,22 @@ tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo,
 
 tir_stmt *tir_barrier(tir_builder *b) { return stmt(b, TIR_BARRIER); }
 
+int tir_stmt_has_barrier(const tir_stmt *s) {
+  if (!s) return 0;
+  switch (s->kind) {
+  case TIR_BARRIER: return 1;
+  case TIR_FOR: return tir_stmt_has_barrier(s->u.loop.body);
+  case TIR_LET: return tir_stmt_has_barrier(s->u.let.body);
+  case TIR_IF: return tir_stmt_has_barrier(s->u.ifs.then_s) || tir_stmt_has_barrier(s->u.ifs.else_s);
+  case TIR_ALLOCATE: return tir_stmt_has_barrier(s->u.alloc.body);
+  case TIR_SEQ:
+    for (int32_t i = 0; i < s->u.seq.n; i++)
+      if (tir_stmt_has_barrier(s->u.seq.s[i])) return 1;
+    return 0;
+  default: return 0;
+  }
+}
+
 tir_for_kind tir_for_kind_of_tag(const char *tag) {
   static const char *const tags[6] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
   if (!tag) return TIR_SERIAL;
@@ -372,7 +388,7 @@ void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
     break;
   case TIR_ALLOCATE:
     fprintf(f, "%*sallocate %s: %s[%lld] %s\n", ind, "", s->u.alloc.buf->name, gir_dtype_name(s->u.alloc.buf->dtype),
-            (long long)s->u.alloc.buf->size, s->u.alloc.buf->scope == TIR_LOCAL ? "local" : "global");
+            (long long)s->u.alloc.buf->size, s->u.alloc.buf->scope == TIR_LOCAL ? "local" : s->u.alloc.buf->scope == TIR_SHARED ? "shared" : "global");
     tir_print_stmt(s->u.alloc.body, f, ind);
     break;
   case TIR_SEQ:

@@ -178,6 +178,9 @@ tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index);
 tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo, tir_expr *hi); /* scalar int64s */
 tir_stmt *tir_barrier(tir_builder *b); /* the threads of a GPU block wait for each other */
+/* 1 if s holds a TIR_BARRIER: passes must not put such code under a condition that may
+ * differ between the threads of a block (unswitching, for one). */
+int tir_stmt_has_barrier(const tir_stmt *s);
 tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *s, int32_t n); /* flattens nested seqs, drops NULLs */
 tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y);
 

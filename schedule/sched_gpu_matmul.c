@@ -1,0 +1,111 @@
+/* sched_gpu_matmul.c — the GPU matmul template (dense, matmul, batch matmul), the
+ * TVM paper's §4.2 schedule: the output is cut into bm × bn tiles, one per block
+ * (blockIdx.x over columns, .y over rows, .z over the batch); each of the block's
+ * (bm/tm)·(bn/tn) threads accumulates a tm × tn tile in registers (the reduction
+ * computed at the thread loop, its tile loops unrolled); the reduction runs in
+ * steps of bk, and at each step the block's threads first copy the A and B tiles
+ * it needs into shared memory together (cooperative fetching: the copy's loops
+ * are bound to the same thread indices, sch_lower.c), between barriers, so each
+ * element of A and B is read from global memory once per block instead of once per
+ * thread. The epilogue (bias, activation) runs on the registers. Knobs are data
+ * (lower_gpu_matmul_cfg) for the tuner. */
+#include <string.h>
+#include "templates.h"
+
+lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red) {
+  const te_tensor *o = red->t;
+  int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1];
+  lower_gpu_matmul_cfg c = {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+  /* narrow problems: smaller tiles, so that the grid still has blocks to spread */
+  while (c.bm > 16 && M <= c.bm / 2) c.bm /= 2;
+  while (c.bn > 16 && N <= c.bn / 2) c.bn /= 2;
+  if (c.bm < 4 * c.tm) c.tm = c.bm / 16 > 0 ? c.bm / 16 : 1;
+  if (c.bn < 4 * c.tn) c.tn = c.bn / 16 > 0 ? c.bn / 16 : 1;
+  return c;
+}
+
+typedef struct loads {
+  te_tensor *t[4];
+  int n;
+} loads;
+
+static void note(te_tensor *t, void *arg) {
+  loads *l = arg;
+  for (int i = 0; i < l->n; i++)
+    if (l->t[i] == t) return;
+  if (l->n < 4) l->t[l->n] = t;
+  l->n++;
+}
+
+/* The copy of a tensor into shared memory, computed at the reduction's outer k
+ * loop: its axes fused and spread over the block's threads (ty, tx). */
+static int fetch(sch_schedule *s, sch_stage *sh, int64_t ty, int64_t tx) {
+  sch_iter *f = sh->leaf[0];
+  while (sh->n_leaf > 1)
+    if (sch_fuse(s, sh, f, sh->leaf[1], &f) < 0) return -1;
+  sch_iter *o, *xi, *oo, *yi;
+  if (sch_split(s, sh, f, tx, &o, &xi) < 0 || sch_split(s, sh, o, ty, &oo, &yi) < 0 ||
+      sch_bind(s, sh, yi, "threadIdx.y") < 0 || sch_bind(s, sh, xi, "threadIdx.x") < 0)
+    return -1;
+  return 0;
+}
+
+int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_cfg *c) {
+  if (c->bm < 1 || c->bn < 1 || c->bk < 1 || c->tm < 1 || c->tn < 1 || c->bm % c->tm || c->bn % c->tn ||
+      (c->bm / c->tm) * (c->bn / c->tn) > 1024)
+    return gir_errf(s->err, "gpu matmul: tiles %dx%dx%d / %dx%d do not make a block of at most 1024 threads", c->bm,
+                    c->bn, c->bk, c->tm, c->tn);
+  loads l = {{0}, 0};
+  te_visit_loads(red->body, note, &l);
+  int r = epi->n_root;
+  if (r < 2 || l.n > 4) return gir_errf(s->err, "gpu matmul: %s is not a matmul", red->t->name);
+  /* threads per block: a tile wider than the output has only the rows and columns there are */
+  int64_t M = epi->leaf[r - 2]->extent, N = epi->leaf[r - 1]->extent;
+  int64_t me = M < c->bm ? M : c->bm, ne = N < c->bn ? N : c->bn;
+  int64_t ty = (me + c->tm - 1) / c->tm, tx = (ne + c->tn - 1) / c->tn;
+  if (ty < 1) ty = 1;
+  if (tx < 1) tx = 1;
+  /* the epilogue: batch → blockIdx.z, row tiles → .y, column tiles → .x, threads inside */
+  sch_iter *m = epi->leaf[r - 2], *n = epi->leaf[r - 1], *bz = NULL;
+  if (r > 2) {
+    bz = epi->leaf[0];
+    for (int i = 1; i < r - 2; i++)
+      if (sch_fuse(s, epi, bz, epi->leaf[1], &bz) < 0) return -1;
+  }
+  sch_iter *mo, *mi, *no, *ni, *tyi, *mii, *txi, *nii;
+  if (sch_split(s, epi, m, c->bm, &mo, &mi) < 0 || sch_split(s, epi, mi, c->tm, &tyi, &mii) < 0 ||
+      sch_split(s, epi, n, c->bn, &no, &ni) < 0 || sch_split(s, epi, ni, c->tn, &txi, &nii) < 0)
+    return -1;
+  sch_iter *order[7];
+  int k = 0;
+  if (bz) order[k++] = bz;
+  order[k++] = mo, order[k++] = no, order[k++] = tyi, order[k++] = txi, order[k++] = mii, order[k++] = nii;
+  if (sch_reorder(s, epi, order, k) < 0) return -1;
+  if ((bz && sch_bind(s, epi, bz, "blockIdx.z") < 0) || sch_bind(s, epi, mo, "blockIdx.y") < 0 ||
+      sch_bind(s, epi, no, "blockIdx.x") < 0 || sch_bind(s, epi, tyi, "threadIdx.y") < 0 ||
+      sch_bind(s, epi, txi, "threadIdx.x") < 0 || sch_annotate(s, epi, mii, TIR_UNROLLED) < 0 ||
+      sch_annotate(s, epi, nii, TIR_UNROLLED) < 0)
+    return -1;
+  /* the register tile: the reduction at the thread loop, k split by bk, the tile inside */
+  if (sch_compute_at(s, red, epi, txi) < 0) return -1;
+  sch_iter *rk = red->leaf[red->n_leaf - 1], *ko, *ki;
+  if (!rk->reduce || sch_split(s, red, rk, c->bk, &ko, &ki) < 0) return -1;
+  sch_iter *rorder[GIR_MAX_RANK + 2];
+  int q = 0;
+  rorder[q++] = ko;
+  rorder[q++] = ki;
+  for (int i = 0; i < red->n_root; i++) rorder[q++] = red->leaf[i];
+  if (sch_reorder(s, red, rorder, q) < 0) return -1;
+  for (int i = 0; i < red->n_leaf; i++)
+    if (red->leaf[i] != ko && red->leaf[i] != ki && red->leaf[i]->extent > 1 &&
+        sch_annotate(s, red, red->leaf[i], TIR_UNROLLED) < 0)
+      return -1;
+  /* the operands' tiles in shared memory, fetched at each step of ko */
+  for (int i = 0; i < l.n && i < 4; i++) {
+    sch_stage *rd[1] = {red};
+    sch_stage *sh = sch_cache_read(s, l.t[i], TIR_SHARED, rd, 1);
+    if (!sh || sch_compute_at(s, sh, red, ko) < 0 || fetch(s, sh, ty, tx) < 0) return -1;
+  }
+  red->template_name = epi->template_name = "gpu_matmul";
+  return 0;
+}

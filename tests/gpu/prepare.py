@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""prepare.py — everything a GPU machine needs to check kiln's CUDA target, built here.
+
+The GPU machines this project can borrow have no LLVM, no onnx package and no
+network, and are lent for minutes: the bundles are compiled here, and the machine
+only runs them (tools/kiln-run, the runtime's runner) and compares. This script
+writes OUT (default .gpu/, git-ignored):
+
+  node/<test>/model.kiln      a node-suite test compiled by `kiln check --target T
+                              --emulate --save-bundle` (the test inputs bound, and
+                              only tests whose GPU loop IR passed the emulation)
+  node/<test>/in/<name>.npy   its inputs; want/<k>_<name>.npy its expected outputs
+  e2e/<model>_b<B>.kiln       MobileNetV2 and the BERT-like encoder (and more with
+                              --models) at batch 1 and 16, with in/ and want/ from
+                              ONNX Runtime on this CPU
+  bin/kiln-run, lib/*.so*     the runner and the shared libraries it needs that a
+                              CUDA image may lack (libarchive and its closure, cJSON)
+
+tests/gpu/run_on_gpu.sh runs it all there; tests/gpu/compare.py (numpy only) compares.
+usage: prepare.py [--kiln build/kiln] [--target cuda-sm90] [--out .gpu] [--node-filter S]
+                  [--models mobilenetv2,bert_encoder] [--model-dir DIR] [--batches 1,16] [--no-node]
+"""
+import argparse, concurrent.futures as cf, os, shutil, subprocess, sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "cuda"))
+
+
+def node_dir():
+    import onnx
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+
+
+def tensors(d, prefix):
+    import onnx
+    from onnx import numpy_helper
+    out = []
+    k = 0
+    while os.path.exists(os.path.join(d, "%s_%d.pb" % (prefix, k))):
+        t = onnx.TensorProto()
+        with open(os.path.join(d, "%s_%d.pb" % (prefix, k)), "rb") as f:
+            data = f.read()
+        try:
+            t.ParseFromString(data)
+            if not t.name and not t.dims and not t.raw_data and not t.float_data and not t.int64_data:
+                return None  # a sequence or an optional: not a plain tensor
+            out.append((t.name, numpy_helper.to_array(t)))
+        except Exception:
+            return None
+        k += 1
+    return out
+
+
+SUPPORTED = {np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+             np.uint64, np.bool_, np.float16}
+
+
+def prepare_node(kiln, target, test, out):
+    d = os.path.join(node_dir(), test)
+    data = os.path.join(d, "test_data_set_0")
+    ins, wants = tensors(data, "input"), tensors(data, "output")
+    if ins is None or wants is None or any(a.dtype.type not in SUPPORTED for _, a in ins + wants):
+        return test, "skip", "inputs or outputs that are not plain tensors of a supported dtype"
+    dst = os.path.join(out, "node", test)
+    os.makedirs(os.path.join(dst, "in"), exist_ok=True)
+    os.makedirs(os.path.join(dst, "want"), exist_ok=True)
+    r = subprocess.run([kiln, "check", os.path.join(d, "model.onnx"), "--test-data", data, "--target", target,
+                        "--emulate", "--save-bundle", os.path.join(dst, "model.kiln")],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        shutil.rmtree(dst, ignore_errors=True)
+        return test, "fail", (r.stderr.strip().splitlines() or ["?"])[-1]
+    for name, a in ins:
+        np.save(os.path.join(dst, "in", name + ".npy"), a)
+    for k, (name, a) in enumerate(wants):
+        np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, name)), a)
+    return test, "ok", ""
+
+
+def prepare_model(kiln, target, path, name, batch, out):
+    import onnx
+    import onnxruntime as ort
+    from layers import set_batch
+    m = onnx.load(path)
+    if batch != 1:
+        set_batch(m, batch)
+    tmp = os.path.join(out, "e2e", "%s_b%d.onnx" % (name, batch))
+    onnx.save(m, tmp)
+    dst = os.path.join(out, "e2e", "%s_b%d" % (name, batch))
+    os.makedirs(os.path.join(dst, "in"), exist_ok=True)
+    os.makedirs(os.path.join(dst, "want"), exist_ok=True)
+    sess = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(batch)
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else batch for d in i.shape]
+        if "int" in i.type:
+            feeds[i.name] = rng.integers(0, 100, size=shape).astype(np.int64 if "int64" in i.type else np.int32)
+        else:
+            feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        np.save(os.path.join(dst, "in", i.name + ".npy"), feeds[i.name])
+    outs = sess.run(None, feeds)
+    for k, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
+        np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, o.name)), a)
+    r = subprocess.run([kiln, "compile", tmp, "--target", target, "-o", os.path.join(dst, "model.kiln")],
+                       capture_output=True, text=True)
+    os.remove(tmp)
+    if r.returncode != 0:
+        raise SystemExit("kiln compile %s: %s" % (name, r.stderr))
+    return dst
+
+
+def copy_runner(kiln_run, out):
+    os.makedirs(os.path.join(out, "bin"), exist_ok=True)
+    os.makedirs(os.path.join(out, "lib"), exist_ok=True)
+    shutil.copy(kiln_run, os.path.join(out, "bin", "kiln-run"))
+    ldd = subprocess.run(["ldd", kiln_run], capture_output=True, text=True).stdout
+    keep_out = ("libc.so", "libm.so", "libstdc++", "libgcc_s", "ld-linux", "linux-vdso", "libpthread", "libdl")
+    for line in ldd.splitlines():
+        parts = line.split("=>")
+        if len(parts) != 2:
+            continue
+        lib = parts[1].split("(")[0].strip()
+        if lib and not any(k in lib for k in keep_out):
+            shutil.copy(lib, os.path.join(out, "lib", os.path.basename(lib)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    ap.add_argument("--kiln-run", default=os.path.join(ROOT, "build", "kiln-run"))
+    ap.add_argument("--target", default="cuda-sm90")
+    ap.add_argument("--out", default=os.path.join(ROOT, ".gpu"))
+    ap.add_argument("--node-filter", default="")
+    ap.add_argument("--no-node", action="store_true")
+    ap.add_argument("--models", default="mobilenetv2,bert_encoder")
+    ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "bench-models"))
+    ap.add_argument("--batches", default="1,16")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    copy_runner(a.kiln_run, a.out)
+    if not a.no_node:
+        tests = sorted(t for t in os.listdir(node_dir()) if a.node_filter in t)
+        counts = {}
+        with cf.ThreadPoolExecutor(a.jobs) as ex:
+            for test, status, why in ex.map(lambda t: prepare_node(a.kiln, a.target, t, a.out), tests):
+                counts[status] = counts.get(status, 0) + 1
+                if status == "fail":
+                    print("FAIL %s: %s" % (test, why), flush=True)
+        print("node suite for %s: %s" % (a.target, counts), flush=True)
+    for name in filter(None, a.models.split(",")):
+        for b in map(int, a.batches.split(",")):
+            print("e2e:", prepare_model(a.kiln, a.target, os.path.join(a.model_dir, name + ".onnx"), name, b, a.out),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
