@@ -4,10 +4,15 @@
  * node of the IR is lane-wise (ramp lane l is base + l*stride, broadcast repeats
  * its scalar), so a lane's value depends only on that lane of its operands —
  * except dot4, whose lane l reads lanes 4l..4l+3 of its 8-bit operands (or lanes
- * 0..3 of a 4-lane a). It is slow and simple on purpose. */
+ * 0..3 of a 4-lane a). It is slow and simple on purpose. Loops bound to the GPU
+ * grid are handed to the launch emulator (tir_eval_gpu.c), which runs each
+ * emulated thread's code through this interpreter in an environment of its own
+ * (env->gpu set): then loads and stores of SHARED and GLOBAL buffers are reported
+ * to it for race checking, and SHARED allocations come from it. */
 #include <math.h>
 #include <string.h>
 #include "tir_eval.h"
+#include "tir_eval_gpu.h"
 
 static tir_value fval(double f) { return (tir_value){.f = f}; }
 static tir_value ival(int64_t i) { return (tir_value){.i = i}; }
@@ -89,6 +94,7 @@ tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane) {
     int64_t ix = tir_eval_expr(env, e->u.load.index, lane).i;
     void *data = buffer(env, buf);
     if (!data || !in_bounds(env, buf, ix, "load")) return ival(0);
+    if (env->gpu && buf->scope != TIR_LOCAL && tir_gpu_access(env, buf, data, ix, NULL) < 0) return ival(0);
     if (gir_dtype_is_float(buf->dtype)) return fval(gir_load_f64(buf->dtype, data, ix));
     return ival(gir_load_i64(buf->dtype, data, ix));
   }
@@ -132,7 +138,10 @@ tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane) {
 
 static int run(tir_env *env, const tir_stmt *s);
 
+int tir_eval_run(tir_env *env, const tir_stmt *s) { return run(env, s); }
+
 static int run_for(tir_env *env, const tir_stmt *s) {
+  if (tir_for_kind_is_gpu(s->u.loop.kind)) return tir_gpu_for(env, s);
   const tir_var *v = s->u.loop.var;
   if (v->id < 0 || v->id >= env->n_vars) return fail(env, "variable id out of range: ", v->name);
   int64_t min = tir_eval_expr(env, s->u.loop.min, 0).i, extent = tir_eval_expr(env, s->u.loop.extent, 0).i;
@@ -166,22 +175,35 @@ static int run_store(tir_env *env, const tir_stmt *s) {
   if (env->failed || !data) return -1;
   for (int32_t l = 0; l < lanes; l++) {
     if (!in_bounds(env, buf, ix[l], "store")) return -1;
+    if (env->gpu && buf->scope != TIR_LOCAL && tir_gpu_access(env, buf, data, ix[l], &val[l]) < 0) return -1;
     if (gir_dtype_is_float(buf->dtype)) gir_store_f64(buf->dtype, data, ix[l], val[l].f);
     else gir_store_i64(buf->dtype, data, ix[l], val[l].i);
   }
   return 0;
 }
 
+static void *fail_null(tir_env *env, const char *what, const char *name) {
+  fail(env, what, name);
+  return NULL;
+}
+
+void *tir_eval_alloc(tir_env *env, const tir_buffer *buf) {
+  if (buf->id < 0 || buf->id >= env->n_buffers) return fail_null(env, "buffer id out of range: ", buf->name);
+  size_t elem = gir_dtype_size(buf->dtype), n = buf->size > 0 ? (size_t)buf->size : 1;
+  if (!elem) return fail_null(env, "allocation of a non-first-class dtype: ", buf->name);
+  if (env->gpu && buf->scope != TIR_LOCAL) return tir_gpu_shared(env, buf); /* SHARED: the block's */
+  if (!env->local_cache[buf->id]) env->local_cache[buf->id] = gir_arena_calloc(env->scratch, n, elem);
+  if (!env->local_cache[buf->id]) return fail_null(env, "out of memory allocating ", buf->name);
+  memset(env->local_cache[buf->id], 0, n * elem);
+  return env->local_cache[buf->id];
+}
+
 static int run_allocate(tir_env *env, const tir_stmt *s) {
   const tir_buffer *buf = s->u.alloc.buf;
-  if (buf->id < 0 || buf->id >= env->n_buffers) return fail(env, "buffer id out of range: ", buf->name);
-  size_t elem = gir_dtype_size(buf->dtype), n = buf->size > 0 ? (size_t)buf->size : 1;
-  if (!elem) return fail(env, "allocation of a non-first-class dtype: ", buf->name);
-  if (!env->local_cache[buf->id]) env->local_cache[buf->id] = gir_arena_calloc(env->scratch, n, elem);
-  if (!env->local_cache[buf->id]) return fail(env, "out of memory allocating ", buf->name);
-  memset(env->local_cache[buf->id], 0, n * elem);
+  void *mem = tir_eval_alloc(env, buf);
+  if (!mem) return -1;
   void *saved = env->bufs[buf->id];
-  env->bufs[buf->id] = env->local_cache[buf->id];
+  env->bufs[buf->id] = mem;
   int rc = run(env, s->u.alloc.body);
   env->bufs[buf->id] = saved;
   return rc;
@@ -227,6 +249,8 @@ static int run(tir_env *env, const tir_stmt *s) {
     for (int32_t i = 0; i < s->u.seq.n; i++)
       if (run(env, s->u.seq.s[i]) < 0) return -1;
     return 0;
+  case TIR_BARRIER: /* the emulator runs the statements holding barriers itself */
+    return fail(env, "barrier outside the threads of a GPU launch", NULL);
   default: return fail(env, "unknown statement kind", NULL);
   }
 }

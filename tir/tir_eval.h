@@ -12,12 +12,27 @@
  * scalar operand of a vector node is the same in every lane); a vector store
  * evaluates every lane of index and value before it writes any. PARALLEL loops
  * run serially. Loads and stores out of a buffer's [0, size) are errors, as is
- * exceeding the work budget; LOCAL/SHARED buffers are zeroed on allocation. */
+ * exceeding the work budget; LOCAL/SHARED buffers are zeroed on allocation.
+ *
+ * Loops bound to the GPU grid (tir.h) are run as an emulated launch, in
+ * tir/tir_eval_gpu.c: blocks one after another, the threads of a block in
+ * lockstep between barriers, races on shared and global memory reported as
+ * errors. The rules the emulated code must follow are written there. */
 #ifndef TIR_EVAL_H
 #define TIR_EVAL_H
 #include "scalar.h"
 #include "tir.h"
 
+
+/* The shape of an emulated GPU launch (tir_eval_gpu.c): blocks along x, y, z
+ * (the largest extents of the blockIdx loops, 1 for a dimension without one), threads
+ * per block likewise, and the bytes of the distinct SHARED buffers a block allocated. */
+typedef struct tir_gpu_geometry {
+  int64_t grid[3], block[3];
+  int64_t shared_bytes;
+} tir_gpu_geometry;
+
+struct tir_gpu_thread; /* tir_eval_gpu.c: the emulated thread an environment runs for */
 
 /* Where variables and buffers live during a run. */
 typedef struct tir_env {
@@ -29,6 +44,9 @@ typedef struct tir_env {
   int64_t budget, work; /* expression nodes evaluated; budget 0 = unbounded */
   gir_err *err;
   int failed;
+  struct tir_gpu_thread *gpu; /* NULL but in the environment of an emulated GPU thread */
+  int32_t n_launches;         /* GPU launches run so far; the last one's shape: */
+  tir_gpu_geometry last_launch;
 } tir_env;
 
 /* n_vars / n_buffers: every id used is below these (a builder's next_var /
