@@ -1,14 +1,15 @@
 /* archive.c — reads a bundle's tar archive into memory, trusting nothing.
  *
  * A bundle is a plain (uncompressed) tar archive of exactly four regular
- * files. Everything that could make an extractor misbehave is refused here,
+ * files (five with the C target's source). Everything that could make an extractor misbehave is refused here,
  * before any byte is interpreted: links (symbolic or hard), directories,
  * devices, FIFOs, sparse entries, names that are absolute or contain a `..`
  * component, names we do not expect, an expected name seen twice, entries
  * larger than the cap (or than the archive itself, so a lying header cannot
  * make us allocate gigabytes), and archives that end early. The entries land
  * in 64-byte aligned buffers so params.bin can be used in place. Which library
- * entry is the right one (lib/<target>.so) is decided later by the manifest. */
+ * entry is the right one (lib/<target>.so, or lib/<target>.ptx for a GPU
+ * bundle) is decided later by the manifest. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,12 +51,14 @@ static int has_dotdot_component(const char *path) {
   return 0;
 }
 
-/* lib/NAME.so with NAME made of [A-Za-z0-9_.-], not starting with '.'. */
+/* lib/NAME.so (CPU code) or lib/NAME.ptx (GPU code, PTX text) with NAME made of
+ * [A-Za-z0-9_.-], not starting with '.'. */
 static int is_library_name(const char *path) {
   size_t len = strlen(path);
-  if (len <= 7 || strncmp(path, "lib/", 4) != 0 || strcmp(path + len - 3, ".so") != 0) return 0;
+  size_t ext = len > 4 && strcmp(path + len - 4, ".ptx") == 0 ? 4 : 3;
+  if (len <= 4 + ext || strncmp(path, "lib/", 4) != 0 || (ext == 3 && strcmp(path + len - 3, ".so") != 0)) return 0;
   if (path[4] == '.') return 0;
-  for (size_t i = 4; i < len - 3; i++) {
+  for (size_t i = 4; i < len - ext; i++) {
     char c = path[i];
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
              c == '.';
@@ -114,7 +117,7 @@ static kiln_status check_header(krt_archive *out, struct archive_entry *entry, i
   if (!is_expected_name(path))
     return krt_fail(err, KILN_ERR_FORMAT,
                     "bundle: unexpected entry '%s' (a bundle holds manifest.json, plan.json, params.bin, "
-                    "lib/<target>.so and, from the C target, src/<target>.c)",
+                    "lib/<target>.so (lib/<target>.ptx for a GPU) and, from the C target, src/<target>.c)",
                     shown);
   for (int32_t i = 0; i < out->count; i++) {
     const char *seen = out->entries[i].name;

@@ -5,6 +5,8 @@
  *   manifest.c  manifest.json → model description; every entry's size and CRC32
  *   plan.c      plan.json → kernels and their buffer arguments, range-checked
  *   library.c   lib/<target>.so → dlopen'ed from a private copy, symbols resolved
+ *   cuda.c      (nvptx64 bundles instead) lib/<target>.ptx → loaded through the
+ *               CUDA driver (dlopen'ed), device memory, launches
  *   model.c     the public API: runs the steps above, allocates the one memory
  *               block, precomputes every kernel's buffer array, runs, reports
  * Every step reports failure through a krt_error (first failure wins) and
@@ -64,7 +66,8 @@ typedef struct {
 } krt_archive;
 
 /* Reads every entry of a plain tar archive into memory. Accepts only regular
- * files named manifest.json, plan.json, params.bin or lib/NAME.so, each at most
+ * files named manifest.json, plan.json, params.bin, lib/NAME.so or lib/NAME.ptx
+ * (one library in all), src/NAME.c, each at most
  * once and at most max_entry_bytes (and never more than the archive) long. */
 kiln_status krt_archive_read_file(const char *path, int64_t max_entry_bytes, krt_archive *out, krt_error *err);
 kiln_status krt_archive_read_memory(const void *data, size_t size, int64_t max_entry_bytes, krt_archive *out,
@@ -96,11 +99,22 @@ typedef struct {
   int64_t bytes;  /* arena / param */
 } krt_arg;
 
+/* One launch of a GPU kernel (plan.json "launches", nvptx64 bundles). */
+typedef struct {
+  char *symbol;
+  uint32_t grid[3], block[3];
+  void *fn; /* its CUfunction, once the module is loaded (cuda.c) */
+} krt_launch;
+
+#define KRT_MAX_LAUNCHES 64
+
 typedef struct {
   char *name;
-  char *symbol;
+  char *symbol; /* GPU kernels: "symbol" if given, else the first launch's symbol */
   int64_t flops;
   kiln_kernel_fn fn;
+  krt_launch *launches; /* GPU kernels only: run in order */
+  int32_t launch_count;
   int64_t first_arg; /* into kiln_model.arg_descs / .args */
   int32_t arg_count;
   char **checks;      /* what the kernel's run-time check j is about (plan.json "checks") */
@@ -119,6 +133,9 @@ struct kiln_model {
   char *name, *compiler_version, *target_name, *target_triple;
   char **target_features; /* manifest target.features: the CPU features the code may use */
   int32_t target_feature_count;
+  int32_t gpu;       /* the triple's architecture is nvptx64: PTX run through the CUDA driver (cuda.c) */
+  int32_t target_sm; /* GPU bundles: target.sm, the least compute capability (major * 10 + minor) */
+  struct krt_cuda *cuda; /* GPU bundles: the driver, device, module, memory, stream (cuda.c) */
   krt_tensor *inputs, *outputs;
   int32_t input_count, output_count;
   int64_t arena_bytes, weights_bytes, workspace_bytes;
@@ -169,6 +186,23 @@ void krt_plan_bind(kiln_model *model);
  * symbol, which must lie inside that library. */
 kiln_status krt_library_load(kiln_model *model, const krt_entry *lib, krt_error *err);
 void krt_library_close(kiln_model *model);
+
+/* ---- cuda.c: GPU bundles (target triple nvptx64-*) through the CUDA driver API ---- */
+
+/* Whether a triple's architecture is nvptx64 (a GPU bundle). */
+int krt_triple_is_gpu(const char *triple);
+/* Checks the PTX text, opens the driver (dlopen: $KILN_CUDA_DRIVER or libcuda.so.1),
+ * the device ($KILN_CUDA_DEVICE, default 0), loads the module and resolves every
+ * launch's function, allocates the one device block, copies params.bin into it and
+ * precomputes every launch's parameters. KILN_ERR_LOAD naming the call that failed. */
+kiln_status krt_cuda_open(kiln_model *model, const krt_entry *ptx, krt_error *err);
+/* One run: inputs to the device, the launches, outputs and failure records back.
+ * KILN_ERR_RUN naming the call (and kernel / launch) that failed. When a kernel's
+ * run-time check failed, returns KILN_OK with *failed_kernel = its index and
+ * model->failure = its record; else *failed_kernel = -1. Profiles when profiling. */
+kiln_status krt_cuda_run(kiln_model *model, int32_t *failed_kernel, krt_error *err);
+/* Releases whatever krt_cuda_open got to (NULL-safe). */
+void krt_cuda_close(kiln_model *model);
 
 /* ---- cpu.c: the CPU features a bundle's code uses, present on this CPU? ---- */
 

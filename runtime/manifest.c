@@ -4,7 +4,9 @@
  * reported as a version mismatch rather than as a pile of field errors. Then
  * every field is type-checked and every tensor's shape made sane (rank ≤ 8, no
  * negative dims, element and byte counts overflow-checked). Last, the manifest's
- * "entries" table must name exactly plan.json, params.bin and lib/<target>.so,
+ * "entries" table must name exactly plan.json, params.bin and lib/<target>.so
+ * (lib/<target>.ptx when the triple is nvptx64: a GPU bundle, which must also
+ * say target.sm and have no workspace),
  * the archive must hold exactly those plus manifest.json, and each entry's
  * size and CRC32 must match — that is what catches a corrupted download. Keys
  * the runtime does not know are ignored, so a packer may add information
@@ -249,6 +251,7 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, 
       krt_strdup(s, &m->compiler_version, err) != KILN_OK)
     return err->status;
   const cJSON *target;
+  int64_t sm = 0;
   if (krt_json_member(root, "target", where, &target, err) != KILN_OK) return err->status;
   if (krt_json_object(target, "manifest.json: target", err) != KILN_OK) return err->status;
   if (krt_json_string(target, "name", "manifest.json: target", &s, err) != KILN_OK) return err->status;
@@ -262,6 +265,14 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, 
       krt_strdup(s, &m->target_triple, err) != KILN_OK)
     return err->status;
   if (parse_features(target, m, err) != KILN_OK) return err->status;
+  m->gpu = krt_triple_is_gpu(m->target_triple);
+  if (m->gpu) { /* PTX: target.sm is required, CPU features make no sense */
+    if (krt_json_int(target, "sm", "manifest.json: target", 10, 1000, &sm, err) != KILN_OK) return err->status;
+    m->target_sm = (int32_t)sm;
+    if (m->target_feature_count > 0)
+      return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: target.features lists CPU features, but the target "
+                      "'%.64s' is a GPU (%.64s)", m->target_name, m->target_triple);
+  }
 
   if (parse_tensors(root, "inputs", &m->inputs, &m->input_count, err) != KILN_OK) return err->status;
   if (parse_tensors(root, "outputs", &m->outputs, &m->output_count, err) != KILN_OK) return err->status;
@@ -271,11 +282,15 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_archive *archive, 
     return err->status;
   if (krt_json_int(root, "workspace_bytes", where, 0, MAX_SIZE, &m->workspace_bytes, err) != KILN_OK)
     return err->status;
+  if (m->gpu && m->workspace_bytes != 0)
+    return krt_fail(err, KILN_ERR_FORMAT, "manifest.json: workspace_bytes is %lld, but a GPU bundle (%.64s) has no "
+                    "workspace (it must be 0)", (long long)m->workspace_bytes, m->target_triple);
 
-  /* entries: exactly plan.json, params.bin and lib/<target>.so (and src/<target>.c, the
-   * C target's source, which is checked like the others and otherwise unused) */
+  /* entries: exactly plan.json, params.bin and lib/<target>.so — lib/<target>.ptx for a
+   * GPU — (and src/<target>.c, the C target's source, which is checked like the others
+   * and otherwise unused) */
   char lib_name[80], src_name[80];
-  snprintf(lib_name, sizeof lib_name, "lib/%s.so", m->target_name);
+  snprintf(lib_name, sizeof lib_name, "lib/%s.%s", m->target_name, m->gpu ? "ptx" : "so");
   snprintf(src_name, sizeof src_name, "src/%s.c", m->target_name);
   int has_src = 0;
   const cJSON *entries;

@@ -10,7 +10,13 @@
  * reader put it. Inputs are copied in by set_input — so kernels always see
  * aligned, runtime-owned buffers — and outputs are read in place. After open
  * the buffer pointer array of every kernel is fixed, so run is only the calls
- * (and two clock reads per kernel when profiling). */
+ * (and two clock reads per kernel when profiling).
+ *
+ * A GPU bundle (target triple nvptx64-*: PTX, cuda.c) branches off at three
+ * points: its library is loaded through the CUDA driver instead of dlopen'ed,
+ * the block here holds only the host copies of the inputs and outputs (the
+ * arena and params.bin live in device memory), and run hands over to
+ * krt_cuda_run. It has no thread pool. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +52,12 @@ void kiln_model_close(kiln_model *m) {
   if (!m) return;
   krt_pool_destroy(m->pool);
   krt_library_close(m);
+  krt_cuda_close(m);
   for (int32_t k = 0; m->kernels && k < m->kernel_count; k++) {
     free(m->kernels[k].name);
     free(m->kernels[k].symbol);
+    for (int32_t l = 0; l < m->kernels[k].launch_count; l++) free(m->kernels[k].launches[l].symbol);
+    free(m->kernels[k].launches);
     for (int32_t j = 0; j < m->kernels[k].check_count; j++) free(m->kernels[k].checks[j]);
     free(m->kernels[k].checks);
   }
@@ -83,11 +92,12 @@ static void record_check_failure(const kiln_ctx *ctx, int32_t check, int64_t val
   __atomic_store_n(&m->failure.set, 1, __ATOMIC_RELEASE);
 }
 
-/* Lays out and allocates the one block; points every tensor into it. */
+/* Lays out and allocates the one block; points every tensor into it. A GPU
+ * bundle's arena is on the device: its block holds the inputs and outputs only. */
 static kiln_status allocate_block(kiln_model *m, krt_error *err) {
-  uint64_t total = krt_round_up((uint64_t)m->arena_bytes);
+  uint64_t total = m->gpu ? 0 : krt_round_up((uint64_t)m->arena_bytes);
   uint64_t ws_offset = total;
-  int ok = total != 0 || m->arena_bytes == 0;
+  int ok = total != 0 || m->arena_bytes == 0 || m->gpu;
   uint64_t part = krt_round_up((uint64_t)m->workspace_bytes);
   ok = ok && total <= UINT64_MAX - part;
   total += part;
@@ -163,12 +173,16 @@ static kiln_status build(kiln_model *m, krt_archive *archive, const kiln_options
   params->data = NULL;
   if (krt_plan_load(m, krt_archive_find(archive, "plan.json"), err) != KILN_OK) return err->status;
   char lib_name[80];
-  snprintf(lib_name, sizeof lib_name, "lib/%s.so", m->target_name);
+  snprintf(lib_name, sizeof lib_name, "lib/%s.%s", m->target_name, m->gpu ? "ptx" : "so");
+  m->profiling = o->profile != 0;
+  if (m->gpu) { /* the device holds everything but the inputs' and outputs' host copies */
+    if (allocate_block(m, err) != KILN_OK) return err->status;
+    return krt_cuda_open(m, krt_archive_find(archive, lib_name), err);
+  }
   if (krt_library_load(m, krt_archive_find(archive, lib_name), err) != KILN_OK) return err->status;
   if (allocate_block(m, err) != KILN_OK) return err->status;
   krt_plan_bind(m);
   if (start_pool(m, o->threads, err) != KILN_OK) return err->status;
-  m->profiling = o->profile != 0;
   return KILN_OK;
 }
 
@@ -339,12 +353,24 @@ kiln_status kiln_model_set_input(kiln_model *m, const char *name, kiln_dtype dty
   return KILN_OK;
 }
 
+/* A GPU bundle's run (cuda.c); a failed check is reported as the CPU path does. */
+static kiln_status run_gpu(kiln_model *m) {
+  krt_error err = {KILN_OK, ""};
+  int32_t failed = -1;
+  if (m->profiling) m->call_count = 0;
+  if (krt_cuda_run(m, &failed, &err) != KILN_OK) return fail(m, err.status, "%s", err.msg);
+  if (failed >= 0) return kernel_failed(m, failed, 1);
+  m->outputs_ready = 1;
+  return KILN_OK;
+}
+
 kiln_status kiln_model_run(kiln_model *m) {
   if (!m) return KILN_ERR_INVALID_ARGUMENT;
   for (int32_t i = 0; i < m->input_count; i++)
     if (!m->inputs[i].set) return fail(m, KILN_ERR_RUN, "run: input '%s' has not been set", m->inputs[i].name);
   m->outputs_ready = 0;
   m->failure.set = 0;
+  if (m->gpu) return run_gpu(m);
   krt_pool_wake(m->pool); /* workers asleep after idle start waking while the first kernels run */
   if (m->profiling) m->call_count = 0;
   for (int32_t k = 0; k < m->kernel_count; k++) {
@@ -394,6 +420,7 @@ kiln_status kiln_model_set_threads(kiln_model *m, int32_t threads) {
   if (!m) return KILN_ERR_INVALID_ARGUMENT;
   if (threads < 0 || threads > KILN_MAX_THREADS)
     return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_threads: %d is outside [0, %d]", threads, KILN_MAX_THREADS);
+  if (m->gpu) return KILN_OK; /* a GPU bundle's kernels run on the device: no pool */
   int32_t want = threads == 0 ? krt_online_cores() : threads;
   if (want == m->threads && m->pool) return KILN_OK;
   krt_pool_destroy(m->pool);

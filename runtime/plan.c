@@ -9,6 +9,10 @@
  * generated code is allowed to assume). Every graph output must be passed to
  * at least one kernel, otherwise nothing would ever write it.
  *
+ * A GPU bundle's kernel (nvptx64 triple) is one or more launches instead of a
+ * call: "launches", each a PTX entry symbol with its grid and block, checked
+ * against CUDA's limits here; "symbol" is then optional.
+ *
  * A kernel may list its run-time checks ("checks": strings naming the node and
  * tensor each is about); kiln_model_run quotes check j when the kernel reports
  * that it failed (kiln_ctx.fail).
@@ -73,6 +77,60 @@ static kiln_status parse_arg(const kiln_model *m, const cJSON *item, const char 
   }
   return krt_fail(err, KILN_ERR_FORMAT, "%s: unknown argument kind '%.32s' (expected input, output, arena or param)",
                   where, kind);
+}
+
+/* A GPU kernel's "launches": 1..KRT_MAX_LAUNCHES of {"symbol", "grid": [x, y, z],
+ * "block": [x, y, z]}, within CUDA's limits (grid x < 2^31, y and z ≤ 65535; block x
+ * and y ≤ 1024, z ≤ 64, at most 1024 threads in all). */
+static kiln_status parse_launches(const cJSON *kernel, const char *where, krt_kernel *kn, krt_error *err) {
+  const cJSON *list;
+  int32_t count;
+  if (!cJSON_GetObjectItemCaseSensitive(kernel, "launches"))
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: a GPU kernel needs 'launches' (1 to %d of {symbol, grid, block})",
+                    where, KRT_MAX_LAUNCHES);
+  if (krt_json_array(kernel, "launches", where, &list, &count, err) != KILN_OK) return err->status;
+  if (count < 1 || count > KRT_MAX_LAUNCHES)
+    return krt_fail(err, KILN_ERR_FORMAT, "%s: %d launches (a GPU kernel has 1 to %d)", where, count,
+                    KRT_MAX_LAUNCHES);
+  kn->launches = calloc((size_t)count, sizeof *kn->launches);
+  if (!kn->launches) return krt_fail(err, KILN_ERR_NOMEM, "out of memory for the launches of %s", where);
+  kn->launch_count = count;
+  static const int64_t grid_max[3] = {2147483647, 65535, 65535}, block_max[3] = {1024, 1024, 64};
+  static const char axis[3] = {'x', 'y', 'z'};
+  int32_t l = 0;
+  for (const cJSON *item = list->child; item; item = item->next, l++) {
+    krt_launch *ln = &kn->launches[l];
+    char lw[128];
+    snprintf(lw, sizeof lw, "%s.launches[%d]", where, l);
+    if (krt_json_object(item, lw, err) != KILN_OK) return err->status;
+    const char *sym;
+    if (krt_json_string(item, "symbol", lw, &sym, err) != KILN_OK) return err->status;
+    if (!is_identifier(sym))
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: symbol '%.64s' is not a C identifier of at most %d characters", lw,
+                      sym, KRT_MAX_SYMBOL);
+    if (krt_strdup(sym, &ln->symbol, err) != KILN_OK) return err->status;
+    int64_t threads = 1;
+    for (int g = 0; g < 2; g++) {
+      const char *key = g == 0 ? "grid" : "block";
+      const cJSON *dims;
+      int32_t n;
+      if (krt_json_array(item, key, lw, &dims, &n, err) != KILN_OK) return err->status;
+      if (n != 3) return krt_fail(err, KILN_ERR_FORMAT, "%s: %s must be [x, y, z], got %d numbers", lw, key, n);
+      int d = 0;
+      for (const cJSON *v = dims->child; v; v = v->next, d++) {
+        char field[160];
+        int64_t max = g == 0 ? grid_max[d] : block_max[d], value;
+        snprintf(field, sizeof field, "%s: %s %c", lw, key, axis[d]);
+        if (krt_json_int_item(v, field, 1, max, &value, err) != KILN_OK) return err->status;
+        if (g == 0) ln->grid[d] = (uint32_t)value;
+        else ln->block[d] = (uint32_t)value, threads *= value;
+      }
+    }
+    if (threads > 1024)
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: block [%u, %u, %u] is %lld threads, over CUDA's 1024", lw,
+                      ln->block[0], ln->block[1], ln->block[2], (long long)threads);
+  }
+  return KILN_OK;
 }
 
 /* The optional "checks": at most KRT_MAX_CHECKS strings of 1..KRT_MAX_CHECK_TEXT bytes. */
@@ -140,10 +198,15 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
     if (krt_json_string(kernel, "name", where, &s, err) != KILN_OK) return err->status;
     if (!*s) return krt_fail(err, KILN_ERR_FORMAT, "%s: empty name", where);
     if (krt_strdup(s, &kn->name, err) != KILN_OK) return err->status;
-    if (krt_json_string(kernel, "symbol", where, &s, err) != KILN_OK) return err->status;
-    if (!is_identifier(s))
-      return krt_fail(err, KILN_ERR_FORMAT, "%s: symbol '%.64s' is not a C identifier of at most %d characters",
-                      where, s, KRT_MAX_SYMBOL);
+    if (m->gpu && parse_launches(kernel, where, kn, err) != KILN_OK) return err->status;
+    if (m->gpu && !cJSON_GetObjectItemCaseSensitive(kernel, "symbol")) {
+      s = kn->launches[0].symbol; /* a GPU kernel's symbol is optional: a name for messages */
+    } else {
+      if (krt_json_string(kernel, "symbol", where, &s, err) != KILN_OK) return err->status;
+      if (!is_identifier(s))
+        return krt_fail(err, KILN_ERR_FORMAT, "%s: symbol '%.64s' is not a C identifier of at most %d characters",
+                        where, s, KRT_MAX_SYMBOL);
+    }
     if (krt_strdup(s, &kn->symbol, err) != KILN_OK) return err->status;
     if (krt_json_int(kernel, "flops", where, 0, MAX_SIZE, &kn->flops, err) != KILN_OK) return err->status;
     if (parse_checks(kernel, where, kn, err) != KILN_OK) return err->status;
@@ -190,6 +253,7 @@ kiln_status krt_plan_load(kiln_model *model, const krt_entry *plan, krt_error *e
 }
 
 void krt_plan_bind(kiln_model *m) {
+  if (m->gpu) return; /* device pointers: cuda.c binds them */
   for (int64_t i = 0; i < m->arg_count; i++) {
     const krt_arg *a = &m->arg_descs[i];
     switch (a->kind) {
