@@ -805,7 +805,8 @@ static tir_stmt *ss_for(simp *s, tir_stmt *st) {
   tir_expr *min = simplify_fix(s, st->u.loop.min), *ext = simplify_fix(s, st->u.loop.extent);
   arith_range er = arith_bounds(s->ctx, ext);
   if (ordered(ext->dtype) && er.max <= 0) return tir_nop(s->b); /* never runs */
-  if (ordered(ext->dtype) && er.min == 1 && er.max == 1)         /* runs once, with v = min */
+  if (ordered(ext->dtype) && er.min == 1 && er.max == 1 &&      /* runs once, with v = min (a loop bound */
+      !tir_for_kind_is_gpu(st->u.loop.kind))                     /* to the GPU grid keeps the geometry) */
     return ss(s, tir_substitute(s->b, st->u.loop.body, v, min));
   tir_stmt *body = st->u.loop.body;
   if (!is_const(min) && v->dtype == min->dtype && arith_linear_dtype(min->dtype) && min->lanes == 1) {

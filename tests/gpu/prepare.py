@@ -87,6 +87,7 @@ def prepare_model(kiln, target, path, name, batch, out):
     m = onnx.load(path)
     if batch != 1:
         set_batch(m, batch)
+    os.makedirs(os.path.join(out, "e2e"), exist_ok=True)
     tmp = os.path.join(out, "e2e", "%s_b%d.onnx" % (name, batch))
     onnx.save(m, tmp)
     dst = os.path.join(out, "e2e", "%s_b%d" % (name, batch))
