@@ -19,7 +19,7 @@ import numpy as np
 def run_bundle(kiln_run, d, outdir, repeat=1, timeout=300):
     cmd = [kiln_run, os.path.join(d, "model.kiln"), "--output-dir", outdir, "--repeat", str(repeat)]
     for f in sorted(os.listdir(os.path.join(d, "in"))):
-        cmd += ["--input", "%s=%s" % (f[:-4], os.path.join(d, "in", f))]
+        cmd += ["--input", "%s=%s" % (f[:-4].replace("%2F", "/"), os.path.join(d, "in", f))]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -32,7 +32,7 @@ def run_bundle(kiln_run, d, outdir, repeat=1, timeout=300):
 def compare(d, outdir, rtol, atol):
     worst = 0.0
     for f in sorted(os.listdir(os.path.join(d, "want"))):
-        k, name = f[:-4].split("_", 1)
+        k, name = f[:-4].replace("%2F", "/").split("_", 1)
         want = np.load(os.path.join(d, "want", f))
         path = os.path.join(outdir, name.replace("/", "_") + ".npy")
         if not os.path.exists(path):

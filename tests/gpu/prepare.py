@@ -73,10 +73,10 @@ def prepare_node(kiln, target, test, out):
     if r.returncode != 0:
         shutil.rmtree(dst, ignore_errors=True)
         return test, "fail", (r.stderr.strip().splitlines() or ["?"])[-1]
-    for name, a in ins:
-        np.save(os.path.join(dst, "in", name + ".npy"), a)
+    for name, a in ins:  # '/' in a name is written %2F (compare.py reads it back)
+        np.save(os.path.join(dst, "in", name.replace("/", "%2F") + ".npy"), a)
     for k, (name, a) in enumerate(wants):
-        np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, name)), a)
+        np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, name.replace("/", "%2F"))), a)
     return test, "ok", ""
 
 
@@ -102,10 +102,10 @@ def prepare_model(kiln, target, path, name, batch, out):
             feeds[i.name] = rng.integers(0, 100, size=shape).astype(np.int64 if "int64" in i.type else np.int32)
         else:
             feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
-        np.save(os.path.join(dst, "in", i.name + ".npy"), feeds[i.name])
+        np.save(os.path.join(dst, "in", i.name.replace("/", "%2F") + ".npy"), feeds[i.name])
     outs = sess.run(None, feeds)
     for k, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
-        np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, o.name)), a)
+        np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, o.name.replace("/", "%2F"))), a)
     r = subprocess.run([kiln, "compile", tmp, "--target", target, "-o", os.path.join(dst, "model.kiln")],
                        capture_output=True, text=True)
     os.remove(tmp)
