@@ -70,6 +70,7 @@ static int codegen(const kiln_compile_options *o, const lower_program *p, const 
   size_t n = 0;
   int rc = tgt_llvm_asm_string(m, &text, &n, err);
   if (rc == 0 && ptxas && topt.gpu_sm > 0) rc = assemble(ptxas, topt.gpu_sm, text, n, err);
+  if (rc == 0 && ptxas && topt.gpu_sm > 0 && topt.gpu_sm < 90) rc = assemble(ptxas, 90, text, n, err); /* and on Hopper */
   free(text);
   tgt_llvm_module_free(m);
   return rc;

@@ -51,6 +51,19 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
     lower_tune_knobs(t, "gpu_matmul", &cfg, sizeof cfg);
     if (lower_sched_gpu_matmul(s, st, epi, &cfg) < 0) return -1;
   }
+  /* 2-D convs of one group (float32): the conv template */
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT || st->n_rels || !lower_gpu_conv_fits(st)) continue;
+    sch_stage *epi = lower_epilogue_of(s, st);
+    if (!epi) {
+      epi = st;
+      if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
+    }
+    lower_gpu_conv_cfg cfg = lower_gpu_conv_default(st);
+    lower_tune_knobs(t, "gpu_conv", &cfg, sizeof cfg);
+    if (lower_sched_gpu_conv(s, st, epi, &cfg) < 0) return -1;
+  }
   /* reductions with an epilogue: attached there after the epilogue is bound */
   sch_stage **epi = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *epi);
   if (!epi) return gir_errf(s->err, "out of memory");

@@ -36,6 +36,18 @@ typedef struct lower_gpu_matmul_cfg {
 lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red);
 int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_cfg *cfg);
 
+/* The GPU conv template (sched_gpu_conv.c): 2-D convs of one group, a block per
+ * boc channels × boh × bow output pixels, toc × tow per thread in registers, input
+ * channels in steps of bic through shared memory. */
+typedef struct lower_gpu_conv_cfg {
+  int32_t boc, toc;      /* output channels per block, per thread */
+  int32_t boh, bow, tow; /* output rows and columns per block, columns per thread */
+  int32_t bic;           /* input channels per step */
+} lower_gpu_conv_cfg;
+int lower_gpu_conv_fits(const sch_stage *red);
+lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red);
+int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *cfg);
+
 /* The GPU's default schedule (sched_gpu.c): templates for the heavy stages, one
  * output element per thread for the rest. */
 int lower_sched_gpu(sch_schedule *s, const lower_target *t);

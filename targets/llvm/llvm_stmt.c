@@ -699,11 +699,16 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
     }
     LLVMTypeRef at = LLVMArrayType2(tgt_llvm_mem_type(g, b->dtype), (uint64_t)b->size);
     LLVMValueRef old = g->bufs[b->id];
-    if (b->scope == TIR_SHARED) { /* one per block: a global of the shared address space */
-      LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->mod, at, b->name, 3);
-      LLVMSetLinkage(gv, LLVMInternalLinkage);
-      LLVMSetInitializer(gv, LLVMGetUndef(at));
-      LLVMSetAlignment(gv, buf_align(b) > 16 ? buf_align(b) : 16);
+    if (b->scope == TIR_SHARED) { /* one per block: a global of the shared address space, one per
+                                     buffer of the kernel (copies of a loop made by passes share it) */
+      const char *gname = gir_arena_printf(g->scratch, "%s.%s.%d", LLVMGetValueName(g->cur), b->name, b->id);
+      LLVMValueRef gv = gname ? LLVMGetNamedGlobal(g->mod, gname) : NULL;
+      if (!gv) {
+        gv = LLVMAddGlobalInAddressSpace(g->mod, at, gname ? gname : b->name, 3);
+        LLVMSetLinkage(gv, LLVMInternalLinkage);
+        LLVMSetInitializer(gv, LLVMGetUndef(at));
+        LLVMSetAlignment(gv, buf_align(b) > 16 ? buf_align(b) : 16);
+      }
       g->bufs[b->id] = LLVMConstAddrSpaceCast(gv, g->t_ptr);
     } else {
       g->bufs[b->id] = tgt_llvm_alloca(g, at, buf_align(b), b->name);

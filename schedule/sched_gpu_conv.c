@@ -1,0 +1,119 @@
+/* sched_gpu_conv.c — the GPU template for 2-D convolutions (NCHW, one group):
+ * the matmul template's structure (sched_gpu_matmul.c) over a direct conv. A block
+ * computes boc output channels × a boh × bow patch of output pixels (blockIdx.y over
+ * channel tiles, .x over patches, .z over the batch); each thread a toc × tow tile
+ * (channels × pixels along the row) in registers; the reduction over input channels
+ * runs in steps of bic, each step's weights [boc, bic, kh, kw] and input window
+ * [bic, rows, cols] (the patch's receptive field, its halo included; outside the
+ * image the copy is skipped and the conv's own condition skips the taps) copied
+ * into shared memory by the block's threads together, between barriers. Grouped
+ * and depthwise convs keep the default schedule: their input channel depends on
+ * the output channel, and a shared window would be the whole input. */
+#include <string.h>
+#include "templates.h"
+
+lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red) {
+  const te_tensor *o = red->t;
+  int64_t OC = o->shape[1], OW = o->shape[3];
+  int64_t KH = red->reduce_axes[1]->extent, KW = red->reduce_axes[2]->extent, C = red->reduce_axes[0]->extent;
+  lower_gpu_conv_cfg c = {.boc = 64, .toc = 4, .bow = 16, .boh = 4, .tow = 4, .bic = 8};
+  while (c.boc > 16 && OC <= c.boc / 2) c.boc /= 2;
+  if (c.boc < 4 * c.toc) c.toc = c.boc / 16 > 0 ? c.boc / 16 : 1;
+  while (c.bow > 4 && OW <= c.bow / 2) c.bow /= 2;
+  c.boh = 64 / c.bow;
+  /* input channels per step: a divisor of C (a ragged last step would be a second
+   * copy of the loop, shared buffers included), the weights' tile within 36 KiB */
+  c.bic = 1;
+  for (int64_t d = 1; d <= 16 && d <= C; d++)
+    if (C % d == 0 && (int64_t)c.boc * d * KH * KW * 4 <= 36864) c.bic = (int32_t)d;
+  return c;
+}
+
+typedef struct loads {
+  te_tensor *t[4];
+  int n;
+} loads;
+
+static void note(te_tensor *t, void *arg) {
+  loads *l = arg;
+  for (int i = 0; i < l->n; i++)
+    if (l->t[i] == t) return;
+  if (l->n < 4) l->t[l->n] = t;
+  l->n++;
+}
+
+/* A copy into shared memory computed at the reduction's outer loop: its axes
+ * fused and spread over the block's threads (x fastest). */
+static int fetch(sch_schedule *s, sch_stage *sh, int64_t tz, int64_t ty, int64_t tx) {
+  sch_iter *f = sh->leaf[0];
+  while (sh->n_leaf > 1)
+    if (sch_fuse(s, sh, f, sh->leaf[1], &f) < 0) return -1;
+  sch_iter *o, *xi, *oo, *yi, *ooo, *zi;
+  if (sch_split(s, sh, f, tx, &o, &xi) < 0 || sch_split(s, sh, o, ty, &oo, &yi) < 0 ||
+      sch_split(s, sh, oo, tz, &ooo, &zi) < 0 || sch_bind(s, sh, zi, "threadIdx.z") < 0 ||
+      sch_bind(s, sh, yi, "threadIdx.y") < 0 || sch_bind(s, sh, xi, "threadIdx.x") < 0)
+    return -1;
+  return 0;
+}
+
+int lower_gpu_conv_fits(const sch_stage *st) {
+  if (st->t->rank != 4 || st->n_reduce != 3 || st->t->dtype != GIR_F32 || !st->t->tag || strcmp(st->t->tag, "conv"))
+    return 0;
+  loads l = {{0}, 0};
+  te_visit_loads(st->body, note, &l);
+  if (l.n != 2) return 0;
+  /* one group: the weights [OC, C, KH, KW] span every input channel */
+  for (int i = 0; i < 2; i++) {
+    const te_tensor *w = l.t[i], *x = l.t[1 - i];
+    if (w->rank == 4 && x->rank == 4 && w->shape[0] == st->t->shape[1] && w->shape[1] == x->shape[1] &&
+        w->shape[1] == st->reduce_axes[0]->extent)
+      return 1;
+  }
+  return 0;
+}
+
+int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *c) {
+  if (c->boc < 1 || c->toc < 1 || c->bow < 1 || c->boh < 1 || c->tow < 1 || c->bic < 1 || c->boc % c->toc ||
+      c->bow % c->tow)
+    return gir_errf(s->err, "gpu conv: bad tiles");
+  loads l = {{0}, 0};
+  te_visit_loads(red->body, note, &l);
+  if (epi->n_root != 4 || l.n != 2) return gir_errf(s->err, "gpu conv: %s is not a 2-D conv", red->t->name);
+  int64_t OC = epi->leaf[1]->extent, OH = epi->leaf[2]->extent, OW = epi->leaf[3]->extent;
+  int64_t oce = OC < c->boc ? OC : c->boc, owe = OW < c->bow ? OW : c->bow, ohe = OH < c->boh ? OH : c->boh;
+  /* threads: z over channel groups, y over rows, x over column groups — three loops
+   * of their own, so a shared window's region stays linear in them */
+  int64_t tz = (oce + c->toc - 1) / c->toc, ty = ohe, tx = (owe + c->tow - 1) / c->tow;
+  if (tz * ty * tx > 1024 || tz > 64) return gir_errf(s->err, "gpu conv: %lldx%lldx%lld threads per block", (long long)tx, (long long)ty, (long long)tz);
+  sch_iter *n = epi->leaf[0], *oc = epi->leaf[1], *oh = epi->leaf[2], *ow = epi->leaf[3];
+  sch_iter *oco, *oci, *tzi, *oci_i, *oho, *ohi, *owo, *owi, *owt, *owi_i;
+  if (sch_split(s, epi, oc, c->boc, &oco, &oci) < 0 || sch_split(s, epi, oci, c->toc, &tzi, &oci_i) < 0 ||
+      sch_split(s, epi, oh, c->boh, &oho, &ohi) < 0 || sch_split(s, epi, ow, c->bow, &owo, &owi) < 0 ||
+      sch_split(s, epi, owi, c->tow, &owt, &owi_i) < 0)
+    return -1;
+  sch_iter *order[9] = {n, oco, oho, owo, tzi, ohi, owt, oci_i, owi_i};
+  if (sch_reorder(s, epi, order, 9) < 0) return -1;
+  sch_iter *bz, *txi = owt;
+  if (sch_fuse(s, epi, n, oco, &bz) < 0) return -1;
+  if (sch_bind(s, epi, bz, "blockIdx.z") < 0 || sch_bind(s, epi, oho, "blockIdx.y") < 0 ||
+      sch_bind(s, epi, owo, "blockIdx.x") < 0 || sch_bind(s, epi, tzi, "threadIdx.z") < 0 ||
+      sch_bind(s, epi, ohi, "threadIdx.y") < 0 || sch_bind(s, epi, owt, "threadIdx.x") < 0 ||
+      sch_annotate(s, epi, oci_i, TIR_UNROLLED) < 0 || sch_annotate(s, epi, owi_i, TIR_UNROLLED) < 0)
+    return -1;
+  /* the register tile: the reduction at the thread loop, input channels in steps of bic */
+  if (sch_compute_at(s, red, epi, txi) < 0) return -1;
+  sch_iter *rc = red->reduce_axes[0], *rco, *rci;
+  if (sch_split(s, red, rc, c->bic, &rco, &rci) < 0) return -1;
+  sch_iter *rorder[8] = {rco, rci, red->reduce_axes[1], red->reduce_axes[2], red->leaf[0], red->leaf[1], red->leaf[2],
+                         red->leaf[3]};
+  if (sch_reorder(s, red, rorder, 8) < 0) return -1;
+  for (int i = 4; i < 8; i++)
+    if (rorder[i]->extent > 1 && sch_annotate(s, red, rorder[i], TIR_UNROLLED) < 0) return -1;
+  for (int i = 0; i < 2; i++) {
+    sch_stage *rd[1] = {red};
+    sch_stage *sh = sch_cache_read(s, l.t[i], TIR_SHARED, rd, 1);
+    if (!sh || sch_compute_at(s, sh, red, rco) < 0 || fetch(s, sh, tz, ty, tx) < 0) return -1;
+  }
+  red->template_name = epi->template_name = "gpu_conv";
+  return 0;
+}

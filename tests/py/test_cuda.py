@@ -1,0 +1,214 @@
+"""test_cuda.py — the CUDA target (issue 20) without a GPU, and with one when there is.
+
+Without a GPU (CI has none), every part but the launch is checked:
+1. Shapes that stress the GPU templates (tiles that do not divide the output,
+   strides, padding, 1x1 / 3x3 / 7x7 kernels, a batch of matmuls, one row, a
+   grouped conv that keeps the default schedule…), built here with onnx.helper,
+   with ONNX Runtime's outputs as the reference: `kiln check --target cuda-sm90
+   --emulate --ptxas` runs the GPU loop IR launch by launch in the interpreter's
+   emulation (blocks, threads, barriers and shared memory checked for races and
+   bounds) and compares (rtol 1e-3, atol 1e-5), and the PTX must assemble.
+2. The small e2e models of models/gen_models.py the same way (transformer, lstm,
+   gru, misc, concats, cnn, mlp).
+3. The benchmark models (ResNet-50, MobileNetV2, the BERT-like encoder): compiled
+   for `cuda` (sm_80 PTX), whose PTX ptxas must accept for sm_80 and sm_90, and for
+   `cuda-sm90`, for sm_90 (too big to emulate in a test's time).
+ptxas is the CUDA toolkit's (/usr/local/cuda/bin/ptxas or $PTXAS); without it the
+PTX checks are reported skipped, never passed. The node suite runs the same way in
+ctest conformance_cuda.
+With a GPU (libcuda.so.1 loads and a device answers), part 1 and 2's models also
+run on it through the runtime (`kiln check --target cuda-sm90`); without one that
+part is skipped and says why.
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "models"))
+import util  # noqa: E402
+import gen_models  # noqa: E402
+
+
+def find_ptxas():
+    for p in (os.environ.get("PTXAS"), "/usr/local/cuda/bin/ptxas", shutil.which("ptxas")):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+def gpu_here():
+    """None when a CUDA device answers, else why not."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return "no CUDA driver (%s)" % e
+    if cu.cuInit(0) != 0:
+        return "cuInit failed: no usable GPU"
+    n = ctypes.c_int(0)
+    if cu.cuDeviceGetCount(ctypes.byref(n)) != 0 or n.value == 0:
+        return "the CUDA driver sees no device"
+    return None
+
+
+def conv_case(name, n, c, h, w, m, k, stride=1, pad=0, group=1, bias=True, relu=True):
+    rng = np.random.default_rng(len(name))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])
+    W = numpy_helper.from_array(rng.standard_normal((m, c // group, k, k)).astype(np.float32) * 0.2, "W")
+    inits = [W]
+    ins = ["x", "W"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "B"))
+        ins.append("B")
+    nodes = [helper.make_node("Conv", ins, ["c"], strides=[stride, stride], pads=[pad] * 4, group=group)]
+    out = "c"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+        out = "y"
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    y = helper.make_tensor_value_info(out, TensorProto.FLOAT, [n, m, oh, ow])
+    g = helper.make_graph(nodes, name, [x], [y], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), {"x": rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)}
+
+
+def matmul_case(name, a_shape, b_shape, const_b=True):
+    rng = np.random.default_rng(len(name) + 100)
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape)
+    out_shape = list(np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)
+    feeds = {"a": rng.uniform(-1, 1, a_shape).astype(np.float32)}
+    if const_b:
+        inits = [numpy_helper.from_array(rng.standard_normal(b_shape).astype(np.float32), "b")]
+        inputs = [a]
+    else:
+        inits = []
+        inputs = [a, helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape)]
+        feeds["b"] = rng.uniform(-1, 1, b_shape).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], name, inputs, [y], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), feeds
+
+
+def cases():
+    yield ("conv3x3_ragged",) + conv_case("conv3x3_ragged", 1, 12, 23, 19, 40, 3, pad=1)
+    yield ("conv3x3_s2",) + conv_case("conv3x3_s2", 2, 16, 17, 17, 24, 3, stride=2, pad=1)
+    yield ("conv1x1",) + conv_case("conv1x1", 1, 32, 9, 30, 72, 1, relu=False)
+    yield ("conv7x7_s2_stem",) + conv_case("conv7x7_s2_stem", 1, 3, 32, 32, 16, 7, stride=2, pad=3)
+    yield ("conv_grouped",) + conv_case("conv_grouped", 1, 8, 10, 10, 8, 3, pad=1, group=4)
+    yield ("conv_depthwise",) + conv_case("conv_depthwise", 1, 16, 12, 12, 16, 3, pad=1, group=16, bias=False)
+    yield ("matmul_ragged",) + matmul_case("matmul_ragged", [37, 70], [70, 53])
+    yield ("matmul_one_row",) + matmul_case("matmul_one_row", [1, 96], [96, 200])
+    yield ("batch_matmul",) + matmul_case("batch_matmul", [3, 20, 33], [3, 33, 18], const_b=False)
+    yield ("matmul_broadcast_b",) + matmul_case("matmul_broadcast_b", [2, 5, 40, 24], [24, 65])
+    for name in ("cnn", "mlp", "transformer", "lstm", "gru", "misc", "concats"):
+        m = gen_models.MODELS[name]()
+        shapes = getattr(gen_models, "INPUT_SHAPES", {}).get(name, {})
+        rng = np.random.default_rng(7)
+        feeds = {}
+        inits = {i.name for i in m.graph.initializer}
+        for i in m.graph.input:
+            if i.name in inits:
+                continue
+            tt = i.type.tensor_type
+            shape = shapes.get(i.name) or [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+            dt = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+            if np.issubdtype(dt, np.integer):
+                feeds[i.name] = rng.integers(0, 4, shape).astype(dt)
+            elif dt == np.bool_:
+                feeds[i.name] = rng.integers(0, 2, shape).astype(bool)
+            else:
+                feeds[i.name] = rng.uniform(-1, 1, shape).astype(dt)
+        yield name, m, feeds
+
+
+def write_case(d, model, feeds):
+    import onnxruntime as ort
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    outs = sess.run(None, {k: feeds[k] for k in names})
+    for k, n in enumerate(names):
+        t = numpy_helper.from_array(feeds[n], n)
+        open(os.path.join(d, "data", "input_%d.pb" % k), "wb").write(t.SerializeToString())
+    for k, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
+        t = numpy_helper.from_array(np.asarray(a), o.name)
+        open(os.path.join(d, "data", "output_%d.pb" % k), "wb").write(t.SerializeToString())
+    return path, os.path.join(d, "data")
+
+
+def ptx_of(bundle):
+    with tarfile.open(bundle) as t:
+        for m in t.getmembers():
+            if m.name.endswith(".ptx"):
+                return t.extractfile(m).read()
+    return None
+
+
+def main():
+    a = util.parse_args(__doc__)
+    checks = util.Checks("test_cuda")
+    ptxas = find_ptxas()
+    no_gpu = gpu_here()
+    work = tempfile.mkdtemp(prefix="kiln-cuda-")
+    try:
+        for name, model, feeds in cases():
+            if a.filter not in name:
+                continue
+            path, data = write_case(os.path.join(work, name), model, feeds)
+            args = ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate"]
+            if ptxas:
+                args += ["--ptxas", ptxas]
+            r = util.run_kiln(a.kiln, args, timeout=600)
+            ok = r.rc == 0 and "(emulated)" in r.out
+            checks.check(ok, "%s: emulated GPU run: %s %s" % (name, r.describe(), (r.err or r.out)[-400:]))
+            if ok:
+                print("ok %s: emulated on cuda-sm90 and matches ONNX Runtime%s" % (name, ", PTX assembled" if ptxas else ""), flush=True)
+            if no_gpu is None:
+                r = util.run_kiln(a.kiln, ["check", path, "--test-data", data, "--target", "cuda-sm90"], timeout=600)
+                checks.check(r.rc == 0, "%s: on the GPU: %s %s" % (name, r.describe(), r.err[-300:]))
+        if no_gpu:
+            checks.skip("running the cases on a GPU: %s" % no_gpu)
+        if not ptxas:
+            checks.skip("assembling PTX: no ptxas (the CUDA toolkit's; set $PTXAS)")
+        # the benchmark models: PTX for sm_80 (assembled for sm_80 and sm_90) and for sm_90
+        model_dir = os.path.join(ROOT, "build", "bench-models")  # bench/run.py's, made when missing
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import run as bench_run  # noqa: E402
+        names = [n for n in ("mobilenetv2", "bert_encoder", "resnet50") if a.filter in n]
+        paths = bench_run.prepare_models(names, model_dir, False) if names else {}
+        for name in names:
+            src = paths[name]
+            for target, archs in (("cuda", (80, 90)), ("cuda-sm90", (90,))):
+                out = os.path.join(work, "%s.%s.kiln" % (name, target))
+                r = util.run_kiln(a.kiln, ["compile", src, "--target", target, "-o", out], timeout=900)
+                if not checks.check(r.rc == 0, "%s --target %s: %s %s" % (name, target, r.describe(), r.err[-300:])):
+                    continue
+                ptx = ptx_of(out)
+                checks.check(ptx is not None and b".entry" in ptx, "%s --target %s: the bundle has PTX" % (name, target))
+                os.remove(out)
+                if not ptxas or ptx is None:
+                    continue
+                src_ptx = os.path.join(work, "k.ptx")
+                open(src_ptx, "wb").write(ptx)
+                for arch in archs:
+                    p = subprocess.run([ptxas, "-arch=sm_%d" % arch, src_ptx, "-o", os.devnull], capture_output=True, text=True)
+                    if checks.check(p.returncode == 0, "%s --target %s: ptxas -arch=sm_%d: %s" % (name, target, arch, p.stderr[-400:])):
+                        print("ok %s --target %s: ptxas -arch=sm_%d accepts its %d KiB of PTX" % (name, target, arch, len(ptx) // 1024), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
