@@ -12,20 +12,39 @@
 #include <string.h>
 #include "templates.h"
 
+/* The shared memory one step's tiles take, in bytes: the weights [boc, bic, KH, KW]
+ * and the input window [bic, rows, cols] (strides and dilations from the conv node;
+ * 1 when it is not known, which only underestimates when they are larger). */
+static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
+  const gir_node *n = red->t->origin;
+  int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+  int32_t cnt;
+  const int64_t *v = n ? gir_attr_ints(n, "strides", &cnt) : NULL;
+  for (int i = 0; v && i < 2 && i < cnt; i++) st[i] = v[i];
+  v = n ? gir_attr_ints(n, "dilations", &cnt) : NULL;
+  for (int i = 0; v && i < 2 && i < cnt; i++) dl[i] = v[i];
+  int64_t KH = red->reduce_axes[1]->extent, KW = red->reduce_axes[2]->extent;
+  int64_t rows = (c->boh - 1) * st[0] + (KH - 1) * dl[0] + 1, cols = (c->bow - 1) * st[1] + (KW - 1) * dl[1] + 1;
+  return 4 * ((int64_t)c->boc * c->bic * KH * KW + (int64_t)c->bic * rows * cols);
+}
+
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red) {
   const te_tensor *o = red->t;
-  int64_t OC = o->shape[1], OW = o->shape[3];
-  int64_t KH = red->reduce_axes[1]->extent, KW = red->reduce_axes[2]->extent, C = red->reduce_axes[0]->extent;
+  int64_t OC = o->shape[1], OW = o->shape[3], C = red->reduce_axes[0]->extent;
   lower_gpu_conv_cfg c = {.boc = 64, .toc = 4, .bow = 16, .boh = 4, .tow = 4, .bic = 8};
   while (c.boc > 16 && OC <= c.boc / 2) c.boc /= 2;
   if (c.boc < 4 * c.toc) c.toc = c.boc / 16 > 0 ? c.boc / 16 : 1;
   while (c.bow > 4 && OW <= c.bow / 2) c.bow /= 2;
   c.boh = 64 / c.bow;
   /* input channels per step: a divisor of C (a ragged last step would be a second
-   * copy of the loop, shared buffers included), the weights' tile within 36 KiB */
-  c.bic = 1;
-  for (int64_t d = 1; d <= 16 && d <= C; d++)
-    if (C % d == 0 && (int64_t)c.boc * d * KH * KW * 4 <= 36864) c.bic = (int32_t)d;
+   * copy of the loop, shared buffers included), both tiles within 44 KiB of the
+   * 48 KiB a block may have statically */
+  int32_t best = 1;
+  for (int64_t d = 1; d <= 16 && d <= C; d++) {
+    c.bic = (int32_t)d;
+    if (C % d == 0 && tile_bytes(red, &c) <= 45056) best = (int32_t)d;
+  }
+  c.bic = best;
   return c;
 }
 

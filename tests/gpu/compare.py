@@ -15,11 +15,14 @@ import argparse, concurrent.futures as cf, json, os, subprocess, sys, time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import travel  # noqa: E402
 
-def run_bundle(kiln_run, d, outdir, repeat=1, timeout=300):
-    cmd = [kiln_run, os.path.join(d, "model.kiln"), "--output-dir", outdir, "--repeat", str(repeat)]
-    for f in sorted(os.listdir(os.path.join(d, "in"))):
-        cmd += ["--input", "%s=%s" % (f[:-4].replace("%2F", "/"), os.path.join(d, "in", f))]
+
+def run_bundle(kiln_run, d, outdir, repeat=1, timeout=300, extra=()):
+    cmd = [kiln_run, os.path.join(d, "model.kiln"), "--output-dir", outdir, "--repeat", str(repeat)] + list(extra)
+    for name, path in travel.read_inputs(os.path.join(d, "in")).items():
+        cmd += ["--input", "%s=%s" % (name, path)]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -71,6 +74,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--only", default="", help="node,e2e (default both)")
+    ap.add_argument("--e2e-filter", default="")
+    ap.add_argument("--params", action="append", default=[], help="folders holding params parts (travel.py)")
     a = ap.parse_args()
     kiln_run = os.path.join(a.gpu_dir, "bin", "kiln-run")
     os.makedirs(a.out, exist_ok=True)
@@ -101,22 +106,30 @@ def main():
     if os.path.isdir(e2e) and a.only in ("", "e2e"):
         for m in sorted(os.listdir(e2e)):
             d = os.path.join(e2e, m)
-            if not os.path.isdir(d):
+            if not os.path.isdir(d) or a.e2e_filter not in m:
                 continue
+            if not os.path.exists(os.path.join(d, "model.kiln")) and os.path.exists(os.path.join(d, "params.json")):
+                why = travel.join_bundle(d, a.params + [os.path.join(a.gpu_dir, "params")])
+                if why:
+                    print("SKIP e2e %s: %s" % (m, why), flush=True)
+                    continue
             od = os.path.join(a.work, "e2e", m)
             os.makedirs(od, exist_ok=True)
             ok, msg, _ = run_bundle(kiln_run, d, od)
             detail = msg
             if ok:
                 ok, detail, worst = compare(d, od, 1e-3, 1e-4)
-                timing = run_bundle(kiln_run, d, od, repeat=a.repeat)[1] if ok else ""
+                timing = run_bundle(kiln_run, d, od, repeat=a.repeat, extra=["--profile"])[1] if ok else ""
             else:
                 worst, timing = None, ""
+            med = [l for l in timing.splitlines() if l.startswith("median")]
             summary["e2e"][m] = {"ok": ok, "detail": detail.splitlines()[-1] if detail else "", "max_abs_diff": worst,
-                                 "timing": timing.splitlines()[-1] if timing else ""}
+                                 "timing": med[0] if med else "", "profile": [l for l in timing.splitlines() if l.startswith(" ") or l.startswith("profile")]}
             line = "%s e2e %s: %s %s" % ("PASS" if ok else "FAIL", m, summary["e2e"][m]["detail"], summary["e2e"][m]["timing"])
             print(line, flush=True)
             res.write(line + "\n")
+            for l in summary["e2e"][m]["profile"]:
+                res.write("    " + l + "\n")
     json.dump(summary, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
     failed = summary["node"]["failed"] + sum(1 for v in summary["e2e"].values() if not v["ok"])
     return 1 if failed else 0

@@ -10,9 +10,10 @@ writes OUT (default .gpu/, git-ignored):
                               --emulate --save-bundle` (the test inputs bound, and
                               only tests whose GPU loop IR passed the emulation)
   node/<test>/in/<name>.npy   its inputs; want/<k>_<name>.npy its expected outputs
-  e2e/<model>_b<B>.kiln       MobileNetV2 and the BERT-like encoder (and more with
-                              --models) at batch 1 and 16, with in/ and want/ from
-                              ONNX Runtime on this CPU
+  e2e/<model>_b<B>/           MobileNetV2 and the BERT-like encoder (and more with
+                              --models) at batch 1 and 16: the bundle in parts, its
+                              params.bin once per model in params/ (travel.py), in/
+                              (large inputs as recipes) and want/ from ONNX Runtime
   bin/kiln-run, lib/*.so*     the runner and the shared libraries it needs that a
                               CUDA image may lack (libarchive and its closure, cJSON)
 
@@ -27,6 +28,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "cuda"))
+sys.path.insert(0, HERE)
+import travel  # noqa: E402
 
 
 def node_dir():
@@ -80,7 +83,9 @@ def prepare_node(kiln, target, test, out):
     return test, "ok", ""
 
 
-def prepare_model(kiln, target, path, name, batch, out):
+def prepare_model(kiln, target, path, name, batch, out, part_bytes):
+    """e2e/<name>_b<batch>/: the bundle as parts (its params once per model under
+    params/, travel.py), inputs (large ones as recipes) and ONNX Runtime's outputs."""
     import onnx
     import onnxruntime as ort
     from layers import set_batch
@@ -96,21 +101,24 @@ def prepare_model(kiln, target, path, name, batch, out):
     sess = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(batch)
     feeds = {}
-    for i in sess.get_inputs():
+    for k, i in enumerate(sess.get_inputs()):
         shape = [d if isinstance(d, int) else batch for d in i.shape]
         if "int" in i.type:
             feeds[i.name] = rng.integers(0, 100, size=shape).astype(np.int64 if "int64" in i.type else np.int32)
+            travel.write_input(os.path.join(dst, "in"), i.name, feeds[i.name])
         else:
-            feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
-        np.save(os.path.join(dst, "in", i.name.replace("/", "%2F") + ".npy"), feeds[i.name])
+            spec = {"shape": shape, "dtype": "float32", "seed": 1000 * batch + k, "lo": -1.0, "hi": 1.0}
+            feeds[i.name] = travel.gen_input(spec)
+            travel.write_input(os.path.join(dst, "in"), i.name, spec if feeds[i.name].nbytes > travel.BIG else feeds[i.name])
     outs = sess.run(None, feeds)
     for k, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
         np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, o.name.replace("/", "%2F"))), a)
-    r = subprocess.run([kiln, "compile", tmp, "--target", target, "-o", os.path.join(dst, "model.kiln")],
-                       capture_output=True, text=True)
+    bundle = os.path.join(dst, "model.kiln")
+    r = subprocess.run([kiln, "compile", tmp, "--target", target, "-o", bundle], capture_output=True, text=True)
     os.remove(tmp)
     if r.returncode != 0:
         raise SystemExit("kiln compile %s: %s" % (name, r.stderr))
+    travel.split_bundle(bundle, dst, os.path.join(out, "params"), name, part_bytes)
     return dst
 
 
@@ -141,6 +149,7 @@ def main():
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "bench-models"))
     ap.add_argument("--batches", default="1,16")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--part-mib", type=int, default=48, help="params.bin travels in parts of this size")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     copy_runner(a.kiln_run, a.out)
@@ -155,8 +164,8 @@ def main():
         print("node suite for %s: %s" % (a.target, counts), flush=True)
     for name in filter(None, a.models.split(",")):
         for b in map(int, a.batches.split(",")):
-            print("e2e:", prepare_model(a.kiln, a.target, os.path.join(a.model_dir, name + ".onnx"), name, b, a.out),
-                  flush=True)
+            print("e2e:", prepare_model(a.kiln, a.target, os.path.join(a.model_dir, name + ".onnx"), name, b, a.out,
+                                        a.part_mib << 20), flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
  * `kiln run` it invents no input data: every input must be given.
  *
  * usage: kiln-run MODEL.kiln [--input NAME=FILE.npy]... [--inputs FILE.npz]
- *                 [--output-dir DIR] [--repeat N] [--threads N] [--quiet]
+ *                 [--output-dir DIR] [--repeat N] [--threads N] [--profile] [--quiet]
  * Exit status: 0 success, 1 a failure (one line on stderr), 2 a usage error. */
 #include <errno.h>
 #include <stdio.h>
@@ -26,13 +26,14 @@
 
 static const char usage[] =
     "usage: kiln-run MODEL.kiln [--input NAME=FILE.npy]... [--inputs FILE.npz] [--output-dir DIR]\n"
-    "                [--repeat N] [--threads N] [--quiet]\n"
+    "                [--repeat N] [--threads N] [--profile] [--quiet]\n"
     "  --input NAME=FILE.npy  data of input NAME (every input must be given, here or in --inputs)\n"
     "  --inputs FILE.npz      inputs as the members NAME.npy of one .npz\n"
     "  --output-dir DIR       write every output as DIR/NAME.npy ('/' in a name becomes '_')\n"
     "  --repeat N             run N times (1-1000000, default 1; one untimed warm-up run first when N > 1)\n"
     "                         and print the median time\n"
     "  --threads N            threads, the caller included (0-256; default 0 = online cores)\n"
+    "  --profile              after the timed runs, 10 profiled runs: each kernel's share of the time\n"
     "  --quiet                print only the timing line\n";
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
   const char *input[MAX_INPUT_FLAGS]; /* NAME=FILE.npy */
   int n_input;
   long repeat, threads;
+  int profile;
   int quiet;
 } options;
 
@@ -75,6 +77,10 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (!strcmp(a, "--quiet")) {
       o->quiet = 1;
+      continue;
+    }
+    if (!strcmp(a, "--profile")) {
+      o->profile = 1;
       continue;
     }
     if (a[0] == '-' && a[1]) {
@@ -233,6 +239,49 @@ static int write_outputs(kiln_model *m, const options *o) {
   return 0;
 }
 
+typedef struct {
+  const kiln_kernel_profile *p;
+} prof_ref;
+
+static int by_time(const void *a, const void *b) {
+  const prof_ref *x = a, *y = b;
+  return (x->p->total_ns < y->p->total_ns) - (x->p->total_ns > y->p->total_ns);
+}
+
+/* --profile: 10 profiled runs, then the kernels by their share of the time. */
+static int print_profile(kiln_model *m) {
+  if (kiln_model_set_profile(m, 1) != KILN_OK) {
+    fprintf(stderr, "kiln-run: %s\n", kiln_model_last_error(m));
+    return 1;
+  }
+  kiln_model_profile_reset(m);
+  for (int i = 0; i < 10; i++)
+    if (kiln_model_run(m) != KILN_OK) {
+      fprintf(stderr, "kiln-run: %s\n", kiln_model_last_error(m));
+      return 1;
+    }
+  const kiln_kernel_profile *e = NULL;
+  int32_t n = 0;
+  kiln_model_profile(m, &e, &n);
+  prof_ref *r = calloc((size_t)n + 1, sizeof *r);
+  if (!r) return 1;
+  int64_t total = 0;
+  for (int32_t i = 0; i < n; i++) {
+    r[i].p = &e[i];
+    total += e[i].total_ns;
+  }
+  qsort(r, (size_t)n, sizeof *r, by_time);
+  printf("profile: %.3f ms per run in kernels (10 runs)\n", total / 1e7);
+  for (int32_t i = 0; i < n && i < 25; i++) {
+    const kiln_kernel_profile *p = r[i].p;
+    double us = p->calls ? p->total_ns / 1e3 / (double)p->calls : 0;
+    printf("  %6.1f%% %9.1f us %8.1f GFLOP/s  %s\n", total ? 100.0 * p->total_ns / total : 0, us,
+           us > 0 ? p->flops / us / 1e3 : 0, p->name);
+  }
+  free(r);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   options o;
   int r = parse_args(argc, argv, &o);
@@ -283,6 +332,7 @@ int main(int argc, char **argv) {
     printf("median %.3f ms of %ld run%s (min %.3f, max %.3f)\n", med, o.repeat, o.repeat > 1 ? "s" : "", times[0],
            times[o.repeat - 1]);
   }
+  if (!rc && o.profile) rc = print_profile(m);
   free(times);
   kiln_model_close(m);
   return rc;
