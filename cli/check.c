@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "compile.h"
 #include "c_backend.h"
+#include "cuda_backend.h"
 #include "llvm_backend.h"
 
 /* Sets every input of the bundle from the test data (NAME.K of a sequence too). */
@@ -59,7 +60,8 @@ int kiln_cmd_check(int argc, char **argv) {
     }
   }
   int emulate = args.set[CLI_OPT_EMULATE];
-  if (o.target && !emulate) { /* the code runs here: refuse targets this machine cannot run before compiling */
+  if (o.target && !emulate && !tgt_cuda_is_target(o.target)) { /* the code runs here: refuse targets this machine
+                                                                  cannot run before compiling (a GPU: the runtime says) */
     char why[512];
     if (tgt_c_is_bare_metal(o.target)) snprintf(why, sizeof why, "a bare-metal target; kiln check runs code here");
     if (tgt_c_is_bare_metal(o.target) || (!tgt_c_is_target(o.target) && !tgt_llvm_target_runs_here(o.target, why, sizeof why))) {

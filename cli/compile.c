@@ -12,6 +12,7 @@
 #include "fusion.h"
 #include "simplify.h"
 #include "interp.h"
+#include "cuda_backend.h"
 #include "gpu_launch.h"
 #include "layout.h"
 #include "link.h"
@@ -67,7 +68,8 @@ static int kernel_backend(const kiln_compile_options *o, tgt_llvm_options *topt,
     return gir_errf(err, "--kernels chooses how a Cortex-M target's --aot kernels are made; --target %s has one way", t);
   *c_kernels = tgt_c_is_target(t) && !llvm;
   if (llvm) return cortex_m_llvm(t, topt, err);
-  return *c_kernels ? 0 : tgt_llvm_named_target(t, topt, err);
+  if (*c_kernels) return 0;
+  return tgt_cuda_is_target(t) ? tgt_cuda_named_target(t, topt, err) : tgt_llvm_named_target(t, topt, err);
 }
 
 int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compile_result *res, gir_err *err) {

@@ -8,7 +8,8 @@
  *   lookup     — a kernel of the artifact, loaded into this process (only where
  *                the target is this machine)
  * Backends: "llvm" (targets/llvm) and "c" (targets/c: portable C99 source), the
- * rows of the table in target.c (a CUDA backend is planned, not built).
+ * rows of the table in target.c. The CUDA target (targets/cuda) is the LLVM backend
+ * with NVPTX hooks, driven through llvm_backend.h and cuda_backend.h.
  * Artifacts die with free_artifact, backends with tgt_backend_free. */
 #ifndef TGT_TARGET_H
 #define TGT_TARGET_H

@@ -31,15 +31,14 @@ typedef struct tgt_llvm_options {
   int portable;         /* 1: always use the libcall-free lowerings (float16 conversions as
                          * integer code, round-half-even by the 2^23 trick) that targets
                          * without those instructions get anyway; for tests and old runtimes */
-  int gpu_sm;           /* NVPTX only (targets/cuda): the compute capability (80, 90); each
-                         * kernel becomes its launches' entry points (tir/gpu_launch.h) */
+  int gpu_sm;           /* a GPU target (targets/cuda): its compute capability (80, 90) */
+  const struct tgt_llvm_gpu *gpu; /* a GPU target's part of the translation (targets/cuda), else NULL */
 } tgt_llvm_options;
 
 /* Options of a named target: "host", "x86_64" (generic x86-64), "x86_64-avx2",
  * "x86_64-avx512", "aarch64", "armv7" (armv7-linux-gnueabihf, +neon), "riscv64"
  * (riscv64-linux-gnu, rv64gc). opt_level is set to 3. -1 on an unknown name. */
 int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err);
-/* "cuda" (sm_80) and "cuda-sm90": nvptx64-nvidia-cuda, PTX ISA 7.8; gpu_sm set. */
 /* The names above, NULL-terminated. */
 const char *const *tgt_llvm_target_names(void);
 

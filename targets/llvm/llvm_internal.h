@@ -15,7 +15,22 @@
 #include "err.h"
 #include "tir.h"
 
-typedef struct tgt_lcg {
+typedef struct tgt_lcg tgt_lcg;
+typedef struct tgt_llvm_gpu tgt_llvm_gpu;
+
+/* A GPU target's part of the translation (targets/cuda provides NVPTX's): the
+ * kernels' entry points, the statements only GPU code has, and what the module
+ * needs once translated (a device library linked in). */
+struct tgt_llvm_gpu {
+  int (*emit)(tgt_lcg *g, const tir_func *const *fns, int32_t n);
+  int (*finish)(LLVMModuleRef m, const char *triple, gir_err *err);
+  void (*loop)(tgt_lcg *g, const tir_stmt *s);          /* a loop bound to the grid */
+  void (*fail)(tgt_lcg *g, const tir_stmt *s);          /* a failed run-time check */
+  void (*barrier)(tgt_lcg *g);
+  LLVMValueRef (*shared)(tgt_lcg *g, const tir_buffer *b, LLVMTypeRef array); /* a SHARED buffer's base */
+};
+
+struct tgt_lcg {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMBuilderRef b;
@@ -25,7 +40,7 @@ typedef struct tgt_lcg {
   int soft_half;              /* no float16 conversion instructions: convert with integer code */
   int soft_roundeven;         /* llvm.roundeven does not select on vectors (32-bit ARM) */
   int vnni512, vnni256;       /* x86 VPDPBUSD for dot4 on 512-bit / on 128- and 256-bit vectors */
-  int gpu;                    /* NVPTX (targets/cuda): bound loops, barriers and shared memory */
+  const tgt_llvm_gpu *gpu;    /* GPU code (targets/cuda), else NULL */
   int64_t gpu_dims[6];        /* the launch being emitted: grid x, y, z, block x, y, z */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_float, t_double, t_ptr;
   unsigned md_loop;           /* "llvm.loop" metadata kind */
@@ -41,7 +56,7 @@ typedef struct tgt_lcg {
   LLVMValueRef ctx_ptr, status_ptr;
   LLVMValueRef *vars; /* by tir_var id: the value in cur, NULL out of scope */
   LLVMValueRef *bufs; /* by tir_buffer id: the base pointer in cur */
-} tgt_lcg;
+};
 
 /* llvm_expr.c */
 LLVMTypeRef tgt_llvm_reg_type(tgt_lcg *g, gir_dtype t, int lanes);
@@ -57,8 +72,11 @@ LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to);
 /* llvm_stmt.c */
 int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f);
 int tgt_llvm_check_func(tgt_lcg *g, const tir_func *f);
-int tgt_llvm_emit_gpu_kernel(tgt_lcg *g, const tir_func *f, const tir_stmt *body, const int64_t dims[6],
-                             const char *symbol);
+/* For a GPU target's kernels: a statement, in the function being emitted; an enum
+ * attribute; the alignment a buffer's base is known to have. */
+void tgt_llvm_stmt(tgt_lcg *g, const tir_stmt *s);
+void tgt_llvm_add_attr(tgt_lcg *g, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val);
+unsigned tgt_llvm_buf_align(const tir_buffer *b);
 
 /* exp, erf and tanh of a <lanes x float> vector (lanes ≤ 64) as inline IR (llvm_vmath.c). */
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes);

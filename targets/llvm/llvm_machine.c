@@ -18,14 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <llvm-c/Analysis.h>
-#include <llvm-c/BitReader.h>
-#include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include "llvm_backend.h"
 #include "llvm_internal.h"
-#include "gpu_launch.h"
 
 struct tgt_llvm_module {
   LLVMContextRef ctx;
@@ -69,35 +66,31 @@ static void init_targets(void) {
 
 typedef struct named_target {
   const char *name, *triple, *cpu, *features, *abi;
-  int gpu_sm;
 } named_target;
 
 static const named_target named[] = {
-    {"host", NULL, NULL, NULL, NULL, 0},
-    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", NULL, 0},
-    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "x86-64-v3", "", NULL, 0},
-    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "x86-64-v4", "", NULL, 0},
-    {"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon", NULL, 0},
-    {"armv7", "armv7-unknown-linux-gnueabihf", "generic", "+neon", NULL, 0},
-    {"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c", "lp64d", 0},
-    {"cuda", "nvptx64-nvidia-cuda", "sm_80", "+ptx78", NULL, 80},
-    {"cuda-sm80", "nvptx64-nvidia-cuda", "sm_80", "+ptx78", NULL, 80},
-    {"cuda-sm90", "nvptx64-nvidia-cuda", "sm_90", "+ptx78", NULL, 90},
+    {"host", NULL, NULL, NULL, NULL},
+    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", NULL},
+    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "x86-64-v3", "", NULL},
+    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "x86-64-v4", "", NULL},
+    {"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon", NULL},
+    {"armv7", "armv7-unknown-linux-gnueabihf", "generic", "+neon", NULL},
+    {"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c", "lp64d"},
 };
 
 static const char *const named_list[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512",
-                                         "aarch64", "armv7", "riscv64", "cuda", "cuda-sm80", "cuda-sm90", NULL};
+                                         "aarch64", "armv7", "riscv64", NULL};
 
 const char *const *tgt_llvm_target_names(void) { return named_list; }
 
 int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err) {
   for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
     if (name && !strcmp(name, named[i].name)) {
-      *out = (tgt_llvm_options){named[i].triple, named[i].cpu, named[i].features, named[i].abi, 3, 0, named[i].gpu_sm};
+      *out = (tgt_llvm_options){named[i].triple, named[i].cpu, named[i].features, named[i].abi, 3, 0, 0, NULL};
       return 0;
     }
-  return gir_errf(err, "unknown target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64, "
-                  "cuda, cuda-sm80, cuda-sm90)",
+  return gir_errf(err, "unknown target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64; "
+                  "GPUs: cuda, cuda-sm80, cuda-sm90)",
                   name ? name : "(null)");
 }
 
@@ -312,79 +305,6 @@ static int optimize(tgt_llvm_module *m, int level, gir_err *err) {
   return 0;
 }
 
-/* GPU: every kernel's launches (tir/gpu_launch.c), each an entry point. */
-static int emit_gpu_funcs(tgt_lcg *g, const tir_func *const *fns, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    if (tgt_llvm_check_func(g, fns[i]) < 0) return -1;
-    tir_builder tb = {.arena = g->scratch};
-    tir_gpu_launch *ls = NULL;
-    int32_t nl = 0;
-    if (tir_gpu_launches(&tb, fns[i], &ls, &nl, g->err) < 0) return -1;
-    for (int32_t k = 0; k < nl; k++) {
-      char sym[300];
-      if (tgt_llvm_emit_gpu_kernel(g, fns[i], ls[k].body, ls[k].dims, tir_gpu_launch_symbol(fns[i]->name, k, sym, sizeof sym)) < 0)
-        return -1;
-    }
-  }
-  return 0;
-}
-
-/* libdevice, the CUDA toolkit's bitcode math library (__nv_expf…): KILN_LIBDEVICE,
- * else the toolkit's usual places. NULL when none is found. */
-static const char *libdevice_path(void) {
-  static const char *const where[] = {"/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
-                                      "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
-                                      "/usr/lib/cuda/nvvm/libdevice/libdevice.10.bc", NULL};
-  const char *env = getenv("KILN_LIBDEVICE");
-  if (env && env[0]) return env;
-  for (int i = 0; where[i]; i++) {
-    FILE *f = fopen(where[i], "rb");
-    if (f) {
-      fclose(f);
-      return where[i];
-    }
-  }
-  return NULL;
-}
-
-/* Links libdevice when a kernel calls one of its functions, then makes every
- * function but the kernels internal, so that what is not called disappears. */
-static int link_libdevice(tgt_llvm_module *m, gir_err *err) {
-  const char *needs = NULL;
-  for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
-    size_t len;
-    const char *name = LLVMGetValueName2(f, &len);
-    if (LLVMIsDeclaration(f) && !strncmp(name, "__nv_", 5)) needs = name;
-  }
-  if (!needs) return 0;
-  const char *path = libdevice_path();
-  if (!path)
-    return gir_errf(err, "cuda: a kernel calls %s: libdevice.10.bc (the CUDA toolkit's math library) was not found "
-                    "under /usr/local/cuda/nvvm/libdevice; set KILN_LIBDEVICE to its path", needs);
-  LLVMMemoryBufferRef mb = NULL;
-  char *msg = NULL;
-  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &mb, &msg)) {
-    gir_errf(err, "cuda: cannot read %s: %s", path, msg ? msg : "");
-    LLVMDisposeMessage(msg);
-    return -1;
-  }
-  LLVMModuleRef lib = NULL;
-  int bad = LLVMParseBitcodeInContext2(m->ctx, mb, &lib);
-  LLVMDisposeMemoryBuffer(mb);
-  if (bad) return gir_errf(err, "cuda: %s is not LLVM bitcode this LLVM reads", path);
-  LLVMSetTarget(lib, m->triple);
-  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(m->mod));
-  if (LLVMLinkModules2(m->mod, lib)) return gir_errf(err, "cuda: linking %s failed", path);
-  for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
-    size_t len;
-    const char *name = LLVMGetValueName2(f, &len);
-    if (!LLVMIsDeclaration(f) && !strncmp(name, "__nv_", 5)) LLVMSetLinkage(f, LLVMInternalLinkage);
-  }
-  LLVMValueRef one = LLVMConstInt(LLVMInt32TypeInContext(m->ctx), 0, 0);
-  LLVMAddModuleFlag(m->mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16, LLVMValueAsMetadata(one));
-  return 0;
-}
-
 tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const tgt_llvm_options *opt, gir_err *err) {
   pthread_once(&targets_once, init_targets);
   tgt_llvm_options host = {.opt_level = 3};
@@ -417,7 +337,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   g.soft_half = opt->portable || !native_half(m->triple, cpu, feat);
   g.soft_roundeven = opt->portable || !strncmp(m->triple, "arm", 3) || !strncmp(m->triple, "thumb", 5);
   vnni_forms(m->triple, cpu, feat, &g.vnni512, &g.vnni256);
-  g.gpu = opt->gpu_sm > 0;
+  g.gpu = opt->gpu;
   if (g.gpu && strncmp(m->triple, "nvptx64", 7)) {
     gir_errf(err, "llvm: GPU code needs the nvptx64 triple, not %s", m->triple);
     free(cpu);
@@ -439,7 +359,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   g.t_ptr = LLVMPointerTypeInContext(m->ctx, 0);
   g.md_loop = LLVMGetMDKindIDInContext(m->ctx, "llvm.loop", 9);
   int rc = g.scratch ? 0 : gir_errf(err, "out of memory");
-  if (g.gpu && rc == 0) rc = emit_gpu_funcs(&g, fns, n);
+  if (g.gpu && rc == 0) rc = g.gpu->emit(&g, fns, n);
   for (int32_t i = 0; i < n && rc == 0 && !g.gpu; i++) rc = tgt_llvm_emit_func(&g, fns[i]);
   LLVMDisposeBuilder(g.b);
   gir_arena_free(g.scratch);
@@ -452,7 +372,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
       rc = gir_errf(err, "llvm: internal error, invalid IR generated: %.400s", msg ? msg : "");
     if (msg) LLVMDisposeMessage(msg);
   }
-  if (rc == 0 && opt->gpu_sm > 0) rc = link_libdevice(m, err);
+  if (rc == 0 && opt->gpu) rc = opt->gpu->finish(m->mod, m->triple, err);
   if (rc == 0) rc = optimize(m, opt->opt_level, err);
   if (rc < 0) {
     tgt_llvm_module_free(m);

@@ -19,14 +19,10 @@
  * run on several threads) into the status the kernel returns. Nested parallel
  * loops outline the same way from inside a task.
  *
- * GPU code (g->gpu, the NVPTX driver targets/cuda): each launch of a kernel
- * (tir/gpu_launch.c) becomes one entry function void sym(ptr buf..., ptr fail)
- * marked as a kernel in nvvm.annotations. A bound loop reads its special register
- * (tid / ctaid) instead of looping, guarded when its extent is below the launch's
- * dimension; SHARED buffers are addrspace(3) globals; TIR_BARRIER is
- * llvm.nvvm.barrier0; a failed check claims the failure record with an atomic
- * compare-and-swap and writes its numbers; PARALLEL loops run serially and
- * prefetch hints are dropped.
+ * GPU code (g->gpu set, by targets/cuda): bound loops, barriers, shared buffers
+ * and failed checks go to the GPU target's hooks (tgt_llvm_gpu), which also make
+ * the kernels' entry points; PARALLEL loops run serially and prefetch hints are
+ * dropped.
  *
  * SERIAL, VECTORIZED and UNROLLED loops are plain counted loops; UNROLLED ones
  * carry llvm.loop.unroll.full, VECTORIZED ones llvm.loop.vectorize.enable. LOCAL
@@ -211,7 +207,7 @@ static void check_stmt(checker *c, const tir_stmt *s) {
 static int check_func(tgt_lcg *g, const tir_func *f) {
   if (!f->name || !f->name[0]) return gir_errf(g->err, "a kernel has no name");
   if (!f->body) return gir_errf(g->err, "kernel %s has no body", f->name);
-  checker c = {.f = f, .err = g->err, .gpu = g->gpu};
+  checker c = {.f = f, .err = g->err, .gpu = g->gpu != NULL};
   c.var_depth = gir_arena_calloc(g->scratch, (size_t)f->n_vars + 1, sizeof *c.var_depth);
   c.buf_live = gir_arena_calloc(g->scratch, (size_t)f->n_buffers + 1, sizeof *c.buf_live);
   if (!c.var_depth || !c.buf_live) return gir_errf(g->err, "out of memory");
@@ -314,14 +310,14 @@ static void free_stmt(freeset *fs, const tir_stmt *s) {
 
 /* --- functions --- */
 
-static void add_attr(tgt_lcg *g, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val) {
+void tgt_llvm_add_attr(tgt_lcg *g, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
   assert(kind);
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(g->ctx, kind, val));
 }
 
 static void fn_attrs(tgt_lcg *g, LLVMValueRef fn) {
-  add_attr(g, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  tgt_llvm_add_attr(g, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   if (g->cpu && g->cpu[0])
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->cpu, (unsigned)strlen(g->cpu)));
@@ -332,7 +328,7 @@ static void fn_attrs(tgt_lcg *g, LLVMValueRef fn) {
 }
 
 /* The alignment a buffer's base pointer is known to have (at least its element's). */
-static unsigned buf_align(const tir_buffer *b) {
+unsigned tgt_llvm_buf_align(const tir_buffer *b) {
   unsigned a = b->align > 0 && (b->align & (b->align - 1)) == 0 ? (unsigned)b->align : 1;
   unsigned esz = (unsigned)gir_dtype_size(b->dtype);
   return a > esz ? a : esz;
@@ -342,7 +338,7 @@ static unsigned buf_align(const tir_buffer *b) {
  * inlining (the region's align attributes do not) and feeds alignment inference. */
 static LLVMValueRef load_base(tgt_lcg *g, LLVMValueRef slot, const tir_buffer *b) {
   LLVMValueRef p = LLVMBuildLoad2(g->b, g->t_ptr, slot, b->name);
-  LLVMMetadataRef a = LLVMValueAsMetadata(LLVMConstInt(g->t_i64, buf_align(b), 0));
+  LLVMMetadataRef a = LLVMValueAsMetadata(LLVMConstInt(g->t_i64, tgt_llvm_buf_align(b), 0));
   LLVMSetMetadata(p, LLVMGetMDKindIDInContext(g->ctx, "align", 5), LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &a, 1)));
   return p;
 }
@@ -401,9 +397,9 @@ static LLVMValueRef region(tgt_lcg *g, const char *name, int n_i64, int nb, cons
     unsigned p = (unsigned)(2 + n_i64 + i);
     const tir_buffer *b = bufs[i];
     g->bufs[b->id] = LLVMGetParam(fn, p);
-    add_attr(g, fn, p + 1, "noalias", 0);
-    add_attr(g, fn, p + 1, "align", buf_align(b));
-    if (b->size > 0) add_attr(g, fn, p + 1, "dereferenceable", (uint64_t)b->size * gir_dtype_size(b->dtype));
+    tgt_llvm_add_attr(g, fn, p + 1, "noalias", 0);
+    tgt_llvm_add_attr(g, fn, p + 1, "align", tgt_llvm_buf_align(b));
+    if (b->size > 0) tgt_llvm_add_attr(g, fn, p + 1, "dereferenceable", (uint64_t)b->size * gir_dtype_size(b->dtype));
   }
   for (int i = 0; i < nv; i++) g->vars[vars[i]->id] = LLVMGetParam(fn, (unsigned)(2 + n_i64 + nb + i));
   return fn;
@@ -590,69 +586,6 @@ static void fail_stmt(tgt_lcg *g, const tir_stmt *s) {
   LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic); /* tasks may fail on several threads */
 }
 
-/* --- GPU statements --- */
-
-static LLVMValueRef gpu_call0(tgt_lcg *g, const char *name) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  assert(id && "unknown intrinsic");
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
-  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, NULL, 0, "");
-}
-
-/* A bound loop: var = its special register (+ min); the body runs where the
- * register is below the loop's extent (always, when the extent is the launch's). */
-static void gpu_loop(tgt_lcg *g, const tir_stmt *s) {
-  static const char *const sreg[6] = {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
-                                      "llvm.nvvm.read.ptx.sreg.ctaid.z", "llvm.nvvm.read.ptx.sreg.tid.x",
-                                      "llvm.nvvm.read.ptx.sreg.tid.y",   "llvm.nvvm.read.ptx.sreg.tid.z"};
-  int d = (int)s->u.loop.kind - TIR_BLOCK_X;
-  LLVMBuilderRef B = g->b;
-  const tir_var *v = s->u.loop.var;
-  LLVMValueRef r = LLVMBuildZExt(B, gpu_call0(g, sreg[d]), g->t_i64, "");
-  int64_t ext = s->u.loop.extent->kind == TIR_INT ? s->u.loop.extent->u.i : -1;
-  LLVMBasicBlockRef end = NULL;
-  if (ext < 0 || ext < g->gpu_dims[d]) {
-    LLVMValueRef n = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.loop.extent), g->t_i64);
-    LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "bound.in");
-    end = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "bound.end");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, r, n, ""), in, end);
-    LLVMPositionBuilderAtEnd(B, in);
-  }
-  LLVMValueRef lo = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.loop.min), g->t_i64);
-  LLVMValueRef old = g->vars[v->id];
-  g->vars[v->id] = tgt_llvm_int_to(g, LLVMBuildNSWAdd(B, lo, r, v->name), tgt_llvm_reg_type(g, v->dtype, 1));
-  stmt(g, s->u.loop.body);
-  g->vars[v->id] = old;
-  if (end) {
-    LLVMBuildBr(B, end);
-    LLVMPositionBuilderAtEnd(B, end);
-  }
-}
-
-/* A failed run-time check in GPU code: the first thread to claim the failure
- * record { i32 set, i32 check, i64 value, lo, hi } (g->status_ptr) writes it. */
-static void gpu_fail_stmt(tgt_lcg *g, const tir_stmt *s) {
-  LLVMBuilderRef B = g->b;
-  LLVMValueRef v = tgt_llvm_expr(g, s->u.fail.value), lo = tgt_llvm_expr(g, s->u.fail.lo),
-               hi = tgt_llvm_expr(g, s->u.fail.hi);
-  LLVMValueRef x = LLVMBuildAtomicCmpXchg(B, g->status_ptr, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 1, 0),
-                                          LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
-  LLVMValueRef won = LLVMBuildExtractValue(B, x, 1, "");
-  LLVMBasicBlockRef wr = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.write");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.done");
-  LLVMBuildCondBr(B, won, wr, done);
-  LLVMPositionBuilderAtEnd(B, wr);
-  LLVMValueRef fields[4] = {LLVMConstInt(g->t_i32, (unsigned long long)s->u.fail.check, 0), v, lo, hi};
-  const unsigned offs[4] = {4, 8, 16, 24};
-  for (int i = 0; i < 4; i++) {
-    LLVMValueRef off = LLVMConstInt(g->t_i64, offs[i], 0);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(B, g->t_i8, g->status_ptr, &off, 1, "");
-    LLVMSetAlignment(LLVMBuildStore(B, fields[i], p), i == 0 ? 4 : 8);
-  }
-  LLVMBuildBr(B, done);
-  LLVMPositionBuilderAtEnd(B, done);
-}
-
 static void stmt(tgt_lcg *g, const tir_stmt *s) {
   if (!s) return;
   LLVMBuilderRef B = g->b;
@@ -664,8 +597,11 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
   case TIR_PREFETCH:
     if (!g->gpu) tgt_llvm_prefetch(g, s);
     break;
-  case TIR_FAIL: (g->gpu ? gpu_fail_stmt : fail_stmt)(g, s); break;
-  case TIR_BARRIER: gpu_call0(g, "llvm.nvvm.barrier0"); break;
+  case TIR_FAIL:
+    if (g->gpu) g->gpu->fail(g, s);
+    else fail_stmt(g, s);
+    break;
+  case TIR_BARRIER: g->gpu->barrier(g); break; /* the checker let it through: GPU code */
   case TIR_LET: {
     const tir_var *v = s->u.let.var;
     LLVMValueRef val = tgt_llvm_expr(g, s->u.let.value), old = g->vars[v->id];
@@ -699,26 +635,16 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
     }
     LLVMTypeRef at = LLVMArrayType2(tgt_llvm_mem_type(g, b->dtype), (uint64_t)b->size);
     LLVMValueRef old = g->bufs[b->id];
-    if (b->scope == TIR_SHARED) { /* one per block: a global of the shared address space, one per
-                                     buffer of the kernel (copies of a loop made by passes share it) */
-      const char *gname = gir_arena_printf(g->scratch, "%s.%s.%d", LLVMGetValueName(g->cur), b->name, b->id);
-      LLVMValueRef gv = gname ? LLVMGetNamedGlobal(g->mod, gname) : NULL;
-      if (!gv) {
-        gv = LLVMAddGlobalInAddressSpace(g->mod, at, gname ? gname : b->name, 3);
-        LLVMSetLinkage(gv, LLVMInternalLinkage);
-        LLVMSetInitializer(gv, LLVMGetUndef(at));
-        LLVMSetAlignment(gv, buf_align(b) > 16 ? buf_align(b) : 16);
-      }
-      g->bufs[b->id] = LLVMConstAddrSpaceCast(gv, g->t_ptr);
-    } else {
-      g->bufs[b->id] = tgt_llvm_alloca(g, at, buf_align(b), b->name);
+    if (b->scope == TIR_SHARED) { /* GPU code: the target's shared memory */
+      g->bufs[b->id] = g->gpu->shared(g, b, at);    } else {
+      g->bufs[b->id] = tgt_llvm_alloca(g, at, tgt_llvm_buf_align(b), b->name);
     }
     stmt(g, s->u.alloc.body);
     g->bufs[b->id] = old;
     break;
   }
   case TIR_FOR:
-    if (tir_for_kind_is_gpu(s->u.loop.kind)) gpu_loop(g, s);
+    if (tir_for_kind_is_gpu(s->u.loop.kind)) g->gpu->loop(g, s); /* the checker let it through: GPU code */
     else if (s->u.loop.kind == TIR_PARALLEL && !g->gpu) parallel_loop(g, s);
     else serial_loop(g, s);
     break;
@@ -763,53 +689,7 @@ int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f) {
   return 0;
 }
 
-/* One launch of a kernel on the GPU: void symbol(ptr buffer..., ptr fail), the
- * buffers the kernel's parameters in order, fail its launch's failure record;
- * body is the launch's statement, dims its grid and block (tir/gpu_launch.c). */
-int tgt_llvm_emit_gpu_kernel(tgt_lcg *g, const tir_func *f, const tir_stmt *body, const int64_t dims[6],
-                             const char *symbol) {
-  if (LLVMGetNamedFunction(g->mod, symbol)) return gir_errf(g->err, "two kernels are named %s", symbol);
-  LLVMBuilderRef B = g->b;
-  g->fn = f;
-  g->n_tasks = 0;
-  for (int d = 0; d < 6; d++) g->gpu_dims[d] = dims[d];
-  int np = f->n_params + 1;
-  LLVMTypeRef *pt = gir_arena_calloc(g->scratch, (size_t)np, sizeof *pt);
-  g->vars = gir_arena_calloc(g->scratch, (size_t)f->n_vars + 1, sizeof *g->vars);
-  g->bufs = gir_arena_calloc(g->scratch, (size_t)f->n_buffers + 1, sizeof *g->bufs);
-  if (!pt || !g->vars || !g->bufs) return gir_errf(g->err, "out of memory");
-  for (int i = 0; i < np; i++) pt[i] = g->t_ptr;
-  LLVMValueRef fn = LLVMAddFunction(g->mod, symbol, LLVMFunctionType(g->t_void, pt, (unsigned)np, 0));
-  add_attr(g, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
-  g->cur = fn;
-  g->entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
-  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, fn, "body");
-  LLVMPositionBuilderAtEnd(B, g->entry);
-  LLVMBuildBr(B, bb);
-  LLVMPositionBuilderAtEnd(B, bb);
-  g->ctx_ptr = NULL;
-  g->status_ptr = LLVMGetParam(fn, (unsigned)f->n_params);
-  for (int i = 0; i < f->n_params; i++) {
-    const tir_buffer *b = f->params[i];
-    g->bufs[b->id] = LLVMGetParam(fn, (unsigned)i);
-    add_attr(g, fn, (unsigned)i + 1, "noalias", 0);
-    add_attr(g, fn, (unsigned)i + 1, "align", buf_align(b));
-  }
-  stmt(g, body);
-  LLVMBuildRetVoid(B);
-  /* !nvvm.annotations = !{!{ptr @symbol, !"kernel", i32 1}, !{ptr @symbol, !"maxntidx", i32 n}} */
-  int64_t threads = dims[3] * dims[4] * dims[5];
-  LLVMMetadataRef k[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "kernel", 6),
-                          LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 1, 0))};
-  LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, k, 3)));
-  const char *names[3] = {"maxntidx", "maxntidy", "maxntidz"};
-  for (int d = 0; d < 3 && threads <= 1024; d++) {
-    LLVMMetadataRef m[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, names[d], 8),
-                            LLVMValueAsMetadata(LLVMConstInt(g->t_i32, (unsigned long long)dims[3 + d], 0))};
-    LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, m, 3)));
-  }
-  return 0;
-}
-
 /* The checks tgt_llvm_emit_func makes, for a GPU kernel's launches. */
 int tgt_llvm_check_func(tgt_lcg *g, const tir_func *f) { return check_func(g, f); }
+
+void tgt_llvm_stmt(tgt_lcg *g, const tir_stmt *s) { stmt(g, s); }

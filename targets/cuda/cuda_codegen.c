@@ -1,0 +1,159 @@
+/* cuda_codegen.c — loop IR with GPU bindings → LLVM IR for nvptx64: the CUDA
+ * target's part of the LLVM translator (targets/llvm does the expressions, loads,
+ * stores, serial loops; this file what only GPU code has, through the hooks of
+ * tgt_llvm_gpu). Each launch of a kernel (tir/gpu_launch.c) becomes one entry
+ * point void sym(ptr buffer..., ptr fail) marked as a kernel in nvvm.annotations
+ * with its block size (maxntid). A loop bound to the grid reads its special
+ * register (ctaid / tid) instead of looping, guarded when its extent is below the
+ * launch's dimension; a SHARED buffer is an addrspace(3) global; TIR_BARRIER is
+ * llvm.nvvm.barrier0; a failed run-time check claims the launch's failure record
+ * (runtime/FORMAT.md) with an atomic compare-and-swap and writes its numbers. */
+#include <assert.h>
+#include <string.h>
+#include "cuda_internal.h"
+#include "gpu_launch.h"
+
+static LLVMValueRef gpu_call0(tgt_lcg *g, const char *name) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  assert(id && "unknown intrinsic");
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, NULL, 0, "");
+}
+
+/* A bound loop: var = its special register (+ min); the body runs where the
+ * register is below the loop's extent (always, when the extent is the launch's). */
+static void gpu_loop(tgt_lcg *g, const tir_stmt *s) {
+  static const char *const sreg[6] = {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+                                      "llvm.nvvm.read.ptx.sreg.ctaid.z", "llvm.nvvm.read.ptx.sreg.tid.x",
+                                      "llvm.nvvm.read.ptx.sreg.tid.y",   "llvm.nvvm.read.ptx.sreg.tid.z"};
+  int d = (int)s->u.loop.kind - TIR_BLOCK_X;
+  LLVMBuilderRef B = g->b;
+  const tir_var *v = s->u.loop.var;
+  LLVMValueRef r = LLVMBuildZExt(B, gpu_call0(g, sreg[d]), g->t_i64, "");
+  int64_t ext = s->u.loop.extent->kind == TIR_INT ? s->u.loop.extent->u.i : -1;
+  LLVMBasicBlockRef end = NULL;
+  if (ext < 0 || ext < g->gpu_dims[d]) {
+    LLVMValueRef n = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.loop.extent), g->t_i64);
+    LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "bound.in");
+    end = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "bound.end");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, r, n, ""), in, end);
+    LLVMPositionBuilderAtEnd(B, in);
+  }
+  LLVMValueRef lo = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.loop.min), g->t_i64);
+  LLVMValueRef old = g->vars[v->id];
+  g->vars[v->id] = tgt_llvm_int_to(g, LLVMBuildNSWAdd(B, lo, r, v->name), tgt_llvm_reg_type(g, v->dtype, 1));
+  tgt_llvm_stmt(g, s->u.loop.body);
+  g->vars[v->id] = old;
+  if (end) {
+    LLVMBuildBr(B, end);
+    LLVMPositionBuilderAtEnd(B, end);
+  }
+}
+
+/* A failed run-time check in GPU code: the first thread to claim the failure
+ * record { i32 set, i32 check, i64 value, lo, hi } (g->status_ptr) writes it. */
+static void gpu_fail_stmt(tgt_lcg *g, const tir_stmt *s) {
+  LLVMBuilderRef B = g->b;
+  LLVMValueRef v = tgt_llvm_expr(g, s->u.fail.value), lo = tgt_llvm_expr(g, s->u.fail.lo),
+               hi = tgt_llvm_expr(g, s->u.fail.hi);
+  LLVMValueRef x = LLVMBuildAtomicCmpXchg(B, g->status_ptr, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 1, 0),
+                                          LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef won = LLVMBuildExtractValue(B, x, 1, "");
+  LLVMBasicBlockRef wr = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.write");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->cur, "fail.done");
+  LLVMBuildCondBr(B, won, wr, done);
+  LLVMPositionBuilderAtEnd(B, wr);
+  LLVMValueRef fields[4] = {LLVMConstInt(g->t_i32, (unsigned long long)s->u.fail.check, 0), v, lo, hi};
+  const unsigned offs[4] = {4, 8, 16, 24};
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef off = LLVMConstInt(g->t_i64, offs[i], 0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(B, g->t_i8, g->status_ptr, &off, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(B, fields[i], p), i == 0 ? 4 : 8);
+  }
+  LLVMBuildBr(B, done);
+  LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* A SHARED buffer: a global of the shared address space (one per block), one per
+ * buffer of the kernel — copies of a loop made by the loop passes share it. */
+static LLVMValueRef shared(tgt_lcg *g, const tir_buffer *b, LLVMTypeRef at) {
+  const char *name = gir_arena_printf(g->scratch, "%s.%s.%d", LLVMGetValueName(g->cur), b->name, b->id);
+  LLVMValueRef gv = name ? LLVMGetNamedGlobal(g->mod, name) : NULL;
+  if (!gv) {
+    gv = LLVMAddGlobalInAddressSpace(g->mod, at, name ? name : b->name, 3);
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    LLVMSetInitializer(gv, LLVMGetUndef(at));
+    LLVMSetAlignment(gv, tgt_llvm_buf_align(b) > 16 ? tgt_llvm_buf_align(b) : 16);
+  }
+  return LLVMConstAddrSpaceCast(gv, g->t_ptr);
+}
+
+static void barrier(tgt_lcg *g) { gpu_call0(g, "llvm.nvvm.barrier0"); }
+
+/* One launch of a kernel on the GPU: void symbol(ptr buffer..., ptr fail), the
+ * buffers the kernel's parameters in order, fail its launch's failure record;
+ * body is the launch's statement, dims its grid and block (tir/gpu_launch.c). */
+static int emit_kernel(tgt_lcg *g, const tir_func *f, const tir_stmt *body, const int64_t dims[6],
+                             const char *symbol) {
+  if (LLVMGetNamedFunction(g->mod, symbol)) return gir_errf(g->err, "two kernels are named %s", symbol);
+  LLVMBuilderRef B = g->b;
+  g->fn = f;
+  g->n_tasks = 0;
+  for (int d = 0; d < 6; d++) g->gpu_dims[d] = dims[d];
+  int np = f->n_params + 1;
+  LLVMTypeRef *pt = gir_arena_calloc(g->scratch, (size_t)np, sizeof *pt);
+  g->vars = gir_arena_calloc(g->scratch, (size_t)f->n_vars + 1, sizeof *g->vars);
+  g->bufs = gir_arena_calloc(g->scratch, (size_t)f->n_buffers + 1, sizeof *g->bufs);
+  if (!pt || !g->vars || !g->bufs) return gir_errf(g->err, "out of memory");
+  for (int i = 0; i < np; i++) pt[i] = g->t_ptr;
+  LLVMValueRef fn = LLVMAddFunction(g->mod, symbol, LLVMFunctionType(g->t_void, pt, (unsigned)np, 0));
+  tgt_llvm_add_attr(g, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  g->cur = fn;
+  g->entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, fn, "body");
+  LLVMPositionBuilderAtEnd(B, g->entry);
+  LLVMBuildBr(B, bb);
+  LLVMPositionBuilderAtEnd(B, bb);
+  g->ctx_ptr = NULL;
+  g->status_ptr = LLVMGetParam(fn, (unsigned)f->n_params);
+  for (int i = 0; i < f->n_params; i++) {
+    const tir_buffer *b = f->params[i];
+    g->bufs[b->id] = LLVMGetParam(fn, (unsigned)i);
+    tgt_llvm_add_attr(g, fn, (unsigned)i + 1, "noalias", 0);
+    tgt_llvm_add_attr(g, fn, (unsigned)i + 1, "align", tgt_llvm_buf_align(b));
+  }
+  tgt_llvm_stmt(g, body);
+  LLVMBuildRetVoid(B);
+  /* !nvvm.annotations = !{!{ptr @symbol, !"kernel", i32 1}, !{ptr @symbol, !"maxntidx", i32 n}} */
+  int64_t threads = dims[3] * dims[4] * dims[5];
+  LLVMMetadataRef k[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "kernel", 6),
+                          LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 1, 0))};
+  LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, k, 3)));
+  const char *names[3] = {"maxntidx", "maxntidy", "maxntidz"};
+  for (int d = 0; d < 3 && threads <= 1024; d++) {
+    LLVMMetadataRef m[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, names[d], 8),
+                            LLVMValueAsMetadata(LLVMConstInt(g->t_i32, (unsigned long long)dims[3 + d], 0))};
+    LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, m, 3)));
+  }
+  return 0;
+}
+
+/* GPU: every kernel's launches (tir/gpu_launch.c), each an entry point. */
+static int emit(tgt_lcg *g, const tir_func *const *fns, int32_t n) {
+  for (int32_t i = 0; i < n; i++) {
+    if (tgt_llvm_check_func(g, fns[i]) < 0) return -1;
+    tir_builder tb = {.arena = g->scratch};
+    tir_gpu_launch *ls = NULL;
+    int32_t nl = 0;
+    if (tir_gpu_launches(&tb, fns[i], &ls, &nl, g->err) < 0) return -1;
+    for (int32_t k = 0; k < nl; k++) {
+      char sym[300];
+      if (emit_kernel(g, fns[i], ls[k].body, ls[k].dims, tir_gpu_launch_symbol(fns[i]->name, k, sym, sizeof sym)) < 0)
+        return -1;
+    }
+  }
+  return 0;
+}
+
+const tgt_llvm_gpu tgt_cuda_gpu = {.emit = emit, .finish = tgt_cuda_link_libdevice, .loop = gpu_loop,
+                                   .fail = gpu_fail_stmt, .barrier = barrier, .shared = shared};
