@@ -42,12 +42,14 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
     if (st->attach != SCH_ROOT || st->n_reduce != 1 || st->n_rels || st->t->dtype != GIR_F32 || !st->t->tag ||
         strcmp(st->t->tag, "matmul") || st->t->rank < 2)
       continue;
+    int use = 0;
+    lower_gpu_matmul_cfg cfg = lower_gpu_matmul_default(st, t, &use);
+    if (!use) continue;
     sch_stage *epi = lower_epilogue_of(s, st);
     if (!epi) {
       epi = st;
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
-    lower_gpu_matmul_cfg cfg = lower_gpu_matmul_default(st);
     lower_tune_knobs(t, "gpu_matmul", &cfg, sizeof cfg);
     if (lower_sched_gpu_matmul(s, st, epi, &cfg) < 0) return -1;
   }
@@ -55,12 +57,14 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || st->n_rels || !lower_gpu_conv_fits(st)) continue;
+    int use = 0;
+    lower_gpu_conv_cfg cfg = lower_gpu_conv_default(st, t, &use);
+    if (!use) continue;
     sch_stage *epi = lower_epilogue_of(s, st);
     if (!epi) {
       epi = st;
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
-    lower_gpu_conv_cfg cfg = lower_gpu_conv_default(st);
     lower_tune_knobs(t, "gpu_conv", &cfg, sizeof cfg);
     if (lower_sched_gpu_conv(s, st, epi, &cfg) < 0) return -1;
   }

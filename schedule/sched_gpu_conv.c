@@ -28,14 +28,29 @@ static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
   return 4 * ((int64_t)c->boc * c->bic * KH * KW + (int64_t)c->bic * rows * cols);
 }
 
-lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red) {
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
-  int64_t OC = o->shape[1], OW = o->shape[3], C = red->reduce_axes[0]->extent;
-  lower_gpu_conv_cfg c = {.boc = 64, .toc = 4, .bow = 16, .boh = 4, .tow = 4, .bic = 8};
-  while (c.boc > 16 && OC <= c.boc / 2) c.boc /= 2;
-  if (c.boc < 4 * c.toc) c.toc = c.boc / 16 > 0 ? c.boc / 16 : 1;
-  while (c.bow > 4 && OW <= c.bow / 2) c.bow /= 2;
-  c.boh = 64 / c.bow;
+  int64_t N = o->shape[0], OC = o->shape[1], OH = o->shape[2], OW = o->shape[3], C = red->reduce_axes[0]->extent;
+  int64_t sms = t && t->gpu_sms > 0 ? t->gpu_sms : 132;
+  /* 16 x 16 threads, each toc channels x tow columns: the largest register tile whose
+   * grid gives every multiprocessor two blocks (a 7 x 7 map at batch 1 has few patches) */
+  static const int32_t tiles[][2] = {{4, 4}, {4, 2}, {2, 2}, {2, 1}, {1, 1}};
+  lower_gpu_conv_cfg c = {0};
+  int64_t blocks = 0;
+  for (int k = 0; k < 5; k++) {
+    c = (lower_gpu_conv_cfg){.toc = tiles[k][0], .tow = tiles[k][1], .bic = 8};
+    c.boc = 16 * c.toc;
+    while (c.boc > 16 && OC <= c.boc / 2) c.boc /= 2;
+    if (c.boc < 16 * c.toc) c.toc = c.boc / 16 > 0 ? c.boc / 16 : 1;
+    c.bow = 4 * c.tow;
+    while (c.bow > c.tow && OW <= c.bow / 2) c.bow /= 2;
+    c.boh = 16 / (c.bow / c.tow);
+    blocks = N * cdiv(OC, c.boc) * cdiv(OH, c.boh) * cdiv(OW, c.bow);
+    if (blocks >= 2 * sms) break;
+  }
+  *use = blocks >= sms / 2;
   /* input channels per step: a divisor of C (a ragged last step would be a second
    * copy of the loop, shared buffers included), both tiles within 44 KiB of the
    * 48 KiB a block may have statically */

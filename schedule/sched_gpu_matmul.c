@@ -12,15 +12,26 @@
 #include <string.h>
 #include "templates.h"
 
-lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red) {
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
-  int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1];
+  int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1], batch = 1;
+  for (int i = 0; i < o->rank - 2; i++) batch *= o->shape[i];
+  int64_t sms = t && t->gpu_sms > 0 ? t->gpu_sms : 132;
+  /* 64 x 64 tiles of 4 x 4 per thread, halved (the larger side first, then the
+   * thread tile) until the grid has two blocks per multiprocessor */
   lower_gpu_matmul_cfg c = {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
-  /* narrow problems: smaller tiles, so that the grid still has blocks to spread */
-  while (c.bm > 16 && M <= c.bm / 2) c.bm /= 2;
-  while (c.bn > 16 && N <= c.bn / 2) c.bn /= 2;
-  if (c.bm < 4 * c.tm) c.tm = c.bm / 16 > 0 ? c.bm / 16 : 1;
-  if (c.bn < 4 * c.tn) c.tn = c.bn / 16 > 0 ? c.bn / 16 : 1;
+  while (batch * cdiv(M, c.bm) * cdiv(N, c.bn) < 2 * sms && (c.bm > 16 || c.bn > 16)) {
+    if (c.bm >= c.bn && c.bm > 16) c.bm /= 2, c.tm = c.bm / 16;
+    else c.bn /= 2, c.tn = c.bn / 16;
+  }
+  while (c.bm > 16 && M <= c.bm / 2) c.bm /= 2, c.tm = c.bm / 16 > 0 ? c.bm / 16 : 1;
+  while (c.bn > 16 && N <= c.bn / 2) c.bn /= 2, c.tn = c.bn / 16 > 0 ? c.bn / 16 : 1;
+  if (c.tm < 1) c.tm = 1;
+  if (c.tn < 1) c.tn = 1;
+  /* a few rows (a matrix-vector product) or a grid of a handful of blocks: a thread per output */
+  *use = M >= 16 && batch * cdiv(M, c.bm) * cdiv(N, c.bn) >= sms / 2;
   return c;
 }
 

@@ -23,6 +23,8 @@ typedef struct lower_target {
   int32_t vec_regs; /* vector registers: 32 AVX-512 and AArch64, 16 AVX2 and NEON on armv7 */
   int32_t threads;  /* worker threads the runtime usually has */
   int32_t gpu;      /* a GPU (targets/cuda): stages are bound to blocks and threads (sched_gpu.c) */
+  int32_t gpu_sms;  /* its multiprocessors (108 for sm_80's A100, 132 for sm_90's H100/H200): the
+                       templates pick tiles that give every one of them blocks */
   const lower_tuning *tuning; /* NULL (the default): every schedule is the analytic default (tuning.c) */
 } lower_target;
 
@@ -33,7 +35,10 @@ typedef struct lower_gpu_matmul_cfg {
   int32_t bm, bn, bk; /* block tile and reduction step */
   int32_t tm, tn;     /* thread tile: (bm/tm)·(bn/tn) threads per block, at most 1024 */
 } lower_gpu_matmul_cfg;
-lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red);
+/* The default tiles: the largest whose grid gives each multiprocessor two blocks;
+ * *use 0 when even the smallest leaves most of the GPU idle (one row, a tiny
+ * product): then one output per thread (the default schedule) runs wider. */
+lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_target *t, int *use);
 int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_cfg *cfg);
 
 /* The GPU conv template (sched_gpu_conv.c): 2-D convs of one group, a block per
@@ -45,7 +50,7 @@ typedef struct lower_gpu_conv_cfg {
   int32_t bic;           /* input channels per step */
 } lower_gpu_conv_cfg;
 int lower_gpu_conv_fits(const sch_stage *red);
-lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red);
+lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use); /* as matmul's */
 int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *cfg);
 
 /* The GPU's default schedule (sched_gpu.c): templates for the heavy stages, one

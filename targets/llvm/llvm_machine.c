@@ -499,6 +499,7 @@ int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out) {
     out->vec_regs = 32;
     out->gpu = 1;
     out->threads = 1;
+    out->gpu_sms = opt->cpu && !strcmp(opt->cpu, "sm_80") ? 108 : 132; /* A100; H100 / H200 */
   } else if (!strncmp(triple, "aarch64", 7)) {
     out->vec_f32 = 4;
     out->vec_regs = 32;

@@ -99,16 +99,19 @@ def matmul_case(name, a_shape, b_shape, const_b=True):
 
 
 def cases():
-    yield ("conv3x3_ragged",) + conv_case("conv3x3_ragged", 1, 12, 23, 19, 40, 3, pad=1)
-    yield ("conv3x3_s2",) + conv_case("conv3x3_s2", 2, 16, 17, 17, 24, 3, stride=2, pad=1)
-    yield ("conv1x1",) + conv_case("conv1x1", 1, 32, 9, 30, 72, 1, relu=False)
-    yield ("conv7x7_s2_stem",) + conv_case("conv7x7_s2_stem", 1, 3, 32, 32, 16, 7, stride=2, pad=3)
-    yield ("conv_grouped",) + conv_case("conv_grouped", 1, 8, 10, 10, 8, 3, pad=1, group=4)
-    yield ("conv_depthwise",) + conv_case("conv_depthwise", 1, 16, 12, 12, 16, 3, pad=1, group=16, bias=False)
-    yield ("matmul_ragged",) + matmul_case("matmul_ragged", [37, 70], [70, 53])
-    yield ("matmul_one_row",) + matmul_case("matmul_one_row", [1, 96], [96, 200])
-    yield ("batch_matmul",) + matmul_case("batch_matmul", [3, 20, 33], [3, 33, 18], const_b=False)
-    yield ("matmul_broadcast_b",) + matmul_case("matmul_broadcast_b", [2, 5, 40, 24], [24, 65])
+    """(name, model, feeds, uses_template): the template cases are big enough that the
+    default picks the shared-memory template (a grid of enough blocks), small enough to emulate."""
+    yield ("conv3x3_ragged",) + conv_case("conv3x3_ragged", 1, 12, 23, 19, 40, 3, pad=1) + (True,)
+    yield ("conv3x3_s2",) + conv_case("conv3x3_s2", 2, 16, 33, 33, 24, 3, stride=2, pad=1) + (True,)
+    yield ("conv1x1",) + conv_case("conv1x1", 1, 32, 9, 30, 72, 1, relu=False) + (True,)
+    yield ("conv7x7_s2_stem",) + conv_case("conv7x7_s2_stem", 1, 3, 48, 48, 64, 7, stride=2, pad=3) + (True,)
+    yield ("conv_small_default",) + conv_case("conv_small_default", 1, 16, 7, 7, 24, 3, pad=1) + (False,)
+    yield ("conv_grouped",) + conv_case("conv_grouped", 1, 8, 10, 10, 8, 3, pad=1, group=4) + (False,)
+    yield ("conv_depthwise",) + conv_case("conv_depthwise", 1, 16, 12, 12, 16, 3, pad=1, group=16, bias=False) + (False,)
+    yield ("matmul_ragged",) + matmul_case("matmul_ragged", [150, 70], [70, 300]) + (True,)
+    yield ("matmul_one_row",) + matmul_case("matmul_one_row", [1, 96], [96, 200]) + (False,)
+    yield ("batch_matmul",) + matmul_case("batch_matmul", [24, 40, 33], [24, 33, 50], const_b=False) + (True,)
+    yield ("matmul_broadcast_b",) + matmul_case("matmul_broadcast_b", [2, 5, 40, 24], [24, 65]) + (True,)
     for name in ("cnn", "mlp", "transformer", "lstm", "gru", "misc", "concats"):
         m = gen_models.MODELS[name]()
         shapes = getattr(gen_models, "INPUT_SHAPES", {}).get(name, {})
@@ -127,7 +130,7 @@ def cases():
                 feeds[i.name] = rng.integers(0, 2, shape).astype(bool)
             else:
                 feeds[i.name] = rng.uniform(-1, 1, shape).astype(dt)
-        yield name, m, feeds
+        yield name, m, feeds, None
 
 
 def write_case(d, model, feeds):
@@ -162,10 +165,16 @@ def main():
     no_gpu = gpu_here()
     work = tempfile.mkdtemp(prefix="kiln-cuda-")
     try:
-        for name, model, feeds in cases():
+        for name, model, feeds, template in cases():
             if a.filter not in name:
                 continue
             path, data = write_case(os.path.join(work, name), model, feeds)
+            if template is not None:  # the schedule the case is about: shared memory, or one output per thread
+                r = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda-sm90", "--dump-after=lower", "-o",
+                                           os.path.join(work, name, "m.kiln")], timeout=600)
+                shared = "] shared" in r.out and "barrier" in r.out
+                checks.check(r.rc == 0 and shared == template, "%s: %s schedule expected, the loop IR %s shared memory"
+                             % (name, "a template's" if template else "the default", "has" if shared else "has no"))
             args = ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate"]
             if ptxas:
                 args += ["--ptxas", ptxas]
