@@ -53,9 +53,10 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   *use = blocks >= sms / 2;
   /* input channels per step: a divisor of C (a ragged last step would be a second
    * copy of the loop, shared buffers included), both tiles within 44 KiB of the
-   * 48 KiB a block may have statically */
-  int32_t best = 1;
-  for (int64_t d = 1; d <= 16 && d <= C; d++) {
+   * 48 KiB a block may have statically, and at most 8 for a spatial kernel (two
+   * blocks per multiprocessor then fit) */
+  int32_t best = 1, most = red->reduce_axes[1]->extent * red->reduce_axes[2]->extent > 1 ? 8 : 16;
+  for (int64_t d = 1; d <= most && d <= C; d++) {
     c.bic = (int32_t)d;
     if (C % d == 0 && tile_bytes(red, &c) <= 45056) best = (int32_t)d;
   }
