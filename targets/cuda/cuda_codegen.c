@@ -129,13 +129,6 @@ static int emit_kernel(tgt_lcg *g, const tir_func *f, const tir_stmt *body, cons
   LLVMMetadataRef k[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "kernel", 6),
                           LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 1, 0))};
   LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, k, 3)));
-  /* two blocks per multiprocessor: ptxas keeps registers within what that allows (a block
-   * that barriers often needs another resident to hide its waits) */
-  if (threads >= 128 && threads <= 512) {
-    LLVMMetadataRef m[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "minctasm", 8),
-                            LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 2, 0))};
-    LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, m, 3)));
-  }
   const char *names[3] = {"maxntidx", "maxntidy", "maxntidz"};
   for (int d = 0; d < 3 && threads <= 1024; d++) {
     LLVMMetadataRef m[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, names[d], 8),
