@@ -100,8 +100,10 @@ struct tir_expr {
  * once per block; TIR_BARRIER makes every thread of the block wait until all have
  * reached it (CUDA's __syncthreads; it must be reached by all threads of the block
  * or by none). LOCAL buffers are per thread.
- * tir/tir_eval.c emulates this on the CPU, checking races on shared memory between
- * barriers; CPU backends refuse bound loops and barriers. */
+ * The interpreter emulates this on the CPU (tir/tir_eval_gpu.c, which states the
+ * structure it accepts: the blockIdx loops one nest at the top of a launch, each
+ * threadIdx kind at most once on a path), checking races on shared and global
+ * memory, divergent barriers and bounds; CPU backends refuse bound loops and barriers. */
 typedef enum tir_stmt_kind {
   TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_FAIL, TIR_BARRIER, TIR_STMT_KIND_COUNT
 } tir_stmt_kind;

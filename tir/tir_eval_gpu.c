@@ -256,9 +256,11 @@ static int race(tir_env *env, const launch *L, const tir_buffer *buf, int64_t ix
                buf->name, (long long)ix, blk, a, writes ? "writes" : "reads", b, other_wrote ? "wrote" : "read");
 }
 
-/* The shadow of buf for the running block (allocated on first use). */
-static shadow *shadow_of(tir_env *env, launch *L, const tir_buffer *buf) {
-  if (buf->scope == TIR_SHARED && L->sshadow[buf->id] && L->sgen[buf->id] == L->gen) return L->sshadow[buf->id];
+/* The shadow of buf for the running block (allocated on first use); *block_shared
+ * says whether buf is a SHARED buffer the block allocated. */
+static shadow *shadow_of(tir_env *env, launch *L, const tir_buffer *buf, int *block_shared) {
+  *block_shared = buf->scope == TIR_SHARED && L->sshadow[buf->id] && L->sgen[buf->id] == L->gen;
+  if (*block_shared) return L->sshadow[buf->id];
   if (!L->gshadow[buf->id]) {
     L->gshadow[buf->id] = calloc(buf->size > 0 ? (size_t)buf->size : 1, sizeof(shadow));
     if (!L->gshadow[buf->id]) failf(env, "out of memory for the race shadow of %s", buf->name);
@@ -269,7 +271,8 @@ static shadow *shadow_of(tir_env *env, launch *L, const tir_buffer *buf) {
 int tir_gpu_access(tir_env *env, const tir_buffer *buf, void *data, int64_t ix, const tir_value *stored) {
   struct tir_gpu_thread *th = env->gpu;
   launch *L = th->L;
-  shadow *sh = shadow_of(env, L, buf);
+  int block_shared;
+  shadow *sh = shadow_of(env, L, buf, &block_shared);
   if (!sh) return -1;
   sh += ix;
   int32_t me = (int32_t)(1 + L->block * L->nthreads + th->t), several = (int32_t)(-2 - L->block);
@@ -279,7 +282,7 @@ int tir_gpu_access(tir_env *env, const tir_buffer *buf, void *data, int64_t ix, 
 #define CONFLICTS(other, other_phase) \
   ((other) != 0 && (other) != me && ((other) == -1 || shadow_block(L, other) != block || (other_phase) == phase))
   if (!stored) {
-    if (sh->w == 0 && buf->scope == TIR_SHARED && !L->uninit) {
+    if (sh->w == 0 && block_shared && !L->uninit) {
       char t[160];
       who(L, t, sizeof t, me, 0);
       L->uninit = 1;

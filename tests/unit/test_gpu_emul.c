@@ -292,6 +292,39 @@ static void test_global_and_reduce(void) {
   fx_done(&f);
 }
 
+/* A thread loop of a smaller extent runs in the threads below it only; vector
+ * accesses are checked lane by lane. */
+static void test_partial_and_vector(void) {
+  fx f;
+  fx_init(&f);
+  tir_buffer *Y = GLOBAL("y", 64, 0), *sh = SHARED("sh", 128);
+  float y[64];
+  for (int k = 0; k < 64; k++) y[k] = -1;
+  void *data[1] = {y};
+  tir_var *bx = VAR("bx"), *tx = VAR("tx"), *t2 = VAR("t2");
+  tir_stmt *s = BX(bx, 1, SEQ(TX(tx, 32, ST(Y, V(tx), F32(1))), TX(t2, 8, ST(Y, ADD(V(t2), I(32)), F32(2)))));
+  CHECKF(run(&f, s, 1, &Y, data, 0) == 0, "%s", f.err.msg);
+  int ones = 0, twos = 0, untouched = 0;
+  for (int k = 0; k < 64; k++) ones += y[k] == 1, twos += y[k] == 2, untouched += y[k] == -1;
+  CHECK(ones == 32 && twos == 8 && untouched == 24);
+  CHECK_INT(f.geo.block[0], 32);
+  /* each thread stores 4 lanes of sh, then reads a neighbour's 4 after a barrier */
+  tir_expr *mine = tir_ramp(B, MUL(V(tx), I(4)), I(1), 4);
+  tir_expr *next = tir_ramp(B, MUL(tir_bin(B, TE_MOD, ADD(V(tx), I(1)), I(32)), I(4)), I(1), 4);
+  tir_expr *vals = tir_cast(B, GIR_F32, tir_ramp(B, MUL(V(tx), I(4)), I(1), 4));
+  s = BX(bx, 1, tir_allocate(B, sh, TX(tx, 32, SEQ(ST(sh, mine, vals), tir_barrier(B),
+                                                   tir_if(B, LT(V(tx), I(16)), ST(Y, V(tx), LD(sh, ADD(MUL(V(tx), I(4)), I(5)))), NULL),
+                                                   ST(sh, mine, LD(sh, mine))))));
+  CHECKF(run(&f, s, 1, &Y, data, 0) == 0, "%s", f.err.msg);
+  CHECK(y[0] == 5 && y[15] == 65);
+  /* without the barrier, thread 0 reads lanes thread 1 has not stored yet, and it stores them */
+  s = BX(bx, 1, tir_allocate(B, sh, TX(tx, 32, SEQ(ST(sh, mine, vals), ST(sh, mine, tir_bin(B, TE_ADD, LD(sh, next), vals))))));
+  CHECK(run(&f, s, 1, &Y, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "race between barriers on shared buffer sh[4] in block (0,0,0): thread (1,0,0) writes it, thread "
+                            "(0,0,0) read it");
+  fx_done(&f);
+}
+
 /* CPU loop IR is unchanged: a plain loop, LOCAL and SHARED buffers outside a launch. */
 static void test_cpu_unchanged(void) {
   fx f;
@@ -314,6 +347,7 @@ int main(void) {
   test_matmul();
   test_errors();
   test_global_and_reduce();
+  test_partial_and_vector();
   test_cpu_unchanged();
   return check_finish("test_gpu_emul");
 }
