@@ -43,6 +43,21 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$REQ" "$STAMP"; then
   cp "$REQ" "$STAMP"
 fi
 
+# The CUDA toolkit's parts the CUDA target needs at build and test time (no GPU, no
+# driver): cuda.h (the runtime's Driver API types), libdevice (GPU math, linked into
+# PTX) and ptxas (the tests assemble the PTX). The build machines have the toolkit in
+# /usr/local/cuda; elsewhere NVIDIA's pinned wheels go into .venv, linked as .venv/cuda.
+CUDA_REQ=scripts/requirements-cuda.txt
+if [ ! -f /usr/local/cuda/include/cuda.h ] || [ ! -x /usr/local/cuda/bin/ptxas ] ||
+   [ ! -f /usr/local/cuda/nvvm/libdevice/libdevice.10.bc ]; then
+  if [ ! -L .venv/cuda ] || ! cmp -s "$CUDA_REQ" .venv/.kiln-requirements-cuda; then
+    echo "setup: /usr/local/cuda lacks cuda.h, ptxas or libdevice: installing $(tr '\n' ' ' < "$CUDA_REQ")into .venv"
+    .venv/bin/pip install -q --disable-pip-version-check -r "$CUDA_REQ"
+    ln -sfn "$(.venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')" .venv/cuda
+    cp "$CUDA_REQ" .venv/.kiln-requirements-cuda
+  fi
+fi
+
 # the Linux board targets' C libraries (libarchive, cJSON, zlib and glibc for aarch64,
 # armv7, riscv64) in build-sysroot/<target>: downloaded once, then a stamp check
 scripts/make_sysroots.sh

@@ -10,14 +10,22 @@
 #include <llvm-c/Linker.h>
 #include "cuda_internal.h"
 
-/* libdevice, the CUDA toolkit's bitcode math library (__nv_expf…): KILN_LIBDEVICE,
- * else the toolkit's usual places. NULL when none is found. */
+/* libdevice, the CUDA toolkit's bitcode math library (__nv_expf…): $KILN_LIBDEVICE,
+ * else the one found when kiln was configured, else the toolkit's usual places. NULL
+ * when none is found. */
 static const char *libdevice_path(void) {
   static const char *const where[] = {"/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
                                       "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
                                       "/usr/lib/cuda/nvvm/libdevice/libdevice.10.bc", NULL};
   const char *env = getenv("KILN_LIBDEVICE");
   if (env && env[0]) return env;
+#ifdef KILN_LIBDEVICE_DEFAULT /* found when kiln was configured (CMakeLists.txt) */
+  FILE *d = fopen(KILN_LIBDEVICE_DEFAULT, "rb");
+  if (d) {
+    fclose(d);
+    return KILN_LIBDEVICE_DEFAULT;
+  }
+#endif
   for (int i = 0; where[i]; i++) {
     FILE *f = fopen(where[i], "rb");
     if (f) {

@@ -41,7 +41,8 @@ import gen_models  # noqa: E402
 
 
 def find_ptxas():
-    for p in (os.environ.get("PTXAS"), "/usr/local/cuda/bin/ptxas", shutil.which("ptxas")):
+    for p in (os.environ.get("PTXAS"), "/usr/local/cuda/bin/ptxas", os.path.join(ROOT, ".venv", "cuda", "bin", "ptxas"),
+              shutil.which("ptxas")):
         if p and os.path.exists(p):
             return p
     return None
