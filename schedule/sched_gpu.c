@@ -11,6 +11,39 @@
 
 #define GPU_THREADS 256
 
+int64_t lower_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+typedef struct loads {
+  te_tensor **t;
+  int n, max;
+} loads;
+
+static void note(te_tensor *t, void *arg) {
+  loads *l = arg;
+  for (int i = 0; i < l->n && i < l->max; i++)
+    if (l->t[i] == t) return;
+  if (l->n < l->max) l->t[l->n] = t;
+  l->n++;
+}
+
+int lower_gpu_loads(const sch_stage *st, te_tensor **t, int max) {
+  loads l = {t, 0, max};
+  te_visit_loads(st->body, note, &l);
+  return l.n;
+}
+
+int lower_gpu_fetch(sch_schedule *s, sch_stage *sh, int64_t tz, int64_t ty, int64_t tx) {
+  sch_iter *f = sh->leaf[0];
+  while (sh->n_leaf > 1)
+    if (sch_fuse(s, sh, f, sh->leaf[1], &f) < 0) return -1;
+  sch_iter *o, *xi, *oo, *yi, *ooo, *zi;
+  if (sch_split(s, sh, f, tx, &o, &xi) < 0 || sch_split(s, sh, o, ty, &oo, &yi) < 0 ||
+      sch_bind(s, sh, yi, "threadIdx.y") < 0 || sch_bind(s, sh, xi, "threadIdx.x") < 0)
+    return -1;
+  if (tz > 1 && (sch_split(s, sh, oo, tz, &ooo, &zi) < 0 || sch_bind(s, sh, zi, "threadIdx.z") < 0)) return -1;
+  return 0;
+}
+
 /* Output axes fused, split by the block size, bound to blocks and threads; the
  * thread loop, or NULL for a stage without output axes (one thread computes it). */
 static int bind_stage(sch_schedule *s, sch_stage *st, sch_iter **thread) {

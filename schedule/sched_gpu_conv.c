@@ -28,8 +28,6 @@ static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
   return 4 * ((int64_t)c->boc * c->bic * KH * KW + (int64_t)c->bic * rows * cols);
 }
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
   int64_t N = o->shape[0], OC = o->shape[1], OH = o->shape[2], OW = o->shape[3], C = red->reduce_axes[0]->extent;
@@ -47,7 +45,7 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
     c.bow = 4 * c.tow;
     while (c.bow > c.tow && OW <= c.bow / 2) c.bow /= 2;
     c.boh = 16 / (c.bow / c.tow);
-    blocks = N * cdiv(OC, c.boc) * cdiv(OH, c.boh) * cdiv(OW, c.bow);
+    blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
     if (blocks >= 2 * sms) break;
   }
   *use = blocks >= sms / 2;
@@ -64,42 +62,15 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   return c;
 }
 
-typedef struct loads {
-  te_tensor *t[4];
-  int n;
-} loads;
-
-static void note(te_tensor *t, void *arg) {
-  loads *l = arg;
-  for (int i = 0; i < l->n; i++)
-    if (l->t[i] == t) return;
-  if (l->n < 4) l->t[l->n] = t;
-  l->n++;
-}
-
-/* A copy into shared memory computed at the reduction's outer loop: its axes
- * fused and spread over the block's threads (x fastest). */
-static int fetch(sch_schedule *s, sch_stage *sh, int64_t tz, int64_t ty, int64_t tx) {
-  sch_iter *f = sh->leaf[0];
-  while (sh->n_leaf > 1)
-    if (sch_fuse(s, sh, f, sh->leaf[1], &f) < 0) return -1;
-  sch_iter *o, *xi, *oo, *yi, *ooo, *zi;
-  if (sch_split(s, sh, f, tx, &o, &xi) < 0 || sch_split(s, sh, o, ty, &oo, &yi) < 0 ||
-      sch_split(s, sh, oo, tz, &ooo, &zi) < 0 || sch_bind(s, sh, zi, "threadIdx.z") < 0 ||
-      sch_bind(s, sh, yi, "threadIdx.y") < 0 || sch_bind(s, sh, xi, "threadIdx.x") < 0)
-    return -1;
-  return 0;
-}
-
 int lower_gpu_conv_fits(const sch_stage *st) {
   if (st->t->rank != 4 || st->n_reduce != 3 || st->t->dtype != GIR_F32 || !st->t->tag || strcmp(st->t->tag, "conv"))
     return 0;
-  loads l = {{0}, 0};
-  te_visit_loads(st->body, note, &l);
-  if (l.n != 2) return 0;
+  te_tensor *lt[4];
+  int nl = lower_gpu_loads(st, lt, 4);
+  if (nl != 2) return 0;
   /* one group: the weights [OC, C, KH, KW] span every input channel */
   for (int i = 0; i < 2; i++) {
-    const te_tensor *w = l.t[i], *x = l.t[1 - i];
+    const te_tensor *w = lt[i], *x = lt[1 - i];
     if (w->rank == 4 && x->rank == 4 && w->shape[0] == st->t->shape[1] && w->shape[1] == x->shape[1] &&
         w->shape[1] == st->reduce_axes[0]->extent)
       return 1;
@@ -111,9 +82,9 @@ int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const 
   if (c->boc < 1 || c->toc < 1 || c->bow < 1 || c->boh < 1 || c->tow < 1 || c->bic < 1 || c->boc % c->toc ||
       c->bow % c->tow)
     return gir_errf(s->err, "gpu conv: bad tiles");
-  loads l = {{0}, 0};
-  te_visit_loads(red->body, note, &l);
-  if (epi->n_root != 4 || l.n != 2) return gir_errf(s->err, "gpu conv: %s is not a 2-D conv", red->t->name);
+  te_tensor *lt[4];
+  int nl = lower_gpu_loads(red, lt, 4);
+  if (epi->n_root != 4 || nl != 2) return gir_errf(s->err, "gpu conv: %s is not a 2-D conv", red->t->name);
   int64_t OC = epi->leaf[1]->extent, OH = epi->leaf[2]->extent, OW = epi->leaf[3]->extent;
   int64_t oce = OC < c->boc ? OC : c->boc, owe = OW < c->bow ? OW : c->bow, ohe = OH < c->boh ? OH : c->boh;
   /* threads: z over channel groups, y over rows, x over column groups — three loops
@@ -146,8 +117,8 @@ int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const 
     if (rorder[i]->extent > 1 && sch_annotate(s, red, rorder[i], TIR_UNROLLED) < 0) return -1;
   for (int i = 0; i < 2; i++) {
     sch_stage *rd[1] = {red};
-    sch_stage *sh = sch_cache_read(s, l.t[i], TIR_SHARED, rd, 1);
-    if (!sh || sch_compute_at(s, sh, red, rco) < 0 || fetch(s, sh, tz, ty, tx) < 0) return -1;
+    sch_stage *sh = sch_cache_read(s, lt[i], TIR_SHARED, rd, 1);
+    if (!sh || sch_compute_at(s, sh, red, rco) < 0 || lower_gpu_fetch(s, sh, tz, ty, tx) < 0) return -1;
   }
   red->template_name = epi->template_name = "gpu_conv";
   return 0;

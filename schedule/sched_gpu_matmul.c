@@ -12,8 +12,6 @@
 #include <string.h>
 #include "templates.h"
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
   int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1], batch = 1;
@@ -22,7 +20,7 @@ lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_
   /* 64 x 64 tiles of 4 x 4 per thread, halved (the larger side first, then the
    * thread tile) until the grid has two blocks per multiprocessor */
   lower_gpu_matmul_cfg c = {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
-  while (batch * cdiv(M, c.bm) * cdiv(N, c.bn) < 2 * sms && (c.bm > 16 || c.bn > 16)) {
+  while (batch * lower_cdiv(M, c.bm) * lower_cdiv(N, c.bn) < 2 * sms && (c.bm > 16 || c.bn > 16)) {
     if (c.bm >= c.bn && c.bm > 16) c.bm /= 2, c.tm = c.bm / 16;
     else c.bn /= 2, c.tn = c.bn / 16;
   }
@@ -31,34 +29,8 @@ lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_
   if (c.tm < 1) c.tm = 1;
   if (c.tn < 1) c.tn = 1;
   /* a few rows (a matrix-vector product) or a grid of a handful of blocks: a thread per output */
-  *use = M >= 16 && batch * cdiv(M, c.bm) * cdiv(N, c.bn) >= sms / 2;
+  *use = M >= 16 && batch * lower_cdiv(M, c.bm) * lower_cdiv(N, c.bn) >= sms / 2;
   return c;
-}
-
-typedef struct loads {
-  te_tensor *t[4];
-  int n;
-} loads;
-
-static void note(te_tensor *t, void *arg) {
-  loads *l = arg;
-  for (int i = 0; i < l->n; i++)
-    if (l->t[i] == t) return;
-  if (l->n < 4) l->t[l->n] = t;
-  l->n++;
-}
-
-/* The copy of a tensor into shared memory, computed at the reduction's outer k
- * loop: its axes fused and spread over the block's threads (ty, tx). */
-static int fetch(sch_schedule *s, sch_stage *sh, int64_t ty, int64_t tx) {
-  sch_iter *f = sh->leaf[0];
-  while (sh->n_leaf > 1)
-    if (sch_fuse(s, sh, f, sh->leaf[1], &f) < 0) return -1;
-  sch_iter *o, *xi, *oo, *yi;
-  if (sch_split(s, sh, f, tx, &o, &xi) < 0 || sch_split(s, sh, o, ty, &oo, &yi) < 0 ||
-      sch_bind(s, sh, yi, "threadIdx.y") < 0 || sch_bind(s, sh, xi, "threadIdx.x") < 0)
-    return -1;
-  return 0;
 }
 
 int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_cfg *c) {
@@ -66,10 +38,10 @@ int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, cons
       (c->bm / c->tm) * (c->bn / c->tn) > 1024)
     return gir_errf(s->err, "gpu matmul: tiles %dx%dx%d / %dx%d do not make a block of at most 1024 threads", c->bm,
                     c->bn, c->bk, c->tm, c->tn);
-  loads l = {{0}, 0};
-  te_visit_loads(red->body, note, &l);
+  te_tensor *lt[4];
+  int nl = lower_gpu_loads(red, lt, 4);
   int r = epi->n_root;
-  if (r < 2 || l.n > 4) return gir_errf(s->err, "gpu matmul: %s is not a matmul", red->t->name);
+  if (r < 2 || nl > 4) return gir_errf(s->err, "gpu matmul: %s is not a matmul", red->t->name);
   /* threads per block: a tile wider than the output has only the rows and columns there are */
   int64_t M = epi->leaf[r - 2]->extent, N = epi->leaf[r - 1]->extent;
   int64_t me = M < c->bm ? M : c->bm, ne = N < c->bn ? N : c->bn;
@@ -112,10 +84,10 @@ int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, cons
         sch_annotate(s, red, red->leaf[i], TIR_UNROLLED) < 0)
       return -1;
   /* the operands' tiles in shared memory, fetched at each step of ko */
-  for (int i = 0; i < l.n && i < 4; i++) {
+  for (int i = 0; i < nl && i < 4; i++) {
     sch_stage *rd[1] = {red};
-    sch_stage *sh = sch_cache_read(s, l.t[i], TIR_SHARED, rd, 1);
-    if (!sh || sch_compute_at(s, sh, red, ko) < 0 || fetch(s, sh, ty, tx) < 0) return -1;
+    sch_stage *sh = sch_cache_read(s, lt[i], TIR_SHARED, rd, 1);
+    if (!sh || sch_compute_at(s, sh, red, ko) < 0 || lower_gpu_fetch(s, sh, 1, ty, tx) < 0) return -1;
   }
   red->template_name = epi->template_name = "gpu_matmul";
   return 0;

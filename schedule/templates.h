@@ -53,6 +53,14 @@ int lower_gpu_conv_fits(const sch_stage *red);
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use); /* as matmul's */
 int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *cfg);
 
+/* Shared by the GPU templates (sched_gpu.c): ceil(a / b); the distinct tensors st's
+ * body loads (their count; the first max in t); a copy into shared memory computed
+ * inside a block's thread loops, its axes fused and spread over the tz × ty × tx
+ * threads (x fastest, bound to the enclosing thread indices: cooperative fetching). */
+int64_t lower_cdiv(int64_t a, int64_t b);
+int lower_gpu_loads(const sch_stage *st, te_tensor **t, int max);
+int lower_gpu_fetch(sch_schedule *s, sch_stage *sh, int64_t tz, int64_t ty, int64_t tx);
+
 /* The GPU's default schedule (sched_gpu.c): templates for the heavy stages, one
  * output element per thread for the rest. */
 int lower_sched_gpu(sch_schedule *s, const lower_target *t);
