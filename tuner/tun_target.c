@@ -5,6 +5,7 @@
  * one microarchitecture is only a guess on another). */
 #include <stdio.h>
 #include <string.h>
+#include "cuda_backend.h"
 #include "tuner.h"
 
 void tun_cpu_model(char *buf, size_t n) {
@@ -32,6 +33,9 @@ int tun_target_init(tun_target *t, const char *name, gir_err *err) {
   if (!name) name = "host";
   if (strlen(name) >= sizeof t->name) return gir_errf(err, "unknown target '%s'", name);
   snprintf(t->name, sizeof t->name, "%s", name);
+  if (tgt_cuda_is_target(name))
+    return gir_errf(err, "tuning measures kernels on this machine's CPU: GPU targets (%s) are not tuned yet "
+                         "(their schedules' knobs are data, lower_gpu_*_cfg, but there is no GPU measurer)", name);
   if (tgt_llvm_named_target(name, &t->llvm, err) < 0) return -1;
   char why[256];
   if (!tgt_llvm_target_runs_here(name, why, sizeof why))

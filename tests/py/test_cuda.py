@@ -12,7 +12,8 @@ Without a GPU (CI has none), every part but the launch is checked:
    gru, misc, concats, cnn, mlp).
 3. The benchmark models (ResNet-50, MobileNetV2, the BERT-like encoder): compiled
    for `cuda` (sm_80 PTX), whose PTX ptxas must accept for sm_80 and sm_90, and for
-   `cuda-sm90`, for sm_90 (too big to emulate in a test's time).
+   `cuda-sm90`, for sm_90 (too big to emulate in a test's time); the light models
+   of test_e2e.py for `cuda`, sm_80 and sm_90.
 ptxas is the CUDA toolkit's (/usr/local/cuda/bin/ptxas or $PTXAS); without it the
 PTX checks are reported skipped, never passed. The node suite runs the same way in
 ctest conformance_cuda.
@@ -38,6 +39,13 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import util  # noqa: E402
 import gen_models  # noqa: E402
+
+
+def is_sanitizer_build(kiln):
+    """An ASan build of kiln compiles at -O0 under ASan: the large models are the release build's job."""
+    with open(kiln, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"AddressSanitizer" in data
 
 
 def find_ptxas():
@@ -196,10 +204,22 @@ def main():
         sys.path.insert(0, os.path.join(ROOT, "bench"))
         import run as bench_run  # noqa: E402
         names = [n for n in ("mobilenetv2", "bert_encoder", "resnet50") if a.filter in n]
+        if is_sanitizer_build(a.kiln):  # minutes each at -O0 under ASan: the release build checks them
+            checks.skip("the benchmark and light models' PTX: a sanitizer build of kiln (the release build's test runs them)")
+            names, light = [], ()
+        else:
+            light = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "shufflenet", "squeezenet", "vgg19",
+                     "zfnet512")
         paths = bench_run.prepare_models(names, model_dir, False) if names else {}
-        for name in names:
-            src = paths[name]
-            for target, archs in (("cuda", (80, 90)), ("cuda-sm90", (90,))):
+        models = [(n, paths[n], (("cuda", (80, 90)), ("cuda-sm90", (90,)))) for n in names]
+        # the other e2e models of test_e2e.py: the onnx package's light models (their
+        # placeholder weights: the kernels do not depend on the values), sm_80 PTX
+        for n in light:
+            if a.filter in "light_" + n:
+                models.append(("light_" + n, os.path.join(util.onnx_data_dir("light"), "light_%s.onnx" % n),
+                               (("cuda", (80, 90)),)))
+        for name, src, targets in models:
+            for target, archs in targets:
                 out = os.path.join(work, "%s.%s.kiln" % (name, target))
                 r = util.run_kiln(a.kiln, ["compile", src, "--target", target, "-o", out], timeout=900)
                 if not checks.check(r.rc == 0, "%s --target %s: %s %s" % (name, target, r.describe(), r.err[-300:])):
