@@ -179,6 +179,20 @@ gir_value *imp_broadcast_to(imp_ctx *c, gir_value *x, const gir_shape *s) {
   return imp_finish(c, n);
 }
 
+gir_value *imp_layer_norm(imp_ctx *c, gir_value *x, gir_value *scale, gir_value *bias, int64_t axis, double eps,
+                          int rms) {
+  if (!x) return NULL;
+  gir_value *ins[3] = {x, scale, bias};
+  int n_in = bias ? 3 : scale ? 2 : 1;
+  gir_node *g = imp_new_node(c, GIR_OP_layer_norm, ins, n_in, 1);
+  gir_attr_set_int(c->g, g, "axis", axis);
+  gir_attr_set_float(c->g, g, "epsilon", eps);
+  gir_attr_set_int(c->g, g, "rms", rms);
+  return imp_finish(c, g);
+}
+
+int imp_out_wanted(const imp_node *n, int i) { return i < n->n_out && n->out_names[i] && n->out_names[i][0]; }
+
 gir_value *imp_reduce(imp_ctx *c, gir_reduce_fn fn, gir_value *x, const int64_t *axes, int32_t n_axes, int keepdims) {
   if (!x) return NULL;
   gir_node *n = node1(c, GIR_OP_reduce, x);

@@ -123,6 +123,12 @@ gir_value *imp_concat(imp_ctx *c, gir_value *const *xs, int32_t n, int64_t axis)
 gir_value *imp_slice_axis(imp_ctx *c, gir_value *x, int axis, int64_t start, int64_t step, int64_t size);
 gir_value *imp_broadcast_to(imp_ctx *c, gir_value *x, const gir_shape *s);
 gir_value *imp_reduce(imp_ctx *c, gir_reduce_fn fn, gir_value *x, const int64_t *axes, int32_t n_axes, int keepdims);
+/* layer_norm over axes [axis, rank) of x (scale, bias NULL or broadcasting against them;
+ * rms: x / sqrt(mean(x²) + eps), no mean subtracted). */
+gir_value *imp_layer_norm(imp_ctx *c, gir_value *x, gir_value *scale, gir_value *bias, int64_t axis, double eps,
+                          int rms);
+/* 1 if output i of the node is present and named (an optional output asked for). */
+int imp_out_wanted(const imp_node *n, int i);
 gir_value *imp_matmul(imp_ctx *c, gir_value *a, gir_value *b);
 /* Scalar constant of x's dtype. */
 gir_value *imp_scalar_like(imp_ctx *c, const gir_value *x, double v);

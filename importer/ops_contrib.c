@@ -5,6 +5,12 @@
  *   BiasGelu(A, B)          Gelu(A + B)
  *   QuickGelu(X; alpha)     X · sigmoid(alpha·X), alpha 1.702 by default
  *   BiasAdd(X, bias, skip)  X + bias + skip
+ *   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon)
+ *                           s = input + skip (+ bias); LayerNorm(s) over the last axis
+ *                           · gamma (+ beta); output 3 (input_skip_bias_sum) is s
+ *   SkipSimplifiedLayerNormalization(input, skip, gamma, bias?; epsilon)
+ *                           the same in RMS form: s / sqrt(mean(s²) + eps) · gamma
+ *   (their outputs 1 and 2, the statistics, are refused with a message)
  * ONNX Runtime is the reference for this domain (tests/py/test_contrib_ops.py). */
 #include "ops.h"
 
@@ -51,3 +57,32 @@ int imp_cv_ms_BiasAdd(imp_ctx *c, imp_node *n) {
   if (float_input(c, x, "X") < 0 || float_input(c, b, "bias") < 0 || float_input(c, s, "skip") < 0) return -1;
   return imp_set_output(c, n, 0, imp_binary(c, GIR_BINARY_ADD, imp_binary(c, GIR_BINARY_ADD, x, b), s));
 }
+
+/* SkipLayerNormalization and SkipSimplifiedLayerNormalization (rms): the residual
+ * sum, then the canonical layer_norm over the last axis (what the layer-norm row
+ * template schedules). */
+static int skip_norm(imp_ctx *c, imp_node *n, int rms) {
+  gir_value *x = imp_in(n, 0), *skip = imp_in(n, 1), *gamma = imp_in(n, 2);
+  gir_value *beta = rms ? NULL : imp_in(n, 3), *bias = imp_in(n, rms ? 3 : 4);
+  if (float_input(c, x, "input") < 0 || float_input(c, skip, "skip") < 0 || float_input(c, gamma, "gamma") < 0 ||
+      (beta && float_input(c, beta, "beta") < 0) || (bias && float_input(c, bias, "bias") < 0))
+    return -1;
+  if (x->shape.rank < 1) return imp_fail(c, "input needs rank >= 1");
+  int64_t hidden = x->shape.dims[x->shape.rank - 1];
+  gir_value *vecs[3] = {gamma, beta, bias};
+  static const char *const names[3] = {"gamma", "beta", "bias"};
+  for (int i = 0; i < 3; i++)
+    if (vecs[i] && (vecs[i]->shape.rank != 1 || vecs[i]->shape.dims[0] != hidden))
+      return imp_fail(c, "%s must have the input's last dimension (%lld)", names[i], (long long)hidden);
+  if (imp_out_wanted(n, 1) || imp_out_wanted(n, 2))
+    return imp_fail(c, "outputs 1 and 2 (mean, inv_std_var) are not supported; output 3, the sum, is");
+  gir_value *sum = imp_binary(c, GIR_BINARY_ADD, x, skip);
+  if (bias) sum = imp_binary(c, GIR_BINARY_ADD, sum, bias);
+  double eps = imp_attr_float(n, "epsilon", 1e-12);
+  gir_value *y = imp_layer_norm(c, sum, gamma, beta, x->shape.rank - 1, eps, rms);
+  if (imp_set_output(c, n, 0, y) < 0) return -1;
+  return imp_out_wanted(n, 3) ? imp_set_output(c, n, 3, sum) : 0;
+}
+
+int imp_cv_ms_SkipLayerNormalization(imp_ctx *c, imp_node *n) { return skip_norm(c, n, 0); }
+int imp_cv_ms_SkipSimplifiedLayerNormalization(imp_ctx *c, imp_node *n) { return skip_norm(c, n, 1); }

@@ -19,7 +19,6 @@
 /* ---------- small helpers ---------- */
 
 
-static int out_wanted(const imp_node *n, int i) { return i < n->n_out && n->out_names[i] && n->out_names[i][0]; }
 
 static gir_value *reshape_s(imp_ctx *c, gir_value *x, const gir_shape *s) {
   return imp_reshape(c, x, s->rank, s->dims);
@@ -122,18 +121,6 @@ static gir_value *fit_inner(imp_ctx *c, gir_value *v, int32_t inner, int *ok) {
       return v;
     }
   return imp_reshape(c, v, inner, v->shape.dims + extra);
-}
-
-static gir_value *emit_layer_norm(imp_ctx *c, gir_value *x, gir_value *scale, gir_value *bias, int64_t axis, double eps,
-                                  int rms) {
-  if (!x) return NULL;
-  gir_value *ins[3] = {x, scale, bias};
-  int n_in = bias ? 3 : scale ? 2 : 1;
-  gir_node *g = imp_new_node(c, GIR_OP_layer_norm, ins, n_in, 1);
-  gir_attr_set_int(c->g, g, "axis", axis);
-  gir_attr_set_float(c->g, g, "epsilon", eps);
-  gir_attr_set_int(c->g, g, "rms", rms);
-  return imp_finish(c, g);
 }
 
 /* stash_type attribute (an ONNX element type code) → a float dtype. */
@@ -424,7 +411,7 @@ static int batchnorm_training(imp_ctx *c, imp_node *n, gir_value *x, gir_value *
   if (imp_set_output(c, n, 0, y) < 0) return -1;
   int64_t cdim = ch;
   for (int k = 0; k < 2; k++) {
-    if (!out_wanted(n, 1 + k)) continue;
+    if (!imp_out_wanted(n, 1 + k)) continue;
     gir_value *run = p[2 + k], *batch = imp_reshape(c, k ? vb : mb, 1, &cdim);
     if (!batch) return -1;
     batch = imp_cast(c, batch, run->dtype);
@@ -442,7 +429,7 @@ int imp_cv_BatchNormalization(imp_ctx *c, imp_node *n) {
     return imp_unsupported_node(c, n, "training mode (is_test=0)");
   if (n->opset >= 14 && imp_attr_int(n, "training_mode", 0)) return batchnorm_training(c, n, x, p);
   for (int i = 1; i < n->n_out; i++)
-    if (out_wanted(n, i)) return imp_unsupported_node(c, n, "training outputs (mean, var, saved statistics)");
+    if (imp_out_wanted(n, i)) return imp_unsupported_node(c, n, "training outputs (mean, var, saved statistics)");
   if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "X must be floating point");
   int r = x->shape.rank;
   if (r < 2) return imp_fail(c, "X needs rank >= 2 (N, C, ...)");
@@ -476,7 +463,7 @@ int imp_cv_InstanceNormalization(imp_ctx *c, imp_node *n) {
   int64_t ch = x->shape.dims[1];
   if (gir_value_numel(s) != ch || gir_value_numel(b) != ch)
     return imp_fail(c, "scale and B need C=%lld values", (long long)ch);
-  gir_value *y = emit_layer_norm(c, x, NULL, NULL, 2, imp_attr_float(n, "epsilon", 1e-5), 0);
+  gir_value *y = imp_layer_norm(c, x, NULL, NULL, 2, imp_attr_float(n, "epsilon", 1e-5), 0);
   y = mul(c, y, along_axis(c, s, r, 1));
   return imp_set_output(c, n, 0, add(c, y, along_axis(c, b, r, 1)));
 }
@@ -495,14 +482,14 @@ int imp_cv_LayerNormalization(imp_ctx *c, imp_node *n) {
   double eps = imp_attr_float(n, "epsilon", 1e-5);
   gir_dtype st;
   if (stash_dtype(c, n, &st) < 0) return -1;
-  int want_stats = out_wanted(n, 1) || out_wanted(n, 2);
+  int want_stats = imp_out_wanted(n, 1) || imp_out_wanted(n, 2);
   gir_value *y;
   if (!want_stats) {
     int ok = 1;
     gir_value *s2 = fit_inner(c, scale, r - (int32_t)axis, &ok), *b2 = fit_inner(c, bias, r - (int32_t)axis, &ok);
     if (st == x->dtype && ok && scale->dtype == x->dtype && (!bias || bias->dtype == x->dtype))
-      return imp_set_output(c, n, 0, emit_layer_norm(c, x, s2, b2, axis, eps, 0));
-    y = emit_layer_norm(c, imp_cast(c, x, st), NULL, NULL, axis, eps, 0);
+      return imp_set_output(c, n, 0, imp_layer_norm(c, x, s2, b2, axis, eps, 0));
+    y = imp_layer_norm(c, imp_cast(c, x, st), NULL, NULL, axis, eps, 0);
     y = mul(c, imp_cast(c, y, x->dtype), scale);
     if (bias) y = add(c, y, bias);
     return imp_set_output(c, n, 0, y);
@@ -545,7 +532,7 @@ int imp_cv_GroupNormalization(imp_ctx *c, imp_node *n) {
   int64_t spatial = prod(x->shape.dims, 2, r);
   int64_t d3[3] = {nb, groups, ch / groups * spatial};
   gir_value *v = imp_reshape(c, imp_cast(c, x, st), 3, d3);
-  v = imp_cast(c, emit_layer_norm(c, v, NULL, NULL, 2, eps, 0), x->dtype);
+  v = imp_cast(c, imp_layer_norm(c, v, NULL, NULL, 2, eps, 0), x->dtype);
   if (per_channel) {
     int64_t dc[3] = {nb, ch, spatial};
     v = imp_reshape(c, v, 3, dc);
@@ -570,8 +557,8 @@ int imp_cv_RMSNormalization(imp_ctx *c, imp_node *n) {
   int ok = 1;
   gir_value *s2 = fit_inner(c, scale, r - (int32_t)axis, &ok);
   if (st == x->dtype && scale->dtype == x->dtype && ok)
-    return imp_set_output(c, n, 0, emit_layer_norm(c, x, s2, NULL, axis, eps, 1));
-  gir_value *y = emit_layer_norm(c, imp_cast(c, x, st), NULL, NULL, axis, eps, 1);
+    return imp_set_output(c, n, 0, imp_layer_norm(c, x, s2, NULL, axis, eps, 1));
+  gir_value *y = imp_layer_norm(c, imp_cast(c, x, st), NULL, NULL, axis, eps, 1);
   y = imp_cast(c, imp_cast(c, y, x->dtype), scale->dtype);
   return imp_set_output(c, n, 0, mul(c, y, scale));
 }
@@ -634,7 +621,7 @@ static int cv_pool(imp_ctx *c, imp_node *n, gir_pool_fn fn) {
   int dil_ok, ceil_ok = n->opset >= 10, count_pad = 0;
   int64_t p = 0;
   if (fn == GIR_POOL_MAX) {
-    if (out_wanted(n, 1) && n->opset < 8) return imp_fail(c, "MaxPool has one output before opset 8");
+    if (imp_out_wanted(n, 1) && n->opset < 8) return imp_fail(c, "MaxPool has one output before opset 8");
     dil_ok = n->opset >= 10;
   } else if (fn == GIR_POOL_AVG) {
     dil_ok = n->opset >= 19;
@@ -661,7 +648,7 @@ static int cv_pool(imp_ctx *c, imp_node *n, gir_pool_fn fn) {
   gir_attr_set_int(c->g, g, "count_include_pad", count_pad);
   if (fn == GIR_POOL_LP) gir_attr_set_int(c->g, g, "p", p);
   if (imp_set_output(c, n, 0, imp_finish(c, g)) < 0) return -1;
-  if (fn == GIR_POOL_MAX && out_wanted(n, 1)) { /* Indices: flat positions of the maxima */
+  if (fn == GIR_POOL_MAX && imp_out_wanted(n, 1)) { /* Indices: flat positions of the maxima */
     gir_node *ix = imp_new_node(c, GIR_OP_pool_index, &x, 1, 1);
     gir_attr_set_int(c->g, ix, "fn", GIR_POOL_MAX);
     gir_attr_set_ints(c->g, ix, "kernel", w.kernel, w.k);
