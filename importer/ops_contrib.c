@@ -11,6 +11,9 @@
  *   SkipSimplifiedLayerNormalization(input, skip, gamma, bias?; epsilon)
  *                           the same in RMS form: s / sqrt(mean(s²) + eps) · gamma
  *   (their outputs 1 and 2, the statistics, are refused with a message)
+ *   FusedMatMul(A, B; alpha, transA, transB)
+ *                           alpha · op(A) @ op(B), op swapping the last two axes when
+ *                           asked (transBatchA/B, which move batch axes, are refused)
  * ONNX Runtime is the reference for this domain (tests/py/test_contrib_ops.py). */
 #include "ops.h"
 
@@ -86,3 +89,32 @@ static int skip_norm(imp_ctx *c, imp_node *n, int rms) {
 
 int imp_cv_ms_SkipLayerNormalization(imp_ctx *c, imp_node *n) { return skip_norm(c, n, 0); }
 int imp_cv_ms_SkipSimplifiedLayerNormalization(imp_ctx *c, imp_node *n) { return skip_norm(c, n, 1); }
+
+/* x with its last two axes swapped. */
+static gir_value *swap_last2(imp_ctx *c, gir_value *x) {
+  int64_t perm[GIR_MAX_RANK];
+  int r = x->shape.rank;
+  for (int i = 0; i < r; i++) perm[i] = i;
+  perm[r - 2] = r - 1;
+  perm[r - 1] = r - 2;
+  return imp_transpose(c, x, perm);
+}
+
+int imp_cv_ms_FusedMatMul(imp_ctx *c, imp_node *n) {
+  gir_value *a = imp_in(n, 0), *b = imp_in(n, 1);
+  if (float_input(c, a, "A") < 0 || float_input(c, b, "B") < 0) return -1;
+  if (imp_attr_int(n, "transBatchA", 0) || imp_attr_int(n, "transBatchB", 0))
+    return imp_fail(c, "transBatchA and transBatchB are not supported");
+  if (imp_attr_int(n, "transA", 0)) {
+    if (a->shape.rank < 2) return imp_fail(c, "transA needs A of rank >= 2");
+    a = swap_last2(c, a);
+  }
+  if (imp_attr_int(n, "transB", 0)) {
+    if (b->shape.rank < 2) return imp_fail(c, "transB needs B of rank >= 2");
+    b = swap_last2(c, b);
+  }
+  gir_value *y = imp_matmul(c, a, b);
+  double alpha = imp_attr_float(n, "alpha", 1.0);
+  if (y && alpha != 1.0) y = imp_binary(c, GIR_BINARY_MUL, y, imp_scalar_like(c, y, alpha));
+  return imp_set_output(c, n, 0, y);
+}

@@ -1,7 +1,8 @@
 """test_contrib_ops.py — ONNX Runtime's com.microsoft ops that kiln converts
 (importer/ops_contrib.c: Gelu, FastGelu with and without bias, BiasGelu, QuickGelu
 with its default and another alpha, BiasAdd, SkipLayerNormalization with and
-without beta and bias and its sum output, SkipSimplifiedLayerNormalization), each a
+without beta and bias and its sum output, SkipSimplifiedLayerNormalization, FusedMatMul
+with alpha and each transpose), each a
 one-node model at several
 shapes, compiled and run by kiln and compared with ONNX Runtime's own kernels (the
 reference for that domain; BiasAdd, which it implements for CUDA only, against its
@@ -34,7 +35,8 @@ def model(path, op, inputs, attrs=None, outputs=("Y",)):
     vis = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs if n]
     node = helper.make_node(op, [n for n, _ in inputs], list(outputs), domain="com.microsoft", name=op + "_0",
                             **(attrs or {}))
-    ys = [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(inputs[0][1])) for o in outputs if o]
+    shape = None if op == "FusedMatMul" else list(inputs[0][1])  # a product's shape: left to inference
+    ys = [helper.make_tensor_value_info(o, TensorProto.FLOAT, shape) for o in outputs if o]
     g = helper.make_graph([node], "g", vis, ys)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
     m.ir_version = 8
@@ -58,6 +60,13 @@ def cases():
             yield "SkipLayerNormalization", [("X", s), ("skip", s), ("gamma", last), ("beta", last)], eps, ("Y", "", "", "S")
             yield "SkipSimplifiedLayerNormalization", [("X", s), ("skip", s), ("gamma", last)], eps
             yield "SkipSimplifiedLayerNormalization", [("X", s), ("skip", s), ("gamma", last), ("bias", last)], eps
+    for ta in (0, 1):
+        for tb in (0, 1):
+            a = (2, 5, 3) if ta else (2, 3, 5)
+            b = (4, 5) if tb else (5, 4)
+            yield "FusedMatMul", [("A", a), ("B", b)], {"alpha": 0.5, "transA": ta, "transB": tb}
+    yield "FusedMatMul", [("A", (1, 16, 64)), ("B", (1, 16, 64))], {"alpha": 0.125, "transB": 1}
+    yield "FusedMatMul", [("A", (7, 9)), ("B", (9, 11))], None
 
 
 def main():
