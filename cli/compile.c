@@ -138,12 +138,10 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
 
   /* layout (-O2): convolutions in NCHW[x]c with packed weights, x the target's
    * vector width; the layout spreads through layout-agnostic ops */
-  tgt_llvm_options topt = {0};
   lower_target lt;
-  int c_kernels = 0;
-  if (kernel_backend(o, &topt, &c_kernels, err) < 0 ||
-      (c_kernels || tgt_c_is_bare_metal(o->target) ? tgt_c_lower_target(o->target, &lt, err) /* the CPU's lanes */
-                                                     : tgt_llvm_lower_target(&topt, &lt)) < 0)
+  if (kernel_backend(o, &f->topt, &f->c_kernels, err) < 0 ||
+      (f->c_kernels || tgt_c_is_bare_metal(o->target) ? tgt_c_lower_target(o->target, &lt, err) /* the CPU's lanes */
+                                                        : tgt_llvm_lower_target(&f->topt, &lt)) < 0)
     return -1;
   lt.tuning = o->tuning; /* kiln tune's probe, or --records' tuned schedules (tuner/); NULL: the defaults */
   if (o->opt_level >= 2) {

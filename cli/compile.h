@@ -63,6 +63,7 @@ int kiln_print_footprint(const kiln_compile_options *opt, FILE *out, gir_err *er
 /* The front half of the pipeline: import → ranges → fold → simplify → hfuse →
  * layout → fuse → outputs → lower, for a tool that wants the graph and its
  * kernels without code. On success f holds them (free with kiln_front_free). */
+#include "llvm_backend.h"
 #include "lower.h"
 typedef struct kiln_front {
   gir_arena *arena;
@@ -70,6 +71,8 @@ typedef struct kiln_front {
   gir_input_range *ranges; /* per graph input, found on the imported graph */
   tir_builder b;
   lower_program prog;
+  tgt_llvm_options topt;   /* the LLVM backend's options for the target (unset when c_kernels) */
+  int c_kernels;           /* the kernels are C (targets/c) */
 } kiln_front;
 
 int kiln_compile_front(const kiln_compile_options *opt, kiln_front *f, kiln_compile_result *res, gir_err *err);

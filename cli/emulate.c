@@ -16,18 +16,12 @@
 #include <unistd.h>
 #include "cli.h"
 #include "compile.h"
-#include "cuda_backend.h"
 #include "gpu_launch.h"
 #include "llvm_backend.h"
 #include "plan.h"
 #include "tir_eval.h"
 
 #define EMULATE_BUDGET ((int64_t)40 * 1000 * 1000 * 1000) /* expression nodes per kernel */
-
-static int named_target(const char *t, tgt_llvm_options *o, gir_err *err) {
-  if (!t) t = "host";
-  return tgt_cuda_is_target(t) ? tgt_cuda_named_target(t, o, err) : tgt_llvm_named_target(t, o, err);
-}
 
 /* ptxas -arch=sm_NN on the PTX text: 0 when it assembles, else -1 with its output. */
 static int assemble(const char *ptxas, int sm, const char *text, size_t n, gir_err *err) {
@@ -60,23 +54,21 @@ static int assemble(const char *ptxas, int sm, const char *text, size_t n, gir_e
   return rc;
 }
 
-/* Generates the target's code for every kernel, then drops it: the check that
- * the code generator accepts them (for the CUDA targets, PTX, which ptxas
- * assembles when given). */
-static int codegen(const kiln_compile_options *o, const lower_program *p, const char *ptxas, gir_arena *a,
+/* Generates the target's code for every kernel with the LLVM backend, then drops
+ * it: the check that the code generator accepts them (for the CUDA targets, PTX,
+ * which ptxas assembles when given). */
+static int codegen(const tgt_llvm_options *topt, const lower_program *p, const char *ptxas, gir_arena *a,
                    gir_err *err) {
-  tgt_llvm_options topt = {0};
-  if (named_target(o->target, &topt, err) < 0) return -1;
   const tir_func **fns = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *fns);
   if (!fns) return gir_errf(err, "out of memory");
   for (int k = 0; k < p->n_kernels; k++) fns[k] = p->kernels[k].fn;
-  tgt_llvm_module *m = tgt_llvm_compile(fns, p->n_kernels, &topt, err);
+  tgt_llvm_module *m = tgt_llvm_compile(fns, p->n_kernels, topt, err);
   if (!m) return -1;
   char *text = NULL;
   size_t n = 0;
   int rc = tgt_llvm_asm_string(m, &text, &n, err);
-  if (rc == 0 && ptxas && topt.gpu_sm > 0) rc = assemble(ptxas, topt.gpu_sm, text, n, err);
-  if (rc == 0 && ptxas && topt.gpu_sm > 0 && topt.gpu_sm < 90) rc = assemble(ptxas, 90, text, n, err); /* and on Hopper */
+  if (rc == 0 && ptxas && topt->gpu_sm > 0) rc = assemble(ptxas, topt->gpu_sm, text, n, err);
+  if (rc == 0 && ptxas && topt->gpu_sm > 0 && topt->gpu_sm < 90) rc = assemble(ptxas, 90, text, n, err); /* and on Hopper */
   free(text);
   tgt_llvm_module_free(m);
   return rc;
@@ -114,10 +106,11 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
   int rc = -1;
   if (kiln_compile_front(o, &f, &res, err) < 0) goto out;
   pack_plan plan;
-  if (pack_build_plan(f.g, &f.prog, f.arena, &plan, err) < 0 || codegen(o, &f.prog, ptxas, f.arena, err) < 0) goto out;
+  if (pack_build_plan(f.g, &f.prog, f.arena, &plan, err) < 0 ||
+      (!f.c_kernels && codegen(&f.topt, &f.prog, ptxas, f.arena, err) < 0))
+    goto out;
   const gir_graph *g = f.g;
-  tgt_llvm_options topt = {0};
-  int gpu = named_target(o->target, &topt, err) == 0 && topt.gpu_sm > 0;
+  int gpu = !f.c_kernels && f.topt.gpu_sm > 0;
   unsigned char *arena = zeroed(a, plan.mem.arena_bytes);
   void **ins = gir_arena_calloc(a, (size_t)g->n_inputs + 1, sizeof *ins);
   void **outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);

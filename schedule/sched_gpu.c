@@ -69,37 +69,26 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
     sch_stage *st = s->stages[i];
     if (!st->is_output && st->n_reduce == 0 && sch_compute_inline(s, st) < 0) return -1;
   }
-  /* matmuls (float32): the template, its epilogue with it */
+  /* matmuls and 2-D convs of one group (float32): their templates, each stage's
+   * epilogue with it (a register stage made when it has none, as on CPUs) */
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
-    if (st->attach != SCH_ROOT || st->n_reduce != 1 || st->n_rels || st->t->dtype != GIR_F32 || !st->t->tag ||
-        strcmp(st->t->tag, "matmul") || st->t->rank < 2)
-      continue;
-    int use = 0;
-    lower_gpu_matmul_cfg cfg = lower_gpu_matmul_default(st, t, &use);
+    if (st->attach != SCH_ROOT || st->n_rels || st->t->dtype != GIR_F32 || !st->t->tag) continue;
+    int matmul = !strcmp(st->t->tag, "matmul") && st->n_reduce == 1 && st->t->rank >= 2, use = 0;
+    if (!matmul && !lower_gpu_conv_fits(st)) continue;
+    lower_gpu_matmul_cfg mc;
+    lower_gpu_conv_cfg cc;
+    if (matmul) mc = lower_gpu_matmul_default(st, t, &use);
+    else cc = lower_gpu_conv_default(st, t, &use);
     if (!use) continue;
     sch_stage *epi = lower_epilogue_of(s, st);
     if (!epi) {
       epi = st;
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
-    lower_tune_knobs(t, "gpu_matmul", &cfg, sizeof cfg);
-    if (lower_sched_gpu_matmul(s, st, epi, &cfg) < 0) return -1;
-  }
-  /* 2-D convs of one group (float32): the conv template */
-  for (int i = 0; i < s->n_stages; i++) {
-    sch_stage *st = s->stages[i];
-    if (st->attach != SCH_ROOT || st->n_rels || !lower_gpu_conv_fits(st)) continue;
-    int use = 0;
-    lower_gpu_conv_cfg cfg = lower_gpu_conv_default(st, t, &use);
-    if (!use) continue;
-    sch_stage *epi = lower_epilogue_of(s, st);
-    if (!epi) {
-      epi = st;
-      if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
-    }
-    lower_tune_knobs(t, "gpu_conv", &cfg, sizeof cfg);
-    if (lower_sched_gpu_conv(s, st, epi, &cfg) < 0) return -1;
+    if (matmul) lower_tune_knobs(t, "gpu_matmul", &mc, sizeof mc);
+    else lower_tune_knobs(t, "gpu_conv", &cc, sizeof cc);
+    if ((matmul ? lower_sched_gpu_matmul(s, st, epi, &mc) : lower_sched_gpu_conv(s, st, epi, &cc)) < 0) return -1;
   }
   /* reductions with an epilogue: attached there after the epilogue is bound */
   sch_stage **epi = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *epi);

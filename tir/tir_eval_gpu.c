@@ -127,22 +127,6 @@ static int is_constant(const tir_expr *e) {
   }
 }
 
-static int has_barrier(const tir_stmt *s) {
-  if (!s) return 0;
-  switch (s->kind) {
-  case TIR_BARRIER: return 1;
-  case TIR_FOR: return has_barrier(s->u.loop.body);
-  case TIR_LET: return has_barrier(s->u.let.body);
-  case TIR_IF: return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
-  case TIR_ALLOCATE: return has_barrier(s->u.alloc.body);
-  case TIR_SEQ:
-    for (int32_t i = 0; i < s->u.seq.n; i++)
-      if (has_barrier(s->u.seq.s[i])) return 1;
-    return 0;
-  default: return 0;
-  }
-}
-
 /* The extent of bound loop s, checked: min 0, a constant extent >= 0. -1 on error. */
 static int64_t bound_extent(tir_env *env, const tir_stmt *s) {
   const char *name = kind_name(s->u.loop.kind);
@@ -459,7 +443,7 @@ static int phased_for(launch *L, const tir_stmt *s) {
 static int phased(launch *L, const tir_stmt *s) {
   if (L->env->failed) return -1;
   if (!s) return 0;
-  if (!has_barrier(s)) return each_thread(L, s);
+  if (!tir_stmt_has_barrier(s)) return each_thread(L, s);
   switch (s->kind) {
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)

@@ -239,13 +239,9 @@ static int write_outputs(kiln_model *m, const options *o) {
   return 0;
 }
 
-typedef struct {
-  const kiln_kernel_profile *p;
-} prof_ref;
-
-static int by_time(const void *a, const void *b) {
-  const prof_ref *x = a, *y = b;
-  return (x->p->total_ns < y->p->total_ns) - (x->p->total_ns > y->p->total_ns);
+static int by_time(const void *a, const void *b) { /* kernels, most time first */
+  const kiln_kernel_profile *x = *(const kiln_kernel_profile *const *)a, *y = *(const kiln_kernel_profile *const *)b;
+  return (x->total_ns < y->total_ns) - (x->total_ns > y->total_ns);
 }
 
 /* --profile: 10 profiled runs, then the kernels by their share of the time. */
@@ -263,17 +259,17 @@ static int print_profile(kiln_model *m) {
   const kiln_kernel_profile *e = NULL;
   int32_t n = 0;
   kiln_model_profile(m, &e, &n);
-  prof_ref *r = calloc((size_t)n + 1, sizeof *r);
+  const kiln_kernel_profile **r = calloc((size_t)n + 1, sizeof *r);
   if (!r) return 1;
   int64_t total = 0;
   for (int32_t i = 0; i < n; i++) {
-    r[i].p = &e[i];
+    r[i] = &e[i];
     total += e[i].total_ns;
   }
   qsort(r, (size_t)n, sizeof *r, by_time);
   printf("profile: %.3f ms per run in kernels (10 runs)\n", total / 1e7);
   for (int32_t i = 0; i < n && i < 25; i++) {
-    const kiln_kernel_profile *p = r[i].p;
+    const kiln_kernel_profile *p = r[i];
     double us = p->calls ? p->total_ns / 1e3 / (double)p->calls : 0;
     printf("  %6.1f%% %9.1f us %8.1f GFLOP/s  %s\n", total ? 100.0 * p->total_ns / total : 0, us,
            us > 0 ? p->flops / us / 1e3 : 0, p->name);
