@@ -46,7 +46,6 @@
  * Ops whose scales or zero points hold more than one value are refused (ORT's CPU
  * kernels take per-tensor ones) except b_scale / b_zero_point of the matmuls, which
  * may be per column. */
-#include <math.h>
 #include <string.h>
 #include "ops.h"
 
@@ -284,8 +283,9 @@ int imp_cv_ms_QLinearGlobalAveragePool(imp_ctx *c, imp_node *n) {
   for (int i = 0; i < r - 2; i++) {
     axes[i] = first + i;
     count *= x->shape.dims[first + i];
+    if (count > (1 << 24)) return imp_fail(c, "more than 2^24 elements to average (MLAS's limit)");
   }
-  if (count > (1 << 24)) return imp_fail(c, "more than 2^24 elements to average");
+  if (count < 1) return imp_fail(c, "nothing to average");
   gir_value *acc = imp_reduce(c, GIR_REDUCE_SUM, imp_cast(c, x, GIR_I32), axes, r - 2, 1);
   if (qx.zp)
     acc = imp_binary(c, GIR_BINARY_SUB, acc,
@@ -486,8 +486,8 @@ int imp_cv_ms_MatMulNBits(imp_ctx *c, imp_node *n) {
   int64_t K = imp_attr_int(n, "K", 0), N = imp_attr_int(n, "N", 0), bits = imp_attr_int(n, "bits", 4),
           block = imp_attr_int(n, "block_size", 0);
   if (bits != 4) return imp_fail(c, "bits=%lld is not supported (4 is)", (long long)bits);
-  if (K < 1 || N < 1 || block < 16 || (block & (block - 1)) || block > (1 << 20))
-    return imp_fail(c, "needs K, N >= 1 and block_size a power of 2 >= 16");
+  if (K < 1 || N < 1 || K > ((int64_t)1 << 40) || N > ((int64_t)1 << 40) || block < 16 || (block & (block - 1)) || block > (1 << 20))
+    return imp_fail(c, "needs K, N in [1, 2^40] and block_size a power of 2 in [16, 2^20]");
   int64_t kb = (K + block - 1) / block, blob = block / 2;
   if (b->shape.rank != 3 || b->shape.dims[0] != N || b->shape.dims[1] != kb || b->shape.dims[2] != blob)
     return imp_fail(c, "B must be [N, ceil(K / block_size), block_size / 2] = [%lld, %lld, %lld]", (long long)N,
