@@ -34,7 +34,8 @@
  *                               acc · alpha·a_scale·b_scale, or requantized to y
  *   NhwcConv                    Conv on channels-last X (N, spatial…, C) with weights
  *                               (M, kernel…, C/group), as ORT's NhwcConv fusion
- *                               writes them; output channels last
+ *                               (transformers/fusion_nhwc_conv.py) writes them;
+ *                               output channels last
  *   FusedConv (activation, activation_params)
  *                               act(Conv(X, W, B) + Z) for Relu, Tanh, Sigmoid,
  *                               LeakyRelu, Clip, HardSigmoid

@@ -17,8 +17,9 @@ step off is printed per case):
                    rtol 1e-5, atol 1e-5 (the integer products are exact; only the scaling
                    rounds); FusedConv, MatMulNBits: rtol 1e-4, atol 1e-4 (sum order; MLAS
                    tanh/logistic approximations); NhwcConv (ORT has no CPU kernel for it):
-                   against ORT's ai.onnx Conv on the NCHW-transposed data, rtol 1e-4,
-                   atol 1e-4.
+                   against ORT's ai.onnx Conv on the NCHW-transposed data, weights
+                   (M, kH, kW, C/group) as ORT's transformers/fusion_nhwc_conv.py writes
+                   them, rtol 1e-4, atol 1e-4.
 Refusals checked: FusedConv with an unsupported activation, MatMulNBits with bits=8 and
 with g_idx, QLinearAdd with a per-channel scale: each fails with one clear line.
 
