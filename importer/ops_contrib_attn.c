@@ -19,7 +19,8 @@
  *       that describe an unpadded batch (every row total_sequence_length long)
  * The masks follow attention_helper.h's PrepareMask: a key masked by mask_index is
  * biased by mask_filter_value (default -10000, not -inf), a key in the causal
- * triangle by the lowest float. Cached states (past inputs of Attention and
+ * triangle by the lowest float — all but the last query row, as PrepareMask's loop
+ * runs, which MultiHeadAttention shows when keys outnumber queries. Cached states (past inputs of Attention and
  * MultiHeadAttention), packed QKV forms of MultiHeadAttention, 4-D Megatron masks
  * and padded GroupQueryAttention batches are refused with a message naming the
  * feature. ONNX Runtime is the reference (tests/py/test_contrib_attn.py). */
@@ -101,11 +102,14 @@ static int ort_mask(imp_ctx *c, gir_value *mask, int causal, int64_t b, int64_t 
     }
     if (!bias) return -1;
   }
-  if (causal) { /* keys after row + past: the lowest float */
+  if (causal) { /* keys after row + past: the lowest float; PrepareMask skips the last row (which sees
+                 * every key when there are more keys than past + S: MultiHeadAttention's cross case) */
     int64_t d[2] = {s, t};
     gir_value *row = imp_attn_iota(c, 2, d, 0, GIR_I64, (double)past), *col = imp_attn_iota(c, 2, d, 1, GIR_I64, 0.0);
     double lowest = ct == GIR_F64 ? -DBL_MAX : -FLT_MAX;
-    bias = imp_where(c, imp_binary(c, GIR_BINARY_GT, col, row), imp_scalar(c, ct, lowest), bias ? bias : zero);
+    gir_value *tri = imp_binary(c, GIR_BINARY_AND, imp_binary(c, GIR_BINARY_GT, col, row),
+                                imp_binary(c, GIR_BINARY_LT, row, imp_scalar(c, GIR_I64, (double)(past + s - 1))));
+    bias = imp_where(c, tri, imp_scalar(c, ct, lowest), bias ? bias : zero);
     if (!bias) return -1;
   }
   *out = bias;
