@@ -11,6 +11,7 @@
  * Half-precision inputs are computed in float32 and rounded once at the end. */
 #include <math.h>
 #include <string.h>
+#include "attention.h"
 #include "ops.h"
 
 /* Longest LinearAttention sequence unrolled into one graph. The steps' outputs
@@ -23,7 +24,7 @@ static gir_value *in_opt(const imp_node *n, int i) { return i < n->n_in ? n->in[
 /* The type arithmetic runs in: float32 for the half types, else the type itself. */
 static gir_dtype compute_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
 
-static gir_value *iota(imp_ctx *c, int32_t rank, const int64_t *dims, int axis, gir_dtype to, double start) {
+gir_value *imp_attn_iota(imp_ctx *c, int32_t rank, const int64_t *dims, int axis, gir_dtype to, double start) {
   gir_node *nd = imp_new_node(c, GIR_OP_iota, NULL, 0, 1);
   gir_attr_set_ints(c->g, nd, "shape", dims, rank);
   gir_attr_set_int(c->g, nd, "axis", axis);
@@ -41,7 +42,7 @@ static gir_value *reshape4(imp_ctx *c, gir_value *x, int64_t d0, int64_t d1, int
 static const int64_t swap12[4] = {0, 2, 1, 3};
 
 /* [B, S, H*D] → [B, H, S, D]. */
-static gir_value *split_heads(imp_ctx *c, gir_value *x, int64_t heads, const char *what) {
+gir_value *imp_attn_split_heads(imp_ctx *c, gir_value *x, int64_t heads, const char *what) {
   if (!x) return NULL;
   const int64_t *d = x->shape.dims;
   if (heads <= 0 || d[2] % heads) {
@@ -52,7 +53,7 @@ static gir_value *split_heads(imp_ctx *c, gir_value *x, int64_t heads, const cha
 }
 
 /* [B, H, S, D] → [B, S, H*D]. */
-static gir_value *merge_heads(imp_ctx *c, gir_value *x) {
+gir_value *imp_attn_merge_heads(imp_ctx *c, gir_value *x) {
   if (!x) return NULL;
   const int64_t *d = x->shape.dims;
   int64_t m[3] = {d[0], d[2], d[1] * d[3]};
@@ -97,7 +98,7 @@ static int attention_bias(imp_ctx *c, const imp_node *n, gir_dtype ct, int64_t b
   if (imp_attr_int(n, "is_causal", 0)) {
     /* masked where column > row + past */
     int64_t d[2] = {sq, t};
-    gir_value *row = iota(c, 2, d, 0, GIR_I64, (double)past), *col = iota(c, 2, d, 1, GIR_I64, 0.0);
+    gir_value *row = imp_attn_iota(c, 2, d, 0, GIR_I64, (double)past), *col = imp_attn_iota(c, 2, d, 1, GIR_I64, 0.0);
     gir_value *tri = imp_where(c, imp_binary(c, GIR_BINARY_GT, col, row), ninf, zero);
     bias = bias ? imp_binary(c, GIR_BINARY_ADD, bias, tri) : tri;
     if (!bias) return -1;
@@ -107,7 +108,7 @@ static int attention_bias(imp_ctx *c, const imp_node *n, gir_dtype ct, int64_t b
       return imp_fail(c, "nonpad_kv_seqlen must have shape [%lld]", (long long)b);
     if (!gir_dtype_is_int(nonpad->dtype)) return imp_fail(c, "nonpad_kv_seqlen must hold integers");
     int64_t d[2] = {b, t};
-    gir_value *col = iota(c, 2, d, 1, GIR_I64, 0.0);
+    gir_value *col = imp_attn_iota(c, 2, d, 1, GIR_I64, 0.0);
     int64_t d2[2] = {b, 1};
     gir_value *len = imp_reshape(c, imp_cast(c, nonpad, GIR_I64), 2, d2);
     gir_value *pad = imp_where(c, imp_binary(c, GIR_BINARY_LT, col, len), zero, ninf);
@@ -121,7 +122,7 @@ static int attention_bias(imp_ctx *c, const imp_node *n, gir_dtype ct, int64_t b
 
 /* a [B, Hq, M, K] @ b [B, Hkv, K, N] with Hq = Hkv * rep: the rep query heads of a
  * group share b, so they are stacked along M ([B, Hkv, rep*M, K]) for one matmul. */
-static gir_value *grouped_matmul(imp_ctx *c, gir_value *a, gir_value *b, int64_t rep) {
+gir_value *imp_attn_grouped_matmul(imp_ctx *c, gir_value *a, gir_value *b, int64_t rep) {
   if (!a || !b) return NULL;
   if (rep == 1) return imp_matmul(c, a, b);
   const int64_t *d = a->shape.dims;
@@ -143,9 +144,9 @@ int imp_cv_Attention(imp_ctx *c, imp_node *n) {
   if (rank == 3) {
     int64_t qh = imp_attr_int(n, "q_num_heads", 0), kvh = imp_attr_int(n, "kv_num_heads", 0);
     if (qh <= 0 || kvh <= 0) return imp_fail(c, "3-D inputs need attributes q_num_heads and kv_num_heads");
-    q = split_heads(c, q, qh, "Q");
-    k = split_heads(c, k, kvh, "K");
-    v = split_heads(c, v, kvh, "V");
+    q = imp_attn_split_heads(c, q, qh, "Q");
+    k = imp_attn_split_heads(c, k, kvh, "K");
+    v = imp_attn_split_heads(c, v, kvh, "V");
     if (!q || !k || !v) return -1;
   }
   const int64_t *qd = q->shape.dims, *kd = k->shape.dims, *vd = v->shape.dims;
@@ -188,7 +189,7 @@ int imp_cv_Attention(imp_ctx *c, imp_node *n) {
   gir_value *qs = imp_binary(c, GIR_BINARY_MUL, imp_cast(c, q, ct), sqs);
   gir_value *ks = imp_binary(c, GIR_BINARY_MUL, imp_cast(c, pk, ct), sqs);
   static const int64_t swap23[4] = {0, 1, 3, 2};
-  gir_value *scores = grouped_matmul(c, qs, imp_transpose(c, ks, swap23), rep);
+  gir_value *scores = imp_attn_grouped_matmul(c, qs, imp_transpose(c, ks, swap23), rep);
   if (!scores) return -1;
   gir_value *capped = scores;
   double softcap = imp_attr_float(n, "softcap", 0.0);
@@ -224,8 +225,8 @@ int imp_cv_Attention(imp_ctx *c, imp_node *n) {
   gir_attr_set_int(c->g, sn, "log", 0);
   gir_value *probs = imp_finish(c, sn);
 
-  gir_value *y = grouped_matmul(c, imp_cast(c, probs, ct), imp_cast(c, pv, ct), rep);
-  if (rank == 3) y = merge_heads(c, y);
+  gir_value *y = imp_attn_grouped_matmul(c, imp_cast(c, probs, ct), imp_cast(c, pv, ct), rep);
+  if (rank == 3) y = imp_attn_merge_heads(c, y);
   if (imp_set_output(c, n, 0, imp_cast(c, y, q->dtype)) < 0) return -1;
   if (imp_set_output(c, n, 1, pk) < 0 || imp_set_output(c, n, 2, pv) < 0) return -1;
   /* qk_matmul_output: 0 raw scores (the spec and function body; the Python
@@ -238,6 +239,79 @@ int imp_cv_Attention(imp_ctx *c, imp_node *n) {
 }
 
 /* --- RotaryEmbedding --------------------------------------------------------------------------------------- */
+
+/* x [B, S, H, D] rotated over its first rd features of each head (rd even, at most
+ * D); the caches give [B or 1, S or 1, rd/2] directly, or are 2-D tables gathered
+ * at pos [B or 1, S] when pos is given. */
+gir_value *imp_rotary(imp_ctx *c, gir_value *x, gir_value *cosc, gir_value *sinc, gir_value *pos, int64_t rd,
+                      int interleaved) {
+  if (!x || !cosc || !sinc) return NULL;
+  if (cosc->dtype != x->dtype || sinc->dtype != x->dtype) {
+    imp_fail(c, "cos_cache and sin_cache must be of the input's type");
+    return NULL;
+  }
+  int64_t bs = x->shape.dims[0], s = x->shape.dims[1], d = x->shape.dims[3];
+  if (rd == 0) rd = d;
+  if (rd < 0 || rd > d || rd % 2) {
+    imp_fail(c, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd, (long long)d);
+    return NULL;
+  }
+  int64_t half = rd / 2;
+
+  /* cos/sin: [B, S, half] (gathered at position_ids), then [B, S, 1, half] */
+  if (pos && pos->shape.rank != 2) {
+    imp_fail(c, "position_ids must be 2-D (batch, sequence)");
+    return NULL;
+  }
+  gir_value *cs[2] = {cosc, sinc};
+  for (int i = 0; i < 2; i++) {
+    if (pos) {
+      if (cs[i]->shape.rank != 2) {
+        imp_fail(c, "with position_ids the caches must be 2-D");
+        return NULL;
+      }
+      if (!gir_dtype_is_int(pos->dtype)) {
+        imp_fail(c, "position_ids must hold integers");
+        return NULL;
+      }
+      gir_value *ins[2] = {cs[i], pos};
+      gir_node *gn = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
+      gir_attr_set_int(c->g, gn, "axis", 0);
+      cs[i] = imp_finish(c, gn);
+      if (!cs[i]) return NULL;
+    }
+    /* batch and sequence may broadcast, as in the reference */
+    const int64_t *cd = cs[i]->shape.dims;
+    if (cs[i]->shape.rank != 3 || (cd[0] != bs && cd[0] != 1) || (cd[1] != s && cd[1] != 1) || cd[2] != half) {
+      imp_fail(c, "the %s cache must give [%lld, %lld, %lld] (batch, sequence, rotary_embedding_dim/2)",
+               i ? "sin" : "cos", (long long)bs, (long long)s, (long long)half);
+      return NULL;
+    }
+    cs[i] = reshape4(c, cs[i], cd[0], cd[1], 1, half);
+  }
+
+  gir_value *xr = imp_slice_axis(c, x, 3, 0, 1, rd);
+  gir_value *x1 = interleaved ? imp_slice_axis(c, xr, 3, 0, 2, half) : imp_slice_axis(c, xr, 3, 0, 1, half);
+  gir_value *x2 = interleaved ? imp_slice_axis(c, xr, 3, 1, 2, half) : imp_slice_axis(c, xr, 3, half, 1, half);
+  gir_value *re =
+      imp_binary(c, GIR_BINARY_SUB, imp_binary(c, GIR_BINARY_MUL, cs[0], x1), imp_binary(c, GIR_BINARY_MUL, cs[1], x2));
+  gir_value *im =
+      imp_binary(c, GIR_BINARY_ADD, imp_binary(c, GIR_BINARY_MUL, cs[1], x1), imp_binary(c, GIR_BINARY_MUL, cs[0], x2));
+  if (!re || !im) return NULL;
+  int64_t h = x->shape.dims[2];
+  gir_value *rot;
+  if (interleaved) {
+    int64_t d5[5] = {bs, s, h, half, 1};
+    gir_value *pair[2] = {imp_reshape(c, re, 5, d5), imp_reshape(c, im, 5, d5)};
+    rot = reshape4(c, imp_concat(c, pair, 2, 4), bs, s, h, rd);
+  } else {
+    gir_value *pair[2] = {re, im};
+    rot = imp_concat(c, pair, 2, 3);
+  }
+  if (rd == d || !rot) return rot;
+  gir_value *parts[2] = {rot, imp_slice_axis(c, x, 3, rd, 1, d - rd)};
+  return imp_concat(c, parts, 2, 3);
+}
 
 int imp_cv_RotaryEmbedding(imp_ctx *c, imp_node *n) {
   gir_value *x = in_opt(n, 0), *cosc = in_opt(n, 1), *sinc = in_opt(n, 2), *pos = in_opt(n, 3);
@@ -258,60 +332,9 @@ int imp_cv_RotaryEmbedding(imp_ctx *c, imp_node *n) {
     x = reshape4(c, x, xs.dims[0], xs.dims[1], nh, xs.dims[2] / nh);
   } else
     return imp_fail(c, "X must be 3-D or 4-D, not rank %d", rank);
-  if (!x) return -1;
-  int64_t bs = x->shape.dims[0], s = x->shape.dims[1], d = x->shape.dims[3];
-  int64_t rd = imp_attr_int(n, "rotary_embedding_dim", 0);
-  if (rd == 0) rd = d;
-  if (rd < 0 || rd > d || rd % 2)
-    return imp_fail(c, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd,
-                    (long long)d);
-  int64_t half = rd / 2;
-
-  /* cos/sin: [B, S, half] (gathered at position_ids), then [B, S, 1, half] */
-  if (pos && pos->shape.rank != 2) return imp_fail(c, "position_ids must be 2-D (batch, sequence)");
-  gir_value *cs[2] = {cosc, sinc};
-  for (int i = 0; i < 2; i++) {
-    if (pos) {
-      if (cs[i]->shape.rank != 2) return imp_fail(c, "with position_ids the caches must be 2-D");
-      if (!gir_dtype_is_int(pos->dtype)) return imp_fail(c, "position_ids must hold integers");
-      gir_value *ins[2] = {cs[i], pos};
-      gir_node *gn = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
-      gir_attr_set_int(c->g, gn, "axis", 0);
-      cs[i] = imp_finish(c, gn);
-      if (!cs[i]) return -1;
-    }
-    /* batch and sequence may broadcast, as in the reference */
-    const int64_t *cd = cs[i]->shape.dims;
-    if (cs[i]->shape.rank != 3 || (cd[0] != bs && cd[0] != 1) || (cd[1] != s && cd[1] != 1) || cd[2] != half)
-      return imp_fail(c, "the %s cache must give [%lld, %lld, %lld] (batch, sequence, rotary_embedding_dim/2)",
-                      i ? "sin" : "cos", (long long)bs, (long long)s, (long long)half);
-    cs[i] = reshape4(c, cs[i], cd[0], cd[1], 1, half);
-  }
-
-  int interleaved = imp_attr_int(n, "interleaved", 0) != 0;
-  gir_value *xr = imp_slice_axis(c, x, 3, 0, 1, rd);
-  gir_value *x1 = interleaved ? imp_slice_axis(c, xr, 3, 0, 2, half) : imp_slice_axis(c, xr, 3, 0, 1, half);
-  gir_value *x2 = interleaved ? imp_slice_axis(c, xr, 3, 1, 2, half) : imp_slice_axis(c, xr, 3, half, 1, half);
-  gir_value *re =
-      imp_binary(c, GIR_BINARY_SUB, imp_binary(c, GIR_BINARY_MUL, cs[0], x1), imp_binary(c, GIR_BINARY_MUL, cs[1], x2));
-  gir_value *im =
-      imp_binary(c, GIR_BINARY_ADD, imp_binary(c, GIR_BINARY_MUL, cs[1], x1), imp_binary(c, GIR_BINARY_MUL, cs[0], x2));
-  if (!re || !im) return -1;
-  int64_t h = x->shape.dims[2];
-  gir_value *rot;
-  if (interleaved) {
-    int64_t d5[5] = {bs, s, h, half, 1};
-    gir_value *pair[2] = {imp_reshape(c, re, 5, d5), imp_reshape(c, im, 5, d5)};
-    rot = reshape4(c, imp_concat(c, pair, 2, 4), bs, s, h, rd);
-  } else {
-    gir_value *pair[2] = {re, im};
-    rot = imp_concat(c, pair, 2, 3);
-  }
-  gir_value *y = rot;
-  if (rd < d) {
-    gir_value *parts[2] = {rot, imp_slice_axis(c, x, 3, rd, 1, d - rd)};
-    y = imp_concat(c, parts, 2, 3);
-  }
+  gir_value *y = imp_rotary(c, x, cosc, sinc, pos, imp_attr_int(n, "rotary_embedding_dim", 0),
+                            imp_attr_int(n, "interleaved", 0) != 0);
+  if (!y) return -1;
   y = rank == 3 ? imp_reshape(c, y, 3, xs.dims) : imp_transpose(c, y, swap12);
   return imp_set_output(c, n, 0, y);
 }
@@ -379,7 +402,7 @@ static gir_value *la_heads(imp_ctx *c, gir_value *x, int64_t heads, const char *
     imp_fail(c, "%s must be 3-D (batch, sequence, heads*size), not rank %d", what, x->shape.rank);
     return NULL;
   }
-  return split_heads(c, imp_cast(c, x, GIR_F32), heads, what);
+  return imp_attn_split_heads(c, imp_cast(c, x, GIR_F32), heads, what);
 }
 
 int imp_cv_LinearAttention(imp_ctx *c, imp_node *n) {
@@ -418,14 +441,14 @@ int imp_cv_LinearAttention(imp_ctx *c, imp_node *n) {
     if (decay->shape.rank != 3 || d[0] != b || d[1] != t || (d[2] != hkv && d[2] != hkv * dk))
       return imp_fail(c, "decay must be [%lld, %lld, %lld or %lld]", (long long)b, (long long)t, (long long)hkv,
                       (long long)(hkv * dk));
-    g4 = split_heads(c, imp_cast(c, decay, GIR_F32), hkv, "decay");
+    g4 = imp_attn_split_heads(c, imp_cast(c, decay, GIR_F32), hkv, "decay");
     if (!g4) return -1;
   }
   if (beta) {
     const int64_t *d = beta->shape.dims;
     if (beta->shape.rank != 3 || d[0] != b || d[1] != t || (d[2] != hkv && d[2] != 1))
       return imp_fail(c, "beta must be [%lld, %lld, %lld or 1]", (long long)b, (long long)t, (long long)hkv);
-    b4 = split_heads(c, imp_cast(c, beta, GIR_F32), d[2], "beta");
+    b4 = imp_attn_split_heads(c, imp_cast(c, beta, GIR_F32), d[2], "beta");
     if (!b4) return -1;
   }
 
@@ -479,7 +502,7 @@ int imp_cv_LinearAttention(imp_ctx *c, imp_node *n) {
   }
   gir_shape empty = {.rank = 4, .dims = {b, hq, 0, dv}};
   gir_value *y = t ? outs[0] : imp_broadcast_to(c, imp_scalar(c, GIR_F32, 0.0), &empty);
-  if (imp_set_output(c, n, 0, imp_cast(c, merge_heads(c, y), q->dtype)) < 0) return -1;
+  if (imp_set_output(c, n, 0, imp_cast(c, imp_attn_merge_heads(c, y), q->dtype)) < 0) return -1;
   return imp_set_output(c, n, 1, imp_cast(c, state, past ? past->dtype : q->dtype));
 }
 
@@ -546,7 +569,7 @@ int imp_cv_FlexAttention(imp_ctx *c, imp_node *n) {
   gir_value *sqs = imp_scalar(c, q->dtype, (double)sqrtf((float)scale));
   static const int64_t swap23[4] = {0, 1, 3, 2};
   gir_value *kt = imp_transpose(c, imp_binary(c, GIR_BINARY_MUL, k, sqs), swap23);
-  gir_value *scores = imp_cast(c, grouped_matmul(c, imp_binary(c, GIR_BINARY_MUL, q, sqs), kt, rep), sp);
+  gir_value *scores = imp_cast(c, imp_attn_grouped_matmul(c, imp_binary(c, GIR_BINARY_MUL, q, sqs), kt, rep), sp);
   if (!scores) return -1;
   int rc = flex_modifier(c, n, "score_mod", &scores);
   if (rc < 0) return rc;
@@ -556,6 +579,6 @@ int imp_cv_FlexAttention(imp_ctx *c, imp_node *n) {
   gir_value *probs = imp_finish(c, sn);
   if (!probs) return -1;
   if ((rc = flex_modifier(c, n, "prob_mod", &probs)) < 0) return rc;
-  gir_value *y = grouped_matmul(c, probs, imp_cast(c, v, sp), rep);
+  gir_value *y = imp_attn_grouped_matmul(c, probs, imp_cast(c, v, sp), rep);
   return imp_set_output(c, n, 0, imp_cast(c, y, v->dtype));
 }
