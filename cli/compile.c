@@ -86,6 +86,8 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   if (res) {
     res->n_unbound = rep.n_unbound;
     snprintf(res->unbound, sizeof res->unbound, "%s", rep.unbound);
+    res->n_trapped = rep.n_trapped;
+    snprintf(res->trapped, sizeof res->trapped, "%s", rep.trapped);
   }
   imp_report_free(&rep);
   if (!f->g) return -1;
@@ -161,6 +163,17 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     res->folded_nodes += folded;
   }
   if (dumping(o, "layout")) gir_print(g, dump);
+
+  /* If branches (gir_guard): the passes kept their rules; a GPU bundle has no
+   * conditional kernels yet, so there both branches run and the where selects */
+  if (gir_verify_guards(g, err) < 0) return -1;
+  if (lt.gpu)
+    for (int k = 0; k < g->n_nodes; k++) {
+      if (g->nodes[k]->op == GIR_OP_trap)
+        return gir_errf(err, "%s (the %s target runs both branches of an If: the condition is not known at "
+                             "compile time)", gir_attr_find(g->nodes[k], "message")->s, o->target);
+      g->nodes[k]->guard = NULL;
+    }
 
   /* fuse (-O2): FuseOps groups, one kernel each; below -O2 one node per kernel */
   if (o->opt_level >= 2) {
@@ -558,6 +571,10 @@ int kiln_cmd_compile(int argc, char **argv) {
     return 1;
   }
   cli_note_unbound(stderr, "kiln compile", res.n_unbound, res.unbound);
+  if (res.n_trapped > 0)
+    fprintf(stderr, "kiln compile: note: %d If branch%s cannot run for these shapes and fail%s the run if taken: %s%s\n",
+            res.n_trapped, res.n_trapped == 1 ? "" : "es", res.n_trapped == 1 ? "s" : "", res.trapped,
+            res.n_trapped > 1 ? " (and others)" : "");
   printf("compiled %s -> %s\n", o.model_path, o.output_path);
   printf("  kernels: %d (%d nodes folded at compile time)", res.kernels, res.folded_nodes);
   if (res.calls != res.kernels) printf(", %d called (the rest move no bytes: views, concats written in place)", res.calls);

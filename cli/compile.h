@@ -42,6 +42,8 @@ typedef struct kiln_compile_result {
   char generic_names[256];    /* the first of those kernels' names, space-separated */
   int32_t n_unbound;          /* graph-input dims left open (symbolic, empty, -1) and defaulted to 1 */
   char unbound[512];          /* which: "x[0] 'batch', y[2] -1" (importer.h) */
+  int32_t n_trapped;          /* If branches that cannot run for these shapes: run-time errors if taken */
+  char trapped[512];          /* the first one's reason */
   void *bundle;               /* output_path NULL: the bundle, malloc'ed (the caller frees) */
   /* --aot: the project's footprint, measured with the target's C compiler (pack/aot.h) */
   int footprint_measured;     /* 0: footprint_why says why not */

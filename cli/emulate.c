@@ -142,13 +142,19 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
       gir_errf(err, "plan: call %s does not match its kernel", call->name);
       goto out;
     }
-    for (int j = 0; j < call->n_args; j++) {
-      const pack_arg *x = &call->args[j];
-      bufs[j] = x->kind == PACK_ARG_INPUT    ? ins[x->index]
-                : x->kind == PACK_ARG_OUTPUT ? outs[x->index]
-                : x->kind == PACK_ARG_ARENA  ? (void *)(arena + x->offset)
-                                             : (void *)((unsigned char *)plan.params + x->offset);
+#define BUF(x) ((x)->kind == PACK_ARG_INPUT    ? ins[(x)->index]                   \
+                : (x)->kind == PACK_ARG_OUTPUT ? outs[(x)->index]                  \
+                : (x)->kind == PACK_ARG_ARENA  ? (void *)(arena + (x)->offset)     \
+                                               : (void *)((unsigned char *)plan.params + (x)->offset))
+    int holds = 1; /* an If branch's kernel: only when its conditions hold, as the runtime does */
+    for (int j = 0; j < call->n_when && holds; j++) holds = (*(const uint8_t *)BUF(&call->when[j]) != 0) == call->when_is[j];
+    if (!holds) continue;
+    if (call->fail) {
+      gir_errf(err, "run: kernel '%s': %s", call->name, call->fail);
+      goto out;
     }
+    for (int j = 0; j < call->n_args; j++) bufs[j] = BUF(&call->args[j]);
+#undef BUF
     if (run_call(call, fn, bufs, gpu, a, err) < 0) goto out;
   }
   printf("%d kernels (emulated)\n", f.prog.n_kernels);

@@ -14,7 +14,9 @@
  *    be the last node of a group (the kernel writes the output). The index
  *    operand of a gather or scatter is an opaque use too: the consumer's kernel
  *    checks those indices before it runs (lower/index_checks.c), so it must read
- *    them from a buffer.
+ *    them from a buffer. A use across If branches (a node of another guard,
+ *    gir_guard) is opaque too: a kernel runs all of its nodes or none, and the
+ *    producer of a branch's condition ends its group (the runtime reads it).
  * 2. The post-dominator tree, built backwards: a node's immediate post-dominator
  *    is the least common ancestor, in the tree built so far, of its consumers;
  *    walking up to it combines (max) the patterns on the way, so the node's
@@ -101,6 +103,7 @@ static int index_operand(const gir_node *c, const gir_value *v) {
 /* The pattern of c's use of v. */
 static pattern edge_pattern(const gir_node *c, const gir_value *v) {
   if (index_operand(c, v)) return PAT_OPAQUE; /* never fused into c */
+  if (v->producer && v->producer->guard != c->guard) return PAT_OPAQUE; /* another branch: runs apart */
   pattern p = node_pattern(c);
   if (p == PAT_BROADCAST && c->n_out == 1 && gir_shape_equal(&v->shape, &c->out[0]->shape)) return PAT_ELEMWISE;
   return p;
@@ -175,6 +178,11 @@ static int build_forward(fuser *f, gir_arena *a, gir_err *err) {
     const gir_value *v = g->outputs[i];
     if (v->producer && !v->data) f->extern_ref[v->producer->id] = 1;
   }
+  /* an If's condition is read by the runtime before the branch's kernels: its
+   * producer ends a group, like a graph output's */
+  for (int32_t k = 0; k < n; k++)
+    for (const gir_guard *d = g->nodes[k]->guard; d; d = d->parent)
+      if (d->cond->producer && !d->cond->data) f->extern_ref[d->cond->producer->id] = 1;
   for (int32_t k = 0; k < n; k++) f->first[k + 1] += f->first[k];
   f->dst = gir_arena_calloc(a, (size_t)n_edges + 1, sizeof *f->dst);
   f->epat = gir_arena_alloc(a, (size_t)n_edges + 1);

@@ -136,9 +136,40 @@ gir_node *gir_node_new(gir_graph *g, gir_op op, const char *name, gir_value *con
     v->producer_slot = i;
     n->out[i] = v;
   }
+  n->guard = g->cur_guard;
   GROW(g, g->nodes, g->n_nodes, g->cap_nodes);
   g->nodes[g->n_nodes++] = n;
   return n;
+}
+
+const gir_guard *gir_guard_new(gir_graph *g, gir_value *cond, int when, const gir_guard *parent, const char *what) {
+  gir_guard *d = gir_arena_calloc(g->arena, 1, sizeof *d);
+  if (!d) abort();
+  d->cond = cond;
+  d->when = (uint8_t)(when != 0);
+  d->parent = parent;
+  d->depth = parent ? parent->depth + 1 : 1;
+  d->what = what ? gir_arena_strdup(g->arena, what) : "a branch";
+  return d;
+}
+
+int gir_guard_implies(const gir_guard *a, const gir_guard *b) {
+  for (; b && a; a = a->parent)
+    if (a == b) return 1;
+  return !b;
+}
+
+gir_value *gir_guard_cond(const gir_guard *d, int32_t i) {
+  while (d && i-- > 0) d = d->parent;
+  return d ? d->cond : NULL;
+}
+
+const gir_guard *gir_guard_common(const gir_guard *a, const gir_guard *b) {
+  while (a && b && a != b) {
+    if (a->depth >= b->depth) a = a->parent;
+    else b = b->parent;
+  }
+  return a && b ? a : NULL;
 }
 
 int gir_graph_add_input(gir_graph *g, gir_value *v) {
@@ -275,6 +306,7 @@ void gir_graph_compact(gir_graph *g) {
     live_node[k] = 1;
     for (int j = 0; j < n->n_in; j++)
       if (n->in[j]) live_val[n->in[j]->id] = 1;
+    for (const gir_guard *d = n->guard; d; d = d->parent) live_val[d->cond->id] = 1;
   }
   int32_t nn = 0;
   for (int k = 0; k < g->n_nodes; k++)

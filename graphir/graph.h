@@ -71,6 +71,7 @@ typedef struct gir_shape {
 } gir_shape;
 
 typedef struct gir_node gir_node;
+typedef struct gir_guard gir_guard;
 
 typedef struct gir_value {
   int32_t id;
@@ -113,6 +114,22 @@ struct gir_node {
   gir_value **out;
   int32_t n_attrs, cap_attrs;
   gir_attr *attrs;
+  const gir_guard *guard; /* runs only when the guard holds; NULL: always */
+};
+
+/* A run-time condition on nodes: an If's branch. The node runs only when the
+ * bool scalar `cond` equals `when` and its parent guard (the enclosing branch)
+ * holds too. Guards are shared by all the nodes of a branch and compared by
+ * pointer. A node's guard implies the guards of the producers of its inputs
+ * (it never reads a value that may not have been computed), except for the
+ * where that selects an If's output: it reads both branches, with the If's own
+ * guard (gir_verify_guards checks this). */
+struct gir_guard {
+  gir_value *cond;
+  uint8_t when;
+  const gir_guard *parent;
+  int32_t depth; /* 1 + the parent's (0 for NULL) */
+  const char *what; /* "If 'If_0' then_branch", for dumps and messages */
 };
 
 typedef struct gir_opset {
@@ -137,6 +154,8 @@ typedef struct gir_graph {
   int32_t n_opsets;
   const char *producer;
   int32_t next_name; /* counter for generated names */
+  const gir_guard *cur_guard; /* stamped on every node gir_node_new makes: a pass that
+                                 rewrites node n sets it to n->guard meanwhile */
 } gir_graph;
 
 /* --- op table --- */
@@ -178,6 +197,14 @@ gir_value *gir_const_i64s(gir_graph *g, const int64_t *v, int32_t n);
 gir_node *gir_node_new(gir_graph *g, gir_op op, const char *name, gir_value *const *ins, int32_t n_in,
                        int32_t n_out);
 int gir_graph_add_input(gir_graph *g, gir_value *v);
+/* A new guard below parent (NULL: none); what is copied. */
+const gir_guard *gir_guard_new(gir_graph *g, gir_value *cond, int when, const gir_guard *parent, const char *what);
+/* Whether a holding implies b holding: b is NULL, a, or an ancestor of a. */
+int gir_guard_implies(const gir_guard *a, const gir_guard *b);
+/* The condition of guard d's i-th level (0: d's own, 1: its parent's…). */
+gir_value *gir_guard_cond(const gir_guard *d, int32_t i);
+/* The deepest guard both a and b imply (NULL: none). */
+const gir_guard *gir_guard_common(const gir_guard *a, const gir_guard *b);
 int gir_graph_add_output(gir_graph *g, gir_value *v);
 
 /* Attributes: setters copy arrays into the arena and replace existing ones. */
@@ -206,6 +233,8 @@ void gir_graph_compact(gir_graph *g);
 /* Structural checks: topological order, arity, producer links, shapes match a
  * fresh inference. 0 or -1 with a message. */
 int gir_verify(const gir_graph *g, gir_err *err);
+/* The guard rules of gir_guard (also part of gir_verify). */
+int gir_verify_guards(const gir_graph *g, gir_err *err);
 
 /* Text form, one node per line. */
 void gir_print(const gir_graph *g, FILE *f);

@@ -57,6 +57,20 @@ int gir_infer_bitcast(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 0, (gir_dtype)to, &n->in[0]->shape, err);
 }
 
+int gir_infer_trap(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  int32_t r;
+  const int64_t *dims = gir_attr_ints(n, "shape", &r);
+  if (r > GIR_MAX_RANK) return gir_errf(err, "rank %d exceeds the limit", r);
+  gir_shape s = {.rank = r};
+  for (int i = 0; i < r; i++) s.dims[i] = dims[i];
+  int64_t to = gir_attr_int(n, "to", GIR_F32);
+  if (!gir_dtype_first_class((gir_dtype)to)) return gir_errf(err, "bad element type");
+  const gir_attr *m = gir_attr_find(n, "message");
+  if (!m || m->kind != GIR_ATTR_STRING || !m->s || !m->s[0]) return gir_errf(err, "trap needs a message");
+  return gir_set_out(n, 0, (gir_dtype)to, &s, err);
+}
+
 int gir_infer_iota(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   int32_t r;

@@ -137,6 +137,9 @@ int gir_cse(gir_graph *g, int32_t *merged) {
     for (int j = 0; j < n->n_out; j++) all &= gir_can_replace_uses(n->out[j], e->out[j]);
     if (!all) continue;
     for (int j = 0; j < n->n_out; j++) gir_replace_uses(g, n->out[j], e->out[j]);
+    /* e now runs wherever either did: its guard is the branch both lie in (which
+     * still implies its inputs' guards, since both did) */
+    e->guard = gir_guard_common(e->guard, n->guard);
     count++;
   }
   gir_arena_free(tmp);

@@ -13,7 +13,7 @@ int gir_fold_constants(gir_graph *g, const gir_evaluator *ev, int64_t max_bytes,
   int32_t count = 0;
   for (int k = 0; k < g->n_nodes; k++) {
     gir_node *n = g->nodes[k];
-    if (!n->n_out) continue;
+    if (!n->n_out || n->op == GIR_OP_trap) continue; /* a trap's value is never computed */
     int all = 1;
     for (int i = 0; i < n->n_in && all; i++)
       if (n->in[i] && !n->in[i]->data) all = 0;

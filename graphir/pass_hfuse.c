@@ -106,6 +106,7 @@ static int candidate_kind(const gir_node *n) {
 static int fits(const bucket *b, const gir_node *n, kind k) {
   if (b->k != k || b->n >= MAX_MEMBERS) return 0;
   const gir_node *f = b->members[0];
+  if (f->guard != n->guard) return 0; /* siblings in different If branches run apart */
   if (k == KIND_MATMUL) return f->in[1]->shape.dims[0] == n->in[1]->shape.dims[0];
   const gir_shape *a = &f->in[1]->shape, *w = &n->in[1]->shape;
   if (a->rank != w->rank) return 0;
@@ -122,6 +123,7 @@ static gir_node *bias_add(const hf *h, const gir_node *m, gir_value **bias) {
   if (y->is_output || h->uses[y->id] != 1) return NULL;
   gir_node *a = h->consumer[y->id];
   if (a->op != GIR_OP_binary || gir_attr_int(a, "fn", -1) != GIR_BINARY_ADD || a->n_out != 1) return NULL;
+  if (a->guard != m->guard) return NULL;
   gir_value *k = a->in[0] == y ? a->in[1] : a->in[0];
   if (!is_const(k) || k->dtype != y->dtype) return NULL;
   if (a->out[0]->dtype != y->dtype || !gir_shape_equal(&a->out[0]->shape, &y->shape)) return NULL;
@@ -365,7 +367,9 @@ int gir_hfuse(gir_graph *g, int64_t max_weight_bytes, gir_hfuse_stats *stats, gi
       st.skipped_large++;
       continue;
     }
+    g->cur_guard = b->members[0]->guard;
     rc = merge(&h, b, &st, err);
+    g->cur_guard = NULL;
     b->new_hi = g->n_nodes;
   }
   reorder(&h, nn);

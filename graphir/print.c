@@ -81,6 +81,11 @@ void gir_print(const gir_graph *g, FILE *f) {
       }
       fputc('}', f);
     }
+    for (const gir_guard *d = n->guard; d; d = d->parent) { /* an If branch: " when %c == 1" */
+      fputs(d == n->guard ? " when " : " and ", f);
+      print_value_ref(d->cond, f);
+      fprintf(f, " == %d", d->when);
+    }
     fputc('\n', f);
   }
   for (int i = 0; i < g->n_outputs; i++) {

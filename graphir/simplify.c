@@ -56,6 +56,8 @@ int gir_replace_uses(gir_graph *g, gir_value *old, gir_value *nv) {
     gir_node *n = g->nodes[k];
     for (int j = 0; j < n->n_in; j++)
       if (n->in[j] == old) n->in[j] = nv;
+    for (const gir_guard *d = n->guard; d; d = d->parent) /* guards are the graph's, shared by nodes */
+      if (d->cond == old) ((gir_guard *)d)->cond = nv;
   }
   return 0;
 }
@@ -236,15 +238,17 @@ static int sweep(gir_sx *s, gir_simplify_stats *st) {
   int nr = gir_simplify_rule_count(), fired = 0;
   for (int k = 0; k < s->g->n_nodes; k++) { /* nodes appended by rewrites are visited too */
     gir_node *n = s->g->nodes[k];
+    s->g->cur_guard = n->guard; /* what a rule adds runs where n did */
     for (int t = 0; t < MAX_TRIES_PER_NODE && n->n_out && node_live(s, n); t++) {
       int rc = 0, i;
       for (i = 0; i < nr && !rc; i++) rc = try_rule(s, gir_simplify_rule(i), n);
-      if (rc < 0) return -1;
+      if (rc < 0) return s->g->cur_guard = NULL, -1;
       if (!rc) break;
       st->fired[i - 1]++;
       fired++;
     }
   }
+  s->g->cur_guard = NULL;
   return fired;
 }
 
@@ -265,8 +269,9 @@ void gir_topo_sort(gir_graph *g, gir_arena *tmp) {
     stack[sp++] = g->nodes[k];
     while (sp) {
       gir_node *t = stack[sp - 1];
-      if (next[t->id] < t->n_in) {
-        const gir_value *v = t->in[next[t->id]++];
+      if (next[t->id] < t->n_in + (t->guard ? t->guard->depth : 0)) { /* inputs, then guard conditions */
+        int32_t i = next[t->id]++;
+        const gir_value *v = i < t->n_in ? t->in[i] : gir_guard_cond(t->guard, i - t->n_in);
         if (v && v->producer && !mark[v->producer->id]) {
           mark[v->producer->id] = 1;
           stack[sp++] = v->producer;

@@ -2,9 +2,40 @@
  * (importer/load.c) and by the tests after graph passes: ids match positions,
  * every input is produced before use (topological order), producer links are
  * consistent, constants have payloads, and each node's recorded output
- * types/shapes equal a fresh inference. */
+ * types/shapes equal a fresh inference; and that If branches' guards nest
+ * (gir_verify_guards, run again by the compiler after its graph passes). */
 #include <string.h>
 #include "graph.h"
+
+int gir_verify_guards(const gir_graph *g, gir_err *err) {
+  for (int k = 0; k < g->n_nodes; k++) {
+    const gir_node *n = g->nodes[k];
+    for (const gir_guard *d = n->guard; d; d = d->parent) {
+      const gir_value *c = d->cond;
+      if (!c || c->dtype != GIR_BOOL || gir_value_numel(c) != 1)
+        return gir_errf(err, "verify: node %s runs under %s, whose condition is not a bool scalar", n->name, d->what);
+      if (c->producer && c->producer->id >= n->id)
+        return gir_errf(err, "verify: node %s runs under %s, whose condition is computed after it", n->name, d->what);
+      if (c->producer && !gir_guard_implies(d->parent, c->producer->guard))
+        return gir_errf(err, "verify: the condition of %s (node %s) may not have been computed", d->what, n->name);
+    }
+    for (int j = 0; j < n->n_in; j++) {
+      const gir_value *v = n->in[j];
+      const gir_guard *h = v && v->producer ? v->producer->guard : NULL;
+      if (!h || gir_guard_implies(n->guard, h)) continue;
+      /* the where selecting an If's output reads both branches of its own level */
+      if (n->op == GIR_OP_where && gir_guard_implies(n->guard, h->parent)) continue;
+      return gir_errf(err, "verify: node %s (%s) reads %s, computed only under %s", n->name,
+                      n->guard ? n->guard->what : "always run", v->name, h->what);
+    }
+  }
+  for (int i = 0; i < g->n_outputs; i++) {
+    const gir_value *v = g->outputs[i];
+    if (v->producer && v->producer->guard)
+      return gir_errf(err, "verify: graph output %s is computed only under %s", v->name, v->producer->guard->what);
+  }
+  return 0;
+}
 
 int gir_verify(const gir_graph *g, gir_err *err) {
   gir_arena *tmp = gir_arena_new();
@@ -56,5 +87,6 @@ int gir_verify(const gir_graph *g, gir_err *err) {
   for (int i = 0; i < g->n_outputs && rc == 0; i++)
     if (!ready[g->outputs[i]->id]) rc = gir_errf(err, "verify: graph output %s is never produced", g->outputs[i]->name);
   gir_arena_free(tmp);
+  if (rc == 0) rc = gir_verify_guards(g, err);
   return rc;
 }

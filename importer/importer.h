@@ -78,6 +78,10 @@ typedef struct imp_report {
    * --input-shape bound, each defaulted to 1: "x[0] 'batch', y[2] -1" */
   char unbound[512];
   int32_t n_unbound;
+  /* If branches that cannot run for the bound shapes: compiled as run-time errors
+   * (taken, the run fails naming them); the first one's reason */
+  int32_t n_trapped;
+  char trapped[512];
   int64_t qdq_units; /* DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear units imported as integer ops (qdq.c) */
 } imp_report;
 

@@ -12,9 +12,12 @@
  *
  *   If: a condition that is a constant (a literal or something folded from
  *   literals; a graph input is not a constant here even when its value is known)
- *   inlines the branch it takes. Otherwise both branches are inlined and each
- *   output is where(cond, then, else), which needs the two outputs to agree in
- *   element type and shape.
+ *   inlines the branch it takes. Otherwise both branches are inlined, each node
+ *   guarded by its branch (gir_guard: the runtime runs only the taken branch's
+ *   kernels), and each output is where(cond, then, else), which needs the two
+ *   outputs to agree in element type and shape. A branch that cannot be built
+ *   for the bound shapes (its error) becomes a trap node per output: if that
+ *   branch is ever taken, the run fails with the reason, naming the If.
  *
  *   Loop: unrolled. The trip count M must be known at compile time (a constant,
  *   or a known input like a Reshape's shape); without M the condition must fold
@@ -323,6 +326,27 @@ static const char *item_kind(imp_item it) {
 
 /* --- If --- */
 
+/* The taken branch alone, when cond is known at compile time: its nodes run
+ * where the If does. */
+static int if_taken(imp_ctx *c, imp_node *n, const Onnx__GraphProto *br, int then, imp_item *outs, int32_t first) {
+  subgraph b;
+  if (body_init(c, br, &b) < 0) return -1;
+  int rc = run_items(c, &b, n->name, then ? "then_branch" : "else_branch", -1, NULL, 0, outs);
+  if (rc == -3) return too_large(c, n);
+  if (rc < 0) return rc;
+  for (int i = 0; i < n->n_out; i++)
+    if (set_out_item(c, n, i, outs[i], first) < 0) return -1;
+  return 0;
+}
+
+/* cond's value when the compiler knows it (a constant, or computed from graph
+ * inputs bound with --test-data): 1 or 0; -1 unknown (no error left behind). */
+static int if_known(imp_ctx *c, gir_value *cond) {
+  const void *d = cond->data ? cond->data : imp_const_data(c, cond, "input 'cond'");
+  if (!d) c->err->msg[0] = 0;
+  return d ? *(const uint8_t *)d != 0 : -1;
+}
+
 int imp_cv_If(imp_ctx *c, imp_node *n) {
   int32_t first = c->g->n_values;
   const Onnx__GraphProto *tb = graph_attr(c, n, "then_branch"), *eb = tb ? graph_attr(c, n, "else_branch") : NULL;
@@ -337,57 +361,90 @@ int imp_cv_If(imp_ctx *c, imp_node *n) {
     return imp_fail(c, "%d outputs, but the branches have %zu", n->n_out, tb->n_output);
   size_t k = tb->n_output;
   imp_item *outs = gir_arena_calloc(c->g->arena, 2 * k + 1, sizeof *outs);
+  if (cond->data) return if_taken(c, n, *(const uint8_t *)cond->data ? tb : eb, *(const uint8_t *)cond->data != 0, outs, first);
+
+  /* Both branches are built, each node guarded by its branch (gir_guard): the
+   * runtime runs the taken branch's kernels only, and a where selects the output.
+   * A branch that cannot be built for these shapes becomes a trap: taken, the run
+   * fails with the reason. */
   subgraph tbb, ebb;
-  if (cond->data) { /* the taken branch only */
-    int taken = *(const uint8_t *)cond->data != 0;
-    const char *which = taken ? "then_branch" : "else_branch";
-    if (body_init(c, taken ? tb : eb, &tbb) < 0) return -1;
-    int rc = run_items(c, &tbb, n->name, which, -1, NULL, 0, outs);
-    if (rc == -3) return too_large(c, n);
-    if (rc < 0) return rc;
-    for (int i = 0; i < n->n_out; i++)
-      if (set_out_item(c, n, i, outs[i], first) < 0) return -1;
-    return 0;
-  }
   if (body_init(c, tb, &tbb) < 0 || body_init(c, eb, &ebb) < 0) return -1;
-  int rc = run_items(c, &tbb, n->name, "then_branch", -1, NULL, 0, outs);
-  if (rc == 0) rc = run_items(c, &ebb, n->name, "else_branch", -1, NULL, 0, outs + k);
-  if (rc == -3) return too_large(c, n);
-  if (rc < 0) return rc;
+  const gir_guard *outer = c->g->cur_guard;
+  gir_value *sel = scalar_of(c, cond);
+  const gir_guard *guard[2];
+  const char *why[2] = {NULL, NULL};
+  for (int b = 0; b < 2; b++) {
+    const char *label = b == 0 ? "then_branch" : "else_branch";
+    guard[b] = gir_guard_new(c->g, sel, b == 0, outer, gir_arena_printf(c->g->arena, "If '%s' %s", n->name, label));
+    c->g->cur_guard = guard[b];
+    int rc = run_items(c, b == 0 ? &tbb : &ebb, n->name, label, -1, NULL, 0, outs + b * k);
+    c->g->cur_guard = outer;
+    if (rc == -3) return too_large(c, n);
+    if (rc == -1 && c->err->msg[0]) { /* the reason, for the run-time error; go on */
+      why[b] = gir_arena_strdup(c->g->arena, c->err->msg);
+      c->err->msg[0] = 0;
+    } else if (rc < 0)
+      return rc;
+  }
+  if (why[0] && why[1]) return imp_fail(c, "neither branch can be built for these shapes: %s; %s", why[0], why[1]);
+
   /* Outputs are selected at run time. Tensors must agree in type and shape,
    * sequences and optionals in length and presence; where they do not, cond must
    * be known at compile time (computed from graph inputs bound with --test-data,
    * as AffineGrid's expanded form tests a dimension taken from its size input):
-   * the taken branch is then all there is. */
+   * the taken branch is then all there is, built again where the If runs (the
+   * guarded copies are left unused). */
   int differ = -1;
-  for (int i = 0; i < n->n_out && differ < 0; i++)
+  for (int i = 0; i < n->n_out && differ < 0 && !why[0] && !why[1]; i++)
     if (wants_output(n, i) && !selectable(outs[i], outs[k + i])) differ = i;
-  if (differ >= 0) {
-    const void *d = imp_const_data(c, cond, "input 'cond'");
-    if (!d) {
-      c->err->msg[0] = 0;
-      imp_item a = outs[differ], b = outs[k + differ];
-      if (a.kind == IMP_TENSOR && b.kind == IMP_TENSOR) {
-        char sa[160], sb[160];
-        return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
-                                          "(then %s %s, else %s %s): only outputs of one type and shape can be "
-                                          "selected",
-                                    differ, gir_dtype_name(a.v->dtype), gir_shape_str(&a.v->shape, sa, sizeof sa),
-                                    gir_dtype_name(b.v->dtype), gir_shape_str(&b.v->shape, sb, sizeof sb));
-      }
-      return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
-                                        "(then %s%s, else %s%s): which sequence or optional the If yields must be "
-                                        "known at compile time", differ, item_kind(a),
-                                  a.kind == IMP_SEQUENCE ? gir_arena_printf(c->g->arena, " of %d", a.s->n) : "",
-                                  item_kind(b),
-                                  b.kind == IMP_SEQUENCE ? gir_arena_printf(c->g->arena, " of %d", b.s->n) : "");
-    }
-    imp_item *taken = *(const uint8_t *)d ? outs : outs + k;
-    for (int i = 0; i < n->n_out; i++)
-      if (set_out_item(c, n, i, taken[i], first) < 0) return -1;
-    return 0;
+  int bad = why[0] ? 0 : why[1] ? 1 : -1;
+  for (int i = 0; i < n->n_out && bad >= 0 && differ < 0; i++)
+    if (wants_output(n, i) && outs[(1 - bad) * k + i].kind != IMP_TENSOR) differ = i; /* a trap stands in for tensors only */
+  if (differ >= 0 || bad >= 0) {
+    int known = if_known(c, cond);
+    if (known >= 0 && (bad < 0 || known != (bad == 0)))
+      return if_taken(c, n, known ? tb : eb, known, outs, first);
   }
-  gir_value *sel = scalar_of(c, cond);
+  if (differ >= 0) {
+    imp_item a = outs[differ], b = outs[k + differ];
+    if (bad >= 0)
+      return imp_unsupported_node(c, n, "%s cannot be built for these shapes (%s), and output %d of the other branch "
+                                        "is %s, which a run-time error cannot stand in for", guard[bad]->what, why[bad],
+                                  differ, item_kind(outs[(1 - bad) * k + differ]));
+    if (a.kind == IMP_TENSOR && b.kind == IMP_TENSOR) {
+      char sa[160], sb[160];
+      return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
+                                        "(then %s %s, else %s %s): only outputs of one type and shape can be "
+                                        "selected",
+                                  differ, gir_dtype_name(a.v->dtype), gir_shape_str(&a.v->shape, sa, sizeof sa),
+                                  gir_dtype_name(b.v->dtype), gir_shape_str(&b.v->shape, sb, sizeof sb));
+    }
+    return imp_unsupported_node(c, n, "cond is computed at run time and output %d differs between the branches "
+                                      "(then %s%s, else %s%s): which sequence or optional the If yields must be "
+                                      "known at compile time", differ, item_kind(a),
+                                a.kind == IMP_SEQUENCE ? gir_arena_printf(c->g->arena, " of %d", a.s->n) : "",
+                                item_kind(b),
+                                b.kind == IMP_SEQUENCE ? gir_arena_printf(c->g->arena, " of %d", b.s->n) : "");
+  }
+  if (bad >= 0) { /* one trap per output, in the bad branch */
+    const char *msg = gir_arena_printf(c->g->arena, "%s was taken, but it cannot run for the compiled shapes: %s",
+                                       guard[bad]->what, why[bad]);
+    if (c->rep && !c->rep->n_trapped++)
+      snprintf(c->rep->trapped, sizeof c->rep->trapped, "%s (%s)", guard[bad]->what, why[bad]);
+    c->g->cur_guard = guard[bad];
+    for (int i = 0; i < n->n_out; i++) {
+      if (!wants_output(n, i)) continue;
+      const gir_value *like = outs[(1 - bad) * k + i].v;
+      gir_node *t = imp_new_node(c, GIR_OP_trap, NULL, 0, 1);
+      gir_attr_set_ints(c->g, t, "shape", like->shape.dims, like->shape.rank);
+      gir_attr_set_int(c->g, t, "to", like->dtype);
+      gir_attr_set_string(c->g, t, "message", msg);
+      if (gir_node_infer(c->g, t, c->err) < 0) break;
+      outs[bad * k + i] = (imp_item){.kind = IMP_TENSOR, .v = t->out[0]};
+    }
+    c->g->cur_guard = outer;
+    if (c->err->msg[0]) return -1;
+  }
   for (int i = 0; i < n->n_out; i++) {
     if (!wants_output(n, i)) continue;
     imp_item y = select_item(c, sel, outs[i], outs[k + i]);

@@ -223,11 +223,13 @@ int lay_split_conv_transpose(gir_graph *g, int32_t *rewritten, gir_err *err) {
   int32_t n0 = g->n_nodes, cnt = 0;
   for (int i = 0; i < n0; i++) {
     gir_node *n = g->nodes[i];
+    g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
     if (n->op != GIR_OP_conv_transpose) continue;
     int rc = rewrite(g, n, err);
     if (rc < 0) return -1;
     cnt += rc;
   }
+  g->cur_guard = NULL;
   if (g->n_nodes != n0) gir_resort_compact(g);
   if (rewritten) *rewritten = cnt;
   return 0;

@@ -148,11 +148,13 @@ int lay_split_dilated_conv(gir_graph *g, int32_t *rewritten, gir_err *err) {
   int32_t n0 = g->n_nodes, done = 0;
   for (int k = 0; k < n0; k++) {
     gir_node *n = g->nodes[k];
+    g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
     if (n->op != GIR_OP_conv) continue;
     int r = rewrite(g, n, err);
     if (r < 0) return -1;
     done += r;
   }
+  g->cur_guard = NULL;
   if (done) gir_resort_compact(g);
   if (rewritten) *rewritten = done;
   return 0;

@@ -33,6 +33,7 @@ int lay_flatten_reduce(gir_graph *g, int32_t *flattened, gir_err *err) {
   int32_t count = 0, n0 = g->n_nodes;
   for (int i = 0; i < n0; i++) {
     gir_node *n = g->nodes[i];
+    g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
     if (n->op != GIR_OP_reduce || n->n_in != 1 || n->n_out != 1) continue;
     gir_value *x = n->in[0];
     int r = x->shape.rank, k = trailing_from(n, r);
@@ -63,6 +64,7 @@ int lay_flatten_reduce(gir_graph *g, int32_t *flattened, gir_err *err) {
       return gir_errf(err, "flattening reduce %s: cannot replace its output", n->name);
     count++;
   }
+  g->cur_guard = NULL;
   if (count) gir_resort_compact(g);
   if (flattened) *flattened = count;
   return 0;

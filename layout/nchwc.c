@@ -376,10 +376,12 @@ int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
   if (block >= 4) {
     for (int k = 0; k < n0; k++) {
       gir_node *n = g->nodes[k];
+      g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
       int r = n->op == GIR_OP_conv ? rewrite_conv(&L, n) : propagate(&L, n);
       if (r < 0) return -1;
     }
   }
+  g->cur_guard = NULL;
   if (g->n_nodes != n0) gir_resort_compact(g);
   for (int k = 0; k < g->n_nodes; k++) st.transforms += g->nodes[k]->op == GIR_OP_relayout;
   if (stats) *stats = st;

@@ -24,6 +24,7 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
   int32_t count = 0, grew = 0, n0 = g->n_nodes;
   for (int k = 0; k < n0 && vec >= 4; k++) {
     gir_node *n = g->nodes[k];
+    g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
     if (n->op != GIR_OP_matmul || gir_attr_int(n, "packed", 0)) continue;
     gir_value *a = n->in[0], *b = n->in[1];
     int q8 = (a->dtype == GIR_U8 || a->dtype == GIR_I8) && (b->dtype == GIR_U8 || b->dtype == GIR_I8);
@@ -83,6 +84,7 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     if (gir_replace_uses(g, n->out[0], sl->out[0]) < 0) return gir_errf(err, "packing %s: cannot replace its output", n->name);
     grew = 1;
   }
+  g->cur_guard = NULL;
   if (grew) {
     gir_arena *tmp = gir_arena_new();
     gir_topo_sort(g, tmp);

@@ -33,6 +33,7 @@ int lay_separable_pool(gir_graph *g, int32_t *split, gir_err *err) {
   int32_t count = 0, n0 = g->n_nodes;
   for (int i = 0; i < n0; i++) {
     gir_node *n = g->nodes[i];
+    g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
     if (n->op != GIR_OP_pool || n->n_in != 1 || n->n_out != 1 || gir_attr_int(n, "fn", -1) != GIR_POOL_MAX ||
         gir_attr_int(n, "blocked", 0) || n->in[0]->shape.rank != 4 || n->in[0]->dtype != GIR_F32)
       continue;
@@ -55,6 +56,7 @@ int lay_separable_pool(gir_graph *g, int32_t *split, gir_err *err) {
     if (gir_replace_uses(g, n->out[0], y) < 0) return gir_errf(err, "separating pool %s: cannot replace its output", n->name);
     count++;
   }
+  g->cur_guard = NULL;
   if (count) gir_resort_compact(g);
   if (split) *split = count;
   return 0;

@@ -23,6 +23,8 @@ typedef struct lower_kernel {
   const char **checks;      /* "Gather 'g' (opset 13), indices 'ids'" */
   tir_stmt *scheduled;      /* fn's body as the schedule lowered it, before the loop passes (loops
                                still annotated: what the tuner's features read, tuner/tun_feature.c) */
+  const gir_guard *guard;   /* the If branch the kernel's nodes lie in: it runs only when that holds */
+  const char *trap;         /* a trap's message: the runtime fails the run instead of calling it */
 } lower_kernel;
 
 typedef struct lower_program {

@@ -207,6 +207,8 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
       if (v && v->producer && group_of[v->producer->id] != group_of[k]) leaves[v->id] = 1;
     }
   for (int i = 0; i < g->n_outputs; i++) leaves[g->outputs[i]->id] = 1;
+  for (int k = 0; k < g->n_nodes; k++) /* If conditions: the runtime reads them */
+    for (const gir_guard *d = g->nodes[k]->guard; d; d = d->parent) leaves[d->cond->id] = 1;
   /* groups in the order of their last node: every group a group reads from ends
    * before it starts computing (groups are convex), so this order can run — the
    * order of first nodes cannot (a group may start before one it reads from ends) */
@@ -235,7 +237,19 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
         break;
       }
     char *name = gir_arena_printf(a, "k%d_%s", p->n_kernels, gir_op_name(anchor->op));
-    if (lower_nodes(b, &c, members[gi], count[gi], outs, no, name, t, &p->kernels[p->n_kernels], err) < 0) return -1;
+    lower_kernel *kr = &p->kernels[p->n_kernels];
+    if (lower_nodes(b, &c, members[gi], count[gi], outs, no, name, t, kr, err) < 0) return -1;
+    kr->guard = members[gi][0]->guard;
+    for (int j = 0; j < count[gi]; j++) {
+      const gir_node *m = members[gi][j];
+      if (m->guard != kr->guard)
+        return gir_errf(err, "lower: kernel %s holds nodes of two If branches (%s, %s)", name, m->name,
+                        members[gi][0]->name);
+      if (m->op == GIR_OP_trap) {
+        const gir_attr *msg = gir_attr_find(m, "message");
+        kr->trap = msg && msg->s ? msg->s : "a branch that cannot run was taken";
+      }
+    }
     p->n_kernels++;
   }
   return 0;

@@ -84,6 +84,16 @@ static void c_string(tbuf *b, const char *s) {
   tf(b, "\"");
 }
 
+/* The pointer expression of a buffer argument inside model_run. */
+static void aot_arg(tbuf *b, const pack_arg *g) {
+  switch (g->kind) {
+  case PACK_ARG_INPUT: tf(b, "(void *)(uintptr_t)inputs[%lld]", (long long)g->index); break;
+  case PACK_ARG_OUTPUT: tf(b, "outputs[%lld]", (long long)g->index); break;
+  case PACK_ARG_ARENA: tf(b, "a + %lld", (long long)g->offset); break;
+  default: tf(b, "w + %lld", (long long)g->offset); break;
+  }
+}
+
 static int check_io(const pack_io *io, const char *what, int64_t *bytes, gir_err *err) {
   if (io->shape.rank > 8) return gir_errf(err, "aot: %s '%s' has rank %d (at most 8)", what, io->name, io->shape.rank);
   int64_t n = (int64_t)gir_dtype_size(io->dtype);
@@ -161,7 +171,8 @@ int pack_write_aot(const char *dir, const pack_aot *p, gir_err *err) {
   tf(&h, "/* Runs the model. inputs[i] holds input i (model_inputs[i].bytes, C order), outputs[i]\n"
          " * receives output i; arena is MODEL_ARENA_BYTES of scratch RAM. Every pointer must be\n"
          " * MODEL_ALIGN-aligned. Returns 0; 1 when a run-time check failed (an index input out\n"
-         " * of range: the outputs are then not valid); 2 when a pointer is misaligned. */\n");
+         " * of range: the outputs are then not valid); 2 when a pointer is misaligned; 3 when\n"
+         " * an If took a branch that cannot run for the compiled shapes (model.c names it). */\n");
   tf(&h, "int32_t model_run(const void *const inputs[], void *const outputs[], void *arena);\n\n#endif\n");
 
   /* model.c */
@@ -191,16 +202,25 @@ int pack_write_aot(const char *dir, const pack_aot *p, gir_err *err) {
   tf(&m, "  (void)a, (void)w;\n");
   for (int32_t c = 0; c < p->n_calls; c++) {
     const pack_call *k = &p->calls[c];
+    if (k->n_when) { /* an If branch: only when its conditions hold */
+      tf(&m, "  if (");
+      for (int32_t j = 0; j < k->n_when; j++) {
+        tf(&m, "%s(*(const uint8_t *)", j ? " && " : "");
+        aot_arg(&m, &k->when[j]);
+        tf(&m, " != 0) == %d", k->when_is[j]);
+      }
+      tf(&m, ")\n");
+    }
+    if (k->fail) { /* a branch that cannot run for the compiled shapes */
+      tf(&m, "  { /* %s: ", k->name);
+      for (const char *q = k->fail; *q; q++) tf(&m, "%c", *q == '*' && q[1] == '/' ? '_' : *q);
+      tf(&m, " */\n    return 3;\n  }\n");
+      continue;
+    }
     tf(&m, "  { /* %s */\n    void *const b[%d] = {", k->name, k->n_args > 0 ? k->n_args : 1);
     for (int32_t j = 0; j < k->n_args; j++) {
-      const pack_arg *g = &k->args[j];
       if (j) tf(&m, ", ");
-      switch (g->kind) {
-      case PACK_ARG_INPUT: tf(&m, "(void *)(uintptr_t)inputs[%lld]", (long long)g->index); break;
-      case PACK_ARG_OUTPUT: tf(&m, "outputs[%lld]", (long long)g->index); break;
-      case PACK_ARG_ARENA: tf(&m, "a + %lld", (long long)g->offset); break;
-      default: tf(&m, "w + %lld", (long long)g->offset); break;
-      }
+      aot_arg(&m, &k->args[j]);
     }
     if (k->n_args == 0) tf(&m, "0");
     tf(&m, "};\n    if (%s(b, &ctx) != 0) return 1;\n  }\n", k->symbol);

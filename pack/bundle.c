@@ -36,6 +36,24 @@ static cJSON *io_json(const pack_io *io, int32_t n) {
   return arr;
 }
 
+static cJSON *arg_json(const pack_arg *a) {
+  cJSON *x = cJSON_CreateObject();
+  cJSON_AddStringToObject(x, "kind", arg_kinds[a->kind]);
+  if (a->kind == PACK_ARG_INPUT || a->kind == PACK_ARG_OUTPUT) cJSON_AddNumberToObject(x, "index", (double)a->index);
+  else {
+    cJSON_AddNumberToObject(x, "offset", (double)a->offset);
+    cJSON_AddNumberToObject(x, "bytes", (double)a->bytes);
+  }
+  return x;
+}
+
+/* The format version b needs: 3 when a call is conditional or a trap, else 2. */
+static int format_version(const pack_bundle *b) {
+  for (int k = 0; k < b->n_calls; k++)
+    if (b->calls[k].n_when || b->calls[k].fail) return PACK_FORMAT_VERSION_GUARDS;
+  return PACK_FORMAT_VERSION;
+}
+
 static char *plan_json(const pack_bundle *b) {
   cJSON *root = cJSON_CreateObject();
   cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
@@ -46,17 +64,7 @@ static char *plan_json(const pack_bundle *b) {
     cJSON_AddStringToObject(o, "symbol", c->symbol);
     cJSON_AddNumberToObject(o, "flops", (double)c->flops);
     cJSON *args = cJSON_AddArrayToObject(o, "args");
-    for (int i = 0; i < c->n_args; i++) {
-      const pack_arg *a = &c->args[i];
-      cJSON *x = cJSON_CreateObject();
-      cJSON_AddStringToObject(x, "kind", arg_kinds[a->kind]);
-      if (a->kind == PACK_ARG_INPUT || a->kind == PACK_ARG_OUTPUT) cJSON_AddNumberToObject(x, "index", (double)a->index);
-      else {
-        cJSON_AddNumberToObject(x, "offset", (double)a->offset);
-        cJSON_AddNumberToObject(x, "bytes", (double)a->bytes);
-      }
-      cJSON_AddItemToArray(args, x);
-    }
+    for (int i = 0; i < c->n_args; i++) cJSON_AddItemToArray(args, arg_json(&c->args[i]));
     if (c->n_launches > 0) { /* a GPU kernel's launches, each its entry point and geometry */
       cJSON *ls = cJSON_AddArrayToObject(o, "launches");
       for (int j = 0; j < c->n_launches; j++) {
@@ -71,6 +79,15 @@ static char *plan_json(const pack_bundle *b) {
         cJSON_AddItemToArray(ls, x);
       }
     }
+    if (c->n_when > 0) { /* the If branch it belongs to: run only when each bool holds the value */
+      cJSON *ws = cJSON_AddArrayToObject(o, "when");
+      for (int j = 0; j < c->n_when; j++) {
+        cJSON *x = arg_json(&c->when[j]);
+        cJSON_AddBoolToObject(x, "is", c->when_is[j]);
+        cJSON_AddItemToArray(ws, x);
+      }
+    }
+    if (c->fail) cJSON_AddStringToObject(o, "fail", c->fail);
     if (c->n_checks > 0) { /* what the kernel's run-time check j is about, for the runtime's message */
       cJSON *cs = cJSON_AddArrayToObject(o, "checks");
       for (int j = 0; j < c->n_checks; j++) cJSON_AddItemToArray(cs, cJSON_CreateString(c->checks[j]));
@@ -123,7 +140,7 @@ static int build_texts(const pack_bundle *b, char **manifest, char **plan, char 
   snprintf(src_name, sizeof src_name, "src/%s.c", b->target_name);
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "format", "kiln-bundle");
-  cJSON_AddNumberToObject(m, "format_version", PACK_FORMAT_VERSION);
+  cJSON_AddNumberToObject(m, "format_version", format_version(b));
   cJSON_AddStringToObject(m, "model", b->model);
   cJSON_AddStringToObject(m, "compiler_version", b->compiler_version);
   cJSON *tg = cJSON_AddObjectToObject(m, "target");

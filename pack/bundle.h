@@ -14,6 +14,7 @@
 #include "graph.h"
 
 #define PACK_FORMAT_VERSION 2 /* 2: kernels may call kiln_ctx.fail (plan.json "checks") */
+#define PACK_FORMAT_VERSION_GUARDS 3 /* 3: kernels may run conditionally (plan.json "when", "fail") */
 
 typedef enum pack_arg_kind { PACK_ARG_INPUT, PACK_ARG_OUTPUT, PACK_ARG_ARENA, PACK_ARG_PARAM, PACK_ARG_KIND_COUNT } pack_arg_kind;
 
@@ -40,6 +41,10 @@ typedef struct pack_call {
   const char *const *checks; /* what each is about: "Gather 'g' (opset 13), indices 'ids'" */
   int32_t n_launches;        /* GPU bundles: the kernel's launches, in order; 0 for CPU code */
   const pack_launch *launches;
+  int32_t n_when;            /* the call runs only when every when[j] (a bool) equals when_is[j]: */
+  const pack_arg *when;      /* an If branch's conditions, innermost first (plan.json "when") */
+  const uint8_t *when_is;
+  const char *fail;          /* non-NULL: not called; the run fails with this message (plan.json "fail") */
 } pack_call;
 
 /* What the compiler knows about the values an integer input may take (manifest

@@ -7,7 +7,13 @@
  * one contiguous byte range of its input at a 64-byte aligned offset: the leading
  * part of an LSTM step's state [h; c], a channel split at batch 1), and concats whose
  * inputs are consecutive ranges of their output, whose producers then write
- * straight into the concat's storage. */
+ * straight into the concat's storage.
+ * A kernel of an If branch (lower_kernel.guard) runs only when its conditions
+ * hold: the call lists where each bool lives ("when"); a condition that became a
+ * constant decides at compile time (a branch never taken has no calls), and the
+ * condition's storage lives until the branch's last kernel. A skipped kernel
+ * writes nothing: only kernels of its branch read what it writes, and the where
+ * that selects the If's output, which then reads the other branch's value. */
 #include <string.h>
 #include "plan.h"
 
@@ -226,14 +232,22 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   }
   pack_tensor *t = ts.t;
   int32_t nt = ts.n;
-  /* extend lifetimes to the last reader */
-  for (int k = 0; k < p->n_kernels; k++)
+  /* extend lifetimes to the last reader (an If's condition: to the last kernel of its branches) */
+  for (int k = 0; k < p->n_kernels; k++) {
     for (int i = 0; i < p->kernels[k].n_in; i++) {
       const loc *l = &where[p->kernels[k].in[i]->id];
       if (l->kind == PACK_ARG_KIND_COUNT)
         return gir_errf(err, "plan: kernel %s reads %s, which nothing produces", p->kernels[k].fn->name, p->kernels[k].in[i]->name);
       if (l->tensor >= 0 && t[l->tensor].last < k) t[l->tensor].last = k;
     }
+    for (const gir_guard *d = p->kernels[k].guard; d; d = d->parent) {
+      const loc *l = &where[d->cond->id];
+      if (d->cond->data) continue; /* decided here (below) */
+      if (l->kind == PACK_ARG_KIND_COUNT)
+        return gir_errf(err, "plan: kernel %s runs under %s, whose condition nothing produces", p->kernels[k].fn->name, d->what);
+      if (l->tensor >= 0 && t[l->tensor].last < k) t[l->tensor].last = k;
+    }
+  }
   if (pack_plan_memory(t, nt, &out->mem, err) < 0) return -1;
   for (int k = 0; k < p->n_kernels; k++) {
     int64_t ws = 0;
@@ -246,7 +260,29 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (view[k] || elided[k]) continue;
+    /* its conditions: a constant one (folded after import) is decided now */
+    int n_when = 0, never = 0;
+    for (const gir_guard *d = kr->guard; d; d = d->parent)
+      if (!d->cond->data) n_when++;
+      else never |= (*(const uint8_t *)d->cond->data != 0) != d->when;
+    if (never) continue;
     pack_call *c = &out->calls[out->n_calls++];
+    if (n_when) {
+      pack_arg *w = gir_arena_calloc(a, (size_t)n_when, sizeof *w);
+      uint8_t *is = gir_arena_calloc(a, (size_t)n_when, 1);
+      if (!w || !is) return gir_errf(err, "plan: out of memory");
+      int j = 0;
+      for (const gir_guard *d = kr->guard; d; d = d->parent) {
+        if (d->cond->data) continue;
+        const loc *l = &where[d->cond->id];
+        w[j] = (pack_arg){l->kind, l->index, l->kind == PACK_ARG_ARENA ? t[l->tensor].offset + l->offset : l->offset, 1};
+        is[j++] = d->when;
+      }
+      c->n_when = n_when;
+      c->when = w;
+      c->when_is = is;
+    }
+    c->fail = kr->trap;
     c->name = kr->fn->name;
     c->symbol = kr->fn->name;
     c->flops = kr->flops;

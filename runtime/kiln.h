@@ -22,8 +22,9 @@ extern "C" {
 
 /* Versions of the bundle format this runtime reads (manifest "format_version"):
  * 2 added run-time checks (plan.json "checks", kiln_ctx.fail: kernels of a version 2
- * bundle may call it); version 1 bundles never do. */
-#define KILN_BUNDLE_FORMAT_VERSION 2
+ * bundle may call it); version 1 bundles never do. 3 added conditional kernels
+ * (plan.json "when", "fail": an If's branches). */
+#define KILN_BUNDLE_FORMAT_VERSION 3
 #define KILN_BUNDLE_FORMAT_MIN_VERSION 1
 /* Largest tensor rank a bundle may declare. */
 #define KILN_MAX_RANK 8

@@ -28,6 +28,7 @@
 /* Most kernels / arguments per kernel a plan may have: sanity bounds only. */
 #define KRT_MAX_KERNELS (1 << 20)
 #define KRT_MAX_KERNEL_ARGS 4096
+#define KRT_MAX_WHEN 64 /* conditions on one kernel (nested If branches) */
 #define KRT_MAX_TENSORS 65536
 #define KRT_MAX_SYMBOL 255
 #define KRT_MAX_CHECKS 4096      /* run-time checks per kernel */
@@ -119,6 +120,9 @@ typedef struct {
   int32_t arg_count;
   char **checks;      /* what the kernel's run-time check j is about (plan.json "checks") */
   int32_t check_count;
+  int32_t when_count; /* plan.json "when": the bools at args[first_arg + arg_count + j], after the */
+  uint8_t *when_is;   /* kernel's own (it never reads them); it runs only if each equals when_is[j] */
+  char *fail;         /* plan.json "fail": not called; the run fails with this message */
 } krt_kernel;
 
 /* The first failed run-time check of a run (kiln_ctx.fail), set atomically:

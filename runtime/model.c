@@ -60,6 +60,8 @@ void kiln_model_close(kiln_model *m) {
     free(m->kernels[k].launches);
     for (int32_t j = 0; j < m->kernels[k].check_count; j++) free(m->kernels[k].checks[j]);
     free(m->kernels[k].checks);
+    free(m->kernels[k].when_is);
+    free(m->kernels[k].fail);
   }
   free(m->kernels);
   free(m->profile);
@@ -353,6 +355,14 @@ kiln_status kiln_model_set_input(kiln_model *m, const char *name, kiln_dtype dty
   return KILN_OK;
 }
 
+/* Whether each of kn's conditions (an If branch's bools) holds. */
+static int conditions_hold(const kiln_model *m, const krt_kernel *kn) {
+  void *const *at = m->args + kn->first_arg + kn->arg_count;
+  for (int32_t j = 0; j < kn->when_count; j++)
+    if ((*(const uint8_t *)at[j] != 0) != kn->when_is[j]) return 0;
+  return 1;
+}
+
 /* A GPU bundle's run (cuda.c); a failed check is reported as the CPU path does. */
 static kiln_status run_gpu(kiln_model *m) {
   krt_error err = {KILN_OK, ""};
@@ -376,6 +386,8 @@ kiln_status kiln_model_run(kiln_model *m) {
   for (int32_t k = 0; k < m->kernel_count; k++) {
     const krt_kernel *kn = &m->kernels[k];
     int32_t rc;
+    if (kn->when_count && !conditions_hold(m, kn)) continue; /* the If took the other branch */
+    if (kn->fail) return fail(m, KILN_ERR_RUN, "run: kernel '%s': %s", kn->name, kn->fail);
     if (m->profiling) {
       int64_t t0 = now_ns();
       rc = kn->fn(m->args + kn->first_arg, &m->ctx);

@@ -17,6 +17,12 @@
  * tensor each is about); kiln_model_run quotes check j when the kernel reports
  * that it failed (kiln_ctx.fail).
  *
+ * Version 3: a kernel of an If branch lists its conditions ("when": arguments
+ * holding a bool, each with the value "is" it must hold) and runs only when all
+ * hold; a trap ("fail": a message) is never called — reaching it with its
+ * conditions holding fails the run with the message. Conditions are stored as
+ * descriptors after the kernel's own, so krt_plan_bind binds them too.
+ *
  * After the model's memory block is allocated, krt_plan_bind turns the
  * descriptors into the flat array of buffer pointers run passes to kernels. */
 #include <stdio.h>
@@ -154,6 +160,43 @@ static kiln_status parse_checks(const cJSON *kernel, const char *where, krt_kern
   return KILN_OK;
 }
 
+/* The optional "when" (the bools at arg_descs[*next..], after the kernel's
+ * args) and "fail" (a message; the kernel is then never called). A condition is
+ * an argument of one byte or more (its first byte is read) plus "is": a bool. */
+static kiln_status parse_when(kiln_model *m, const cJSON *kernel, const char *where, krt_kernel *kn, int64_t *next,
+                              krt_error *err) {
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(kernel, "fail");
+  if (f) {
+    if (m->gpu) return krt_fail(err, KILN_ERR_FORMAT, "%s: 'fail' is not supported in a GPU bundle", where);
+    if (!cJSON_IsString(f) || !f->valuestring || !f->valuestring[0] || strlen(f->valuestring) > KRT_MAX_CHECK_TEXT)
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: 'fail' must be a string of 1 to %d characters", where,
+                      KRT_MAX_CHECK_TEXT);
+    if (krt_strdup(f->valuestring, &kn->fail, err) != KILN_OK) return err->status;
+  }
+  if (!cJSON_GetObjectItemCaseSensitive(kernel, "when")) return KILN_OK;
+  if (m->gpu) return krt_fail(err, KILN_ERR_FORMAT, "%s: conditional kernels ('when') are not supported in a GPU bundle", where);
+  const cJSON *list;
+  int32_t count;
+  if (krt_json_array(kernel, "when", where, &list, &count, err) != KILN_OK) return err->status;
+  kn->when_is = calloc((size_t)count + 1, 1);
+  if (!kn->when_is) return krt_fail(err, KILN_ERR_NOMEM, "out of memory for the conditions of %s", where);
+  int32_t j = 0;
+  for (const cJSON *c = list->child; c; c = c->next, j++) {
+    char cw[96];
+    snprintf(cw, sizeof cw, "%s.when[%d]", where, j);
+    krt_arg *d = &m->arg_descs[(*next)++];
+    if (parse_arg(m, c, cw, d, err) != KILN_OK) return err->status;
+    int64_t bytes = d->kind == KRT_ARG_INPUT ? m->inputs[d->index].bytes
+                    : d->kind == KRT_ARG_OUTPUT ? m->outputs[d->index].bytes : d->bytes;
+    if (bytes < 1) return krt_fail(err, KILN_ERR_FORMAT, "%s: a condition needs at least one byte", cw);
+    const cJSON *is = cJSON_GetObjectItemCaseSensitive(c, "is");
+    if (!cJSON_IsBool(is)) return krt_fail(err, KILN_ERR_FORMAT, "%s: 'is' must be true or false", cw);
+    kn->when_is[j] = cJSON_IsTrue(is) ? 1 : 0;
+  }
+  kn->when_count = count;
+  return KILN_OK;
+}
+
 static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
   if (krt_json_object(root, "plan.json", err) != KILN_OK) return err->status;
   const cJSON *kernels;
@@ -177,6 +220,13 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
       return krt_fail(err, KILN_ERR_FORMAT, "%s: %d arguments, over the limit of %d", where, count,
                       KRT_MAX_KERNEL_ARGS);
     total += count;
+    if (cJSON_GetObjectItemCaseSensitive(kernel, "when")) {
+      const cJSON *when;
+      if (krt_json_array(kernel, "when", where, &when, &count, err) != KILN_OK) return err->status;
+      if (count < 1 || count > KRT_MAX_WHEN)
+        return krt_fail(err, KILN_ERR_FORMAT, "%s: 'when' lists %d conditions (1 to %d)", where, count, KRT_MAX_WHEN);
+      total += count;
+    }
   }
   m->kernels = calloc((size_t)n, sizeof *m->kernels);
   m->profile = calloc((size_t)n, sizeof *m->profile);
@@ -228,6 +278,7 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
     m->profile[k].name = kn->name;
     m->profile[k].flops = kn->flops;
     m->profile[k].bytes = bytes;
+    if (parse_when(m, kernel, where, kn, &next, err) != KILN_OK) return err->status;
   }
 
   unsigned char *used = calloc((size_t)m->output_count, 1);

@@ -218,6 +218,17 @@ int lower_compute_bitcast(te_ctx *c, const gir_node *n, te_tensor *const *in, te
   return 0;
 }
 
+/* A trap's kernel is never called (the runtime fails the run with its message
+ * instead, pack/plan.c): its code writes zeros, so that it is an ordinary kernel
+ * for every backend. */
+int lower_compute_trap(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  (void)in;
+  te_var *ax[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, ax);
+  out[0] = lower_stage(c, n, 0, ax, te_const(c, n->out[0]->dtype, 0));
+  return 0;
+}
+
 int lower_compute_iota(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   (void)in;
   te_var *ax[GIR_MAX_RANK];

@@ -5,7 +5,8 @@ Usage: make_bundle_corpus.py OUT_DIR --kiln KILN --reference FILE
 
 Builds a few small models (a conv with its activation; two inputs through a
 matmul, a softmax and two outputs; a pooled, concatenated, reshaped image),
-compiles each into a bundle with `kiln compile`, and writes two seeds per bundle:
+compiles each into a bundle with `kiln compile` (and an If on a run-time condition, whose plan has
+conditional kernels), and writes two seeds per bundle:
 byte 0 followed by the whole bundle (mode 0: archive and manifest) and byte 1
 followed by its plan.json (mode 1: the plan against a real manifest). The first
 bundle is also copied to --reference, the manifest mode 1 checks plans against.
@@ -51,7 +52,15 @@ def models(d):
           helper.make_node("Reshape", ["c", "shape"], ["y"])],
          [vi("x", [1, 2, 6, 6])], [vi("y", [1, 36])],
          [numpy_helper.from_array(np.array([1, 36], np.int64), "shape")])
-    return ["conv", "matmul", "pool"]
+    def branch(name, op, out):
+        return helper.make_graph([helper.make_node(op, ["x"], [out])], name, [], [vi(out, None)])
+    save(os.path.join(d, "branch.onnx"),  # an If on a run-time condition: conditional kernels, a format 3 plan
+         [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+          helper.make_node("Greater", ["s", "zero"], ["c"]),
+          helper.make_node("If", ["c"], ["y"], then_branch=branch("then", "Relu", "ty"),
+                           else_branch=branch("else", "Neg", "ey"))],
+         [vi("x", [1, 3, 8, 8])], [vi("y", [1, 3, 8, 8])], [numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    return ["conv", "matmul", "pool", "branch"]
 
 
 def put(out, data):

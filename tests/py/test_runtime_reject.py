@@ -355,8 +355,8 @@ def cases(lib):
         lambda d: save(d, with_manifest(lambda m: m.update(weights_bytes=128))))
 
     # --- manifest.json ---
-    add("format version 3", "VERSION", ["version 3", "versions 1 to 2"])(
-        lambda d: save(d, with_manifest(lambda m: m.update(format_version=3))))
+    add("format version 4", "VERSION", ["version 4", "versions 1 to 3"])(
+        lambda d: save(d, with_manifest(lambda m: m.update(format_version=4))))
     add("format version 1.5", "VERSION", ["version 1.5"])(
         lambda d: save(d, with_manifest(lambda m: m.update(format_version=1.5))))
     add("format version 0", "VERSION", "version 0")(lambda d: save(d, with_manifest(lambda m: m.update(format_version=0))))
@@ -468,6 +468,26 @@ def cases(lib):
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks=["x" * 1025]))))
     add("4097 checks", "FORMAT", "4097 checks")(
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(checks=["c"] * 4097))))
+    # conditional kernels, an If's branches (format version 3)
+    when_ok = {"kind": "input", "index": 0, "is": True}
+    add("when not an array", "FORMAT", "'when'")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(when=when_ok))))
+    add("when empty", "FORMAT", "0 conditions")(lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(when=[]))))
+    add("65 conditions", "FORMAT", "65 conditions")(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(when=[when_ok] * 65))))
+    add("a condition without 'is'", "FORMAT", ["when[0]", "'is'"])(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(when=[{"kind": "input", "index": 0}]))))
+    add("a condition whose 'is' is 1", "FORMAT", ["when[0]", "'is'"])(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(when=[dict(when_ok, **{"is": 1})]))))
+    add("a condition past the arena", "FORMAT", ["when[0]", "arena"])(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(
+            when=[{"kind": "arena", "offset": 1 << 40, "bytes": 1, "is": False}]))))
+    add("a condition of an unknown kind", "FORMAT", ["when[0]", "unknown argument kind"])(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(when=[dict(when_ok, kind="global")]))))
+    add("fail not a string", "FORMAT", "'fail'")(lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(fail=7))))
+    add("fail empty", "FORMAT", "'fail'")(lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(fail=""))))
+    add("a trap reached fails the run", "RUN", ["kernels' trap", "branch X cannot run"], run=True)(
+        lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(name="kernels' trap", fail="branch X cannot run"))))
     add("kernels missing", "FORMAT", "missing 'kernels'")(lambda d: save(d, with_plan(lambda p: p.pop("kernels"))))
     add("negative flops", "FORMAT", ["flops", "out of range"])(
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(flops=-1))))
@@ -561,6 +581,11 @@ def check(case, rc, out, err):
         return None
     if rc != 1:
         return f"expected exit 1, got {rc}: {both.strip()[:500]}"
+    if case.run:  # a failure of the run: the bundle opened, then the run reports it
+        if first != "OK" or len(lines) < 2:
+            return f"expected OK, then a failed run, got {lines!r}"
+        lines = lines[1:]
+        first = lines[0]
     if not first.startswith(case.status + ": "):
         return f"expected status {case.status}, got {first!r}"
     if len(first) <= len(case.status) + 3:
