@@ -53,7 +53,12 @@ typedef struct imp_options {
   int32_t n_known;
   const gir_evaluator *eval;   /* NULL: nothing is folded at import */
   int64_t fold_max_elements;   /* largest output folded at import (0: default) */
+  int64_t max_trips;           /* a Loop whose trip count or condition is computed at run time is
+                                  built for this many iterations (0: IMP_DEFAULT_MAX_TRIPS); a run
+                                  that needs more fails, saying so */
 } imp_options;
+
+#define IMP_DEFAULT_MAX_TRIPS 64
 
 typedef struct imp_unsupported {
   const char *op_type, *domain, *node_name;

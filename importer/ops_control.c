@@ -19,15 +19,17 @@
  *   for the bound shapes (its error) becomes a trap node per output: if that
  *   branch is ever taken, the run fails with the reason, naming the If.
  *
- *   Loop: unrolled. The trip count M must be known at compile time (a constant,
- *   or a known input like a Reshape's shape); without M the condition must fold
- *   to false within the unrolling bound. Each iteration binds the iteration number
- *   as a constant, so the body's index arithmetic folds. A condition known at
- *   compile time (like M: a constant or a known input) ends the unrolling where
- *   it turns false; one computed at run
- *   time (with M known) masks the rest: the carried values stop changing once the
- *   condition has been false, v = where(active, v_body, v), active = active and
- *   cond_body. Scan outputs need a static iteration count, so they require a
+ *   Loop: unrolled. Each iteration binds the iteration number as a constant, so
+ *   the body's index arithmetic folds. A trip count M and a condition known at
+ *   compile time (constants, or known inputs like a Reshape's shape) end the
+ *   unrolling where the loop ends. With M or the condition computed at run time,
+ *   iteration t is built under a guard (gir_guard) on active_t, which the runtime
+ *   tests before the iteration's kernels: the loop costs the iterations it runs.
+ *   The carried values stop changing once the loop has ended, v = where(active_t,
+ *   v_body, v), and active_{t+1} = where(active_t, cond_body and t+1 < M, false).
+ *   Without a trip count known at compile time, --max-trips iterations (default
+ *   IMP_DEFAULT_MAX_TRIPS) are built, and a trap fails the run if the loop would
+ *   go on. Scan outputs need a static iteration count, so they require M and the
  *   condition known at compile time. Scan outputs are stacked along a new axis 0.
  *   Without the cond input the first iteration runs and the body's condition is
  *   obeyed from then on, as onnxruntime does (the operator's pseudo-code says it
@@ -467,6 +469,11 @@ static int known_bool(imp_ctx *c, const gir_value *v) {
   return gir_load_f64(v->dtype, d, 0) != 0;
 }
 
+/* The most iterations a Loop with a run-time trip count or condition is built for. */
+static int64_t max_trips(const imp_ctx *c) {
+  return c->opt && c->opt->max_trips > 0 ? c->opt->max_trips : IMP_DEFAULT_MAX_TRIPS;
+}
+
 int imp_cv_Loop(imp_ctx *c, imp_node *n) {
   int32_t first = c->g->n_values;
   const Onnx__GraphProto *body = graph_attr(c, n, "body");
@@ -482,45 +489,58 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
   if (n->n_out > N + K) return imp_fail(c, "%d outputs, but the body yields %lld", n->n_out, (long long)(N + K));
   if (n->seq[0] || n->seq[1]) return imp_fail(c, "inputs M and cond must be tensors, not sequences");
 
-  gir_value *M = n->in[0], *cond0 = n->in[1];
-  int64_t trips = -1; /* -1: no trip count */
+  gir_value *M = n->in[0], *cond0 = n->in[1], *m_rt = NULL; /* m_rt: a trip count computed at run time */
+  int64_t trips = -1; /* -1: no trip count known at compile time */
+  int64_t size = body_size(body), max_iters = CTRL_MAX_UNROLLED / size, bound = max_trips(c);
   if (M) {
     int32_t cnt;
     int64_t *m = imp_const_ints(c, M, "input 'M'", &cnt);
-    if (!m) {
+    if (m) {
+      if (cnt != 1) return imp_fail(c, "input 'M' must hold one value, has %d", cnt);
+      trips = m[0] < 0 ? 0 : m[0];
+    } else {
       c->err->msg[0] = 0;
-      return imp_unsupported_node(c, n, "the trip count M is computed at run time");
+      if (gir_value_numel(M) != 1 || M->dtype != GIR_I64) return imp_fail(c, "input 'M' must be one int64");
+      if (K > 0) return imp_unsupported_node(c, n, "scan outputs with a trip count computed at run time");
+      m_rt = scalar_of(c, M);
     }
-    if (cnt != 1) return imp_fail(c, "input 'M' must hold one value, has %d", cnt);
-    trips = m[0] < 0 ? 0 : m[0];
   }
-  int64_t size = body_size(body), max_iters = CTRL_MAX_UNROLLED / size;
   if (trips > max_iters) return over_limit(c, n, trips, size);
+  if (bound > max_iters) bound = max_iters;
 
-  /* cond_state: 1 known true, 0 known false, -1 run time (active holds it) */
+  /* cond_state: 1 known true, 0 known false, -1 run time (active holds it). With a
+   * run-time trip count or condition, iteration t is built under a guard on active_t
+   * (gir_guard: its kernels run only while the loop goes on) and the carried values
+   * are selected, v = where(active_t, v_body, v); active_{t+1} = where(active_t,
+   * cond_body && t+1 < M, false), computed where the Loop runs. Without a trip
+   * count known at compile time, `bound` (--max-trips) iterations are built and a
+   * trap fails the run if the loop would go on. */
   int cond_state = cond0 ? known_bool(c, cond0) : 1;
   gir_value *active = NULL;
-  if (cond_state < 0) {
-    if (cond0->dtype != GIR_BOOL || gir_value_numel(cond0) != 1)
-      return imp_fail(c, "cond must be a bool tensor of one element");
-    if (trips < 0) return imp_unsupported_node(c, n, "no trip count and a condition computed at run time");
-    if (K > 0) return imp_unsupported_node(c, n, "scan outputs with a condition computed at run time");
-    active = scalar_of(c, cond0);
+  if (cond_state < 0 && (cond0->dtype != GIR_BOOL || gir_value_numel(cond0) != 1))
+    return imp_fail(c, "cond must be a bool tensor of one element");
+  if (cond_state < 0 && K > 0) return imp_unsupported_node(c, n, "scan outputs with a condition computed at run time");
+  if (cond_state != 0 && (cond_state < 0 || m_rt)) {
+    active = cond_state < 0 ? scalar_of(c, cond0) : gir_const_scalar(c->g, GIR_BOOL, 1);
+    if (m_rt)
+      active = imp_binary(c, GIR_BINARY_AND, active, imp_binary(c, GIR_BINARY_LT, gir_const_scalar(c->g, GIR_I64, 0), m_rt));
   }
+  int bounded = m_rt || (active && trips < 0); /* built for `bound` iterations, not for all */
 
   subgraph b;
   if (body_init(c, body, &b) < 0) return -1;
   /* carried values are items: a sequence may grow from one iteration to the next */
   imp_item *carried = gir_arena_calloc(c->g->arena, (size_t)N + 1, sizeof *carried);
   for (int64_t i = 0; i < N; i++) carried[i] = imp_input_item(n, (int)(2 + i));
-  int64_t cap = trips >= 0 ? trips : max_iters;
+  int64_t cap = trips >= 0 ? trips : bounded ? bound : max_iters;
   gir_value **scans = gir_arena_calloc(c->g->arena, (size_t)(K * (cap > 0 ? cap : 1)) + 1, sizeof *scans);
   imp_item *ins = gir_arena_calloc(c->g->arena, (size_t)N + 3, sizeof *ins);
   imp_item *outs = gir_arena_calloc(c->g->arena, body->n_output + 1, sizeof *outs);
+  const gir_guard *outer = c->g->cur_guard;
   int64_t it = 0;
   for (; cond_state != 0; it++) {
     if (it == cap) {
-      if (trips >= 0) break;
+      if (trips >= 0 || bounded) break;
       return imp_unsupported_node(c, n, "the condition is still true after %lld iterations of a body of %lld nodes "
                                         "and outputs (the unrolling limit is %d)", (long long)it, (long long)size - 1,
                                   CTRL_MAX_UNROLLED);
@@ -528,7 +548,13 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
     ins[0] = (imp_item){.kind = IMP_TENSOR, .v = gir_const_scalar(c->g, GIR_I64, (double)it)};
     ins[1] = (imp_item){.kind = IMP_TENSOR, .v = active ? active : gir_const_scalar(c->g, GIR_BOOL, 1)};
     for (int64_t i = 0; i < N; i++) ins[2 + i] = carried[i];
+    const gir_guard *g_it = active ? gir_guard_new(c->g, active, 1, outer,
+                                                   gir_arena_printf(c->g->arena, "Loop '%s' iteration %lld", n->name,
+                                                                    (long long)it))
+                                   : outer;
+    c->g->cur_guard = g_it;
     int rc = run_items(c, &b, n->name, "body", it, ins, (size_t)N + 2, outs);
+    c->g->cur_guard = outer;
     if (rc == -3) return too_large(c, n);
     if (rc < 0) return rc;
     for (int64_t i = 0; i < N; i++) {
@@ -551,18 +577,46 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
     gir_value *co = outs[0].kind == IMP_TENSOR ? outs[0].v : NULL;
     if (!co || co->dtype != GIR_BOOL || gir_value_numel(co) != 1)
       return imp_fail(c, "iteration %lld: the body's condition must be a bool tensor of one element", (long long)it);
-    if (active) {
-      active = imp_binary(c, GIR_BINARY_AND, active, scalar_of(c, co));
-      continue;
-    }
-    cond_state = known_bool(c, co);
-    if (cond_state < 0) {
-      if (trips < 0) return imp_unsupported_node(c, n, "no trip count and a condition computed at run time");
+    if (!active) {
+      cond_state = known_bool(c, co);
+      if (cond_state >= 0) continue;
       if (K > 0) return imp_unsupported_node(c, n, "scan outputs with a condition computed at run time");
-      active = scalar_of(c, co);
+      if (trips < 0) { /* from here on, `bound` more iterations at most */
+        bounded = 1;
+        cap = it + 1 + bound < max_iters ? it + 1 + bound : max_iters;
+      }
+      active = gir_const_scalar(c->g, GIR_BOOL, 1);
     }
+    gir_value *go_on = scalar_of(c, co); /* the body's condition, and t+1 < M: computed in iteration t's branch */
+    if (m_rt) {
+      gir_value *more = imp_binary(c, GIR_BINARY_LT, gir_const_scalar(c->g, GIR_I64, (double)(it + 1)), m_rt);
+      c->g->cur_guard = g_it;
+      go_on = imp_binary(c, GIR_BINARY_AND, go_on, more);
+      c->g->cur_guard = outer;
+    }
+    active = g_it != outer ? imp_where(c, active, go_on, gir_const_scalar(c->g, GIR_BOOL, 0)) : go_on;
   }
   if (c->err->msg[0]) return -1;
+  if (bounded && active) { /* the loop would go on: taken, a trap fails the run */
+    const char *msg = gir_arena_printf(c->g->arena, "Loop '%s' needs more than the %lld iterations it was built for "
+                                                    "(kiln compile --max-trips N builds more)", n->name, (long long)it);
+    const gir_guard *past = gir_guard_new(c->g, active, 1, outer,
+                                          gir_arena_printf(c->g->arena, "Loop '%s' past its bound", n->name));
+    for (int64_t i = 0; i < N && !c->err->msg[0]; i++) {
+      if (carried[i].kind != IMP_TENSOR) continue; /* a sequence keeps its last value (its length is static) */
+      const gir_value *like = carried[i].v;
+      c->g->cur_guard = past;
+      gir_node *t = imp_new_node(c, GIR_OP_trap, NULL, 0, 1);
+      gir_attr_set_ints(c->g, t, "shape", like->shape.dims, like->shape.rank);
+      gir_attr_set_int(c->g, t, "to", like->dtype);
+      gir_attr_set_string(c->g, t, "message", msg);
+      int rc = gir_node_infer(c->g, t, c->err);
+      c->g->cur_guard = outer;
+      if (rc < 0) break;
+      carried[i].v = imp_where(c, active, t->out[0], carried[i].v);
+    }
+    if (c->err->msg[0]) return -1;
+  }
   for (int64_t i = 0; i < N; i++)
     if (set_out_item(c, n, (int)i, carried[i], first) < 0) return -1;
   for (int64_t j = 0; j < K; j++) {

@@ -14,7 +14,11 @@ compared with ONNX Runtime (rtol 1e-4, atol 1e-5) on the side that is valid:
     four combinations;
   - a guarded gather: `ids < n ? table[ids] : 0`, run with an index out of range,
     which the untaken branch must not check (ONNX Runtime does not run it either);
-  - the plan: the branches' kernels carry "when", the bundle is format version 3.
+  - the plan: the branches' kernels carry "when", the bundle is format version 3;
+  - a Loop whose trip count M is an input (built for --max-trips 6 iterations: M of
+    0, 1, 3, 6 and -2 against ONNX Runtime, M = 7 fails the run naming the Loop), and
+    a while loop (no M, its condition computed at run time) that stops after 0, 1
+    and 6 iterations, and one that would need more than the default 64.
 
 Options: --kiln PATH. Closing line: test_control_flow: N passed, M failed.
 """
@@ -116,6 +120,39 @@ def guarded_gather(path, rows=10, n=16):
          [const("rows", np.int64(rows)), const("z64", np.int64(0))])
 
 
+def loop_runtime_m(path, n=16):
+    """y = x, then M times: y = tanh(y @ W) + x (M an input); also the iteration count"""
+    w = (RNG.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["y_in", "W"], ["p"]), helper.make_node("Tanh", ["p"], ["t"]),
+         helper.make_node("Add", ["t", "x"], ["y_out"]), helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["k_in", "one"], ["k_out"])],
+        "body", [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("c_in", T.BOOL, []),
+                 helper.make_tensor_value_info("y_in", T.FLOAT, [2, n]),
+                 helper.make_tensor_value_info("k_in", T.INT64, [])],
+        [helper.make_tensor_value_info("c_out", T.BOOL, []), helper.make_tensor_value_info("y_out", T.FLOAT, [2, n]),
+         helper.make_tensor_value_info("k_out", T.INT64, [])], [const("W", w), const("one", np.int64(1))])
+    nodes = [helper.make_node("Loop", ["M", "", "x", "k0"], ["y", "k"], name="Loop_M", body=body)]
+    save(path, nodes, [helper.make_tensor_value_info("x", T.FLOAT, [2, n]), helper.make_tensor_value_info("M", T.INT64, [])],
+         [helper.make_tensor_value_info("y", T.FLOAT, [2, n]), helper.make_tensor_value_info("k", T.INT64, [])],
+         [const("k0", np.int64(0))])
+
+
+def loop_while(path, n=8):
+    """while sum(y) < limit: y = y * 2 (no trip count; the condition computed at run time)"""
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["y_in", "two"], ["y_out"]), helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+         helper.make_node("Less", ["s", "limit"], ["c_out"])],
+        "body", [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("c_in", T.BOOL, []),
+                 helper.make_tensor_value_info("y_in", T.FLOAT, [n])],
+        [helper.make_tensor_value_info("c_out", T.BOOL, []), helper.make_tensor_value_info("y_out", T.FLOAT, [n])],
+        [const("two", np.float32(2))])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s0"], keepdims=0), helper.make_node("Less", ["s0", "limit"], ["c0"]),
+             helper.make_node("Loop", ["", "c0", "x"], ["y"], name="Loop_while", body=body)]
+    save(path, nodes, [helper.make_tensor_value_info("x", T.FLOAT, [n]), helper.make_tensor_value_info("limit", T.FLOAT, [])],
+         [helper.make_tensor_value_info("y", T.FLOAT, [n])])
+
+
 class Case:
     def __init__(self, args, checks, d):
         self.args, self.checks, self.d = args, checks, d
@@ -137,13 +174,14 @@ class Case:
         r = util.run_kiln(self.args.kiln, ["run", bundle, "--output-dir", out] + argv)
         return r, out
 
-    def agree(self, name, path, bundle, feeds, tag):
+    def agree(self, name, path, bundle, feeds, tag, outputs=("y",)):
         r, out = self.run(name, bundle, feeds, tag)
         if not self.checks.check(r.rc == 0, "%s (%s): run %s: %s" % (name, tag, r.describe(), r.err.strip())):
             return
-        want = test_e2e.reference(path, feeds)[0]["y"]
-        ok, why, _, _ = test_e2e.compare(np.load(os.path.join(out, "y.npy")), want, 1e-4, 1e-5)
-        self.checks.check(ok, "%s (%s) matches ONNX Runtime: %s" % (name, tag, why))
+        wants = test_e2e.reference(path, feeds)[0]
+        for o in outputs:
+            ok, why, _, _ = test_e2e.compare(np.load(os.path.join(out, o + ".npy")), wants[o], 1e-4, 1e-5)
+            self.checks.check(ok, "%s (%s) output %s matches ONNX Runtime: %s" % (name, tag, o, why))
 
 
 def plan_of(bundle):
@@ -205,6 +243,37 @@ def main():
         if bundle:
             for ids in (3, 9, 10, 1000, -1):  # 10, 1000 and -1 only reach the untaken branch
                 c.agree("gather", path, bundle, {"ids": np.array(ids, np.int64)}, "ids%d" % ids)
+
+        path = os.path.join(d, "loop_m.onnx")
+        loop_runtime_m(path)
+        bundle, r = c.compile("loop_m", path, ["--max-trips", "6"])
+        if bundle:
+            x = RNG.standard_normal((2, 16)).astype(np.float32)
+            for m in (0, 1, 3, 6, -2):
+                c.agree("loop_m", path, bundle, {"x": x, "M": np.array(m, np.int64)}, "M%d" % m, ("y", "k"))
+            r, _ = c.run("loop_m", bundle, {"x": x, "M": np.array(7, np.int64)}, "M7")
+            checks.check(r.rc == 1 and "Loop 'Loop_M' needs more than the 6 iterations" in r.err and "--max-trips" in r.err
+                         and not util.clean_failure(r),
+                         "a trip count past --max-trips fails the run, naming the Loop: %s %r" % (r.describe(), r.err))
+            plan, _ = plan_of(bundle)
+            guarded = sum(1 for k in plan["kernels"] if "when" in k)
+            checks.check(guarded >= 6, "each iteration's kernels run under its condition: %d conditional kernels" % guarded)
+
+        path = os.path.join(d, "loop_while.onnx")
+        loop_while(path)
+        bundle, r = c.compile("loop_while", path)
+        if bundle:
+            x = np.abs(RNG.standard_normal(8)).astype(np.float32) + 0.5
+            s = float(x.sum())
+            for limit, tag in ((s * 0.5, "no iteration"), (s * 1.5, "one"), (s * 40, "six"), (1e30, "past the bound")):
+                feeds = {"x": x, "limit": np.array(limit, np.float32)}
+                if tag != "past the bound":
+                    c.agree("loop_while", path, bundle, feeds, tag)
+                    continue
+                r, _ = c.run("loop_while", bundle, feeds, "past")
+                checks.check(r.rc == 1 and "Loop 'Loop_while' needs more than the 64 iterations" in r.err and
+                             not util.clean_failure(r),
+                             "a while loop past the default bound fails the run: %s %r" % (r.describe(), r.err))
     checks.finish()
 
 
