@@ -1,8 +1,17 @@
 /* ops_misc.c — constants, identities and shape queries. Shapes are static, so
  * Shape and Size become constants; ConstantOfShape becomes a broadcast of its
- * scalar (folded when small); Dropout is inference-mode identity. */
+ * scalar (folded when small); Dropout is the identity in inference mode and draws
+ * the ONNX reference's mask in training mode (numpy's generator, np_random.c). */
+#include <stdlib.h>
 #include <string.h>
+#include "np_random.h"
 #include "ops.h"
+
+/* x (one element) as a scalar. */
+static gir_value *scalar_of_value(imp_ctx *c, gir_value *x) {
+  int64_t none[1] = {0};
+  return imp_reshape(c, x, 0, none);
+}
 
 int imp_cv_Constant(imp_ctx *c, imp_node *n) {
   const Onnx__AttributeProto *a = n->proto->n_attribute ? n->proto->attribute[0] : NULL;
@@ -37,22 +46,52 @@ int imp_cv_Identity(imp_ctx *c, imp_node *n) {
   return imp_set_output(c, n, 0, n->in[0]);
 }
 
+/* Training-mode Dropout: the mask the ONNX reference draws, np.random.seed(seed);
+ * np.random.uniform(0, 1.0, shape) >= ratio (np_random.c: numpy's MT19937), made
+ * at compile time from the seed (0 when absent, as the reference's default); y =
+ * mask · x · 1/(1 − ratio), ratio and training_mode as given (at run time too). */
+#define DROPOUT_MAX_ELEMENTS (1 << 22) /* the uniform draws are a float64 constant */
+
+static int dropout_training(imp_ctx *c, imp_node *n, gir_value *x, gir_value *ratio, gir_value *training) {
+  int64_t numel = gir_value_numel(x);
+  if (numel > DROPOUT_MAX_ELEMENTS)
+    return imp_unsupported_node(c, n, "training-mode dropout of %lld elements (its draws are made at compile time, "
+                                      "at most %d)", (long long)numel, DROPOUT_MAX_ELEMENTS);
+  if (!gir_dtype_is_float(x->dtype)) return imp_fail(c, "input 'data' must be floating point");
+  if (imp_reserve(c, numel, sizeof(double), "the dropout draws") < 0) return -1;
+  double *u = malloc((size_t)(numel > 0 ? numel : 1) * sizeof *u);
+  if (!u) return imp_fail(c, "out of memory for the dropout draws");
+  imp_np_random_sample((uint32_t)imp_attr_int(n, "seed", 0), u, numel);
+  gir_value *draws = gir_const_new(c->g, NULL, GIR_F64, &x->shape, u);
+  free(u);
+  gir_value *r = ratio ? imp_cast(c, scalar_of_value(c, ratio), GIR_F32) : imp_scalar(c, GIR_F32, 0.5);
+  gir_value *mask = imp_binary(c, GIR_BINARY_GE, draws, imp_cast(c, r, GIR_F64));
+  gir_value *scale = imp_binary(c, GIR_BINARY_DIV, imp_scalar(c, GIR_F32, 1.0),
+                                imp_binary(c, GIR_BINARY_SUB, imp_scalar(c, GIR_F32, 1.0), r));
+  gir_value *y = imp_binary(c, GIR_BINARY_MUL, imp_binary(c, GIR_BINARY_MUL, imp_cast(c, mask, x->dtype), x),
+                            imp_cast(c, scale, x->dtype));
+  if (training) { /* decided at run time: the identity and an all-true mask when off */
+    gir_value *t = scalar_of_value(c, training);
+    y = imp_where(c, t, y, x);
+    mask = imp_binary(c, GIR_BINARY_OR, mask, imp_unary(c, GIR_UNARY_NOT, t));
+  }
+  if (!y || !mask || imp_set_output(c, n, 0, y) < 0) return -1;
+  return n->n_out > 1 ? imp_set_output(c, n, 1, mask) : 0;
+}
+
 int imp_cv_Dropout(imp_ctx *c, imp_node *n) {
   if (n->n_in < 1 || !n->in[0]) return imp_fail(c, "needs an input");
-  if (n->n_in > 2 && n->in[2]) {
-    const void *tm = imp_const_data(c, n->in[2], "input 'training_mode'");
-    if (!tm) return -1;
-    /* training with ratio 0 drops nothing: deterministic, the identity */
-    double ratio = 0.5;
-    if (n->n_in > 1 && n->in[1]) {
-      const void *r = imp_const_data(c, n->in[1], "input 'ratio'");
-      if (!r) return -1;
-      ratio = gir_load_f64(n->in[1]->dtype, r, 0);
-    }
-    if (*(const uint8_t *)tm && ratio != 0)
-      return imp_unsupported_node(c, n, "training_mode=true with ratio %g (random dropout)", ratio);
+  gir_value *x = n->in[0], *ratio = n->n_in > 1 ? n->in[1] : NULL, *training = n->n_in > 2 ? n->in[2] : NULL;
+  if (training) {
+    if (training->dtype != GIR_BOOL || gir_value_numel(training) != 1)
+      return imp_fail(c, "input 'training_mode' must be one bool");
+    if (ratio && gir_value_numel(ratio) != 1) return imp_fail(c, "input 'ratio' must be a scalar");
+    const void *tm = training->data;
+    const void *r = ratio ? ratio->data : NULL;
+    /* training with ratio 0 drops nothing: the identity (as the reference returns x) */
+    int off = (tm && !*(const uint8_t *)tm) || (r && gir_load_f64(ratio->dtype, r, 0) == 0);
+    if (!off) return dropout_training(c, n, x, ratio, tm ? NULL : training);
   }
-  gir_value *x = n->in[0];
   if (imp_set_output(c, n, 0, x) < 0) return -1;
   if (n->n_out > 1) {
     gir_value *ones = imp_broadcast_to(c, gir_const_scalar(c->g, GIR_BOOL, 1), &x->shape);
