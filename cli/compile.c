@@ -167,6 +167,11 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
   /* If branches (gir_guard): the passes kept their rules; a GPU bundle has no
    * conditional kernels yet, so there both branches run and the where selects */
   if (gir_verify_guards(g, err) < 0) return -1;
+  for (int i = 0; i < g->n_outputs && (lt.gpu || o->aot); i++) /* data-dependent shapes: the CPU runtime's */
+    if (g->outputs[i]->extent)
+      return gir_errf(err, "output '%s' has a data-dependent shape (NonMaxSuppression's selected boxes), which %s "
+                           "does not support yet (the CPU runtime does)", g->outputs[i]->name,
+                      lt.gpu ? "a GPU bundle" : "an --aot project");
   if (lt.gpu)
     for (int k = 0; k < g->n_nodes; k++) {
       if (g->nodes[k]->op == GIR_OP_trap)
@@ -273,9 +278,17 @@ static int check_values(const gir_graph *g, int64_t limit, gir_err *err) {
 
 /* The bundle's description of an input or output. */
 static pack_io io_of(const gir_value *v, const gir_input_range *r) {
-  pack_io io = {v->name, v->dtype, v->shape, PACK_VALUES_ANY, 0, 0};
+  pack_io io = {v->name, v->dtype, v->shape, PACK_VALUES_ANY, 0, 0, 0, 0, {.kind = PACK_ARG_KIND_COUNT}};
   if (r && r->kind == GIR_VALUES_RANGE) io.values = PACK_VALUES_RANGE, io.lo = r->lo, io.hi = r->hi;
   if (r && r->kind == GIR_VALUES_GIVEN) io.values = PACK_VALUES_GIVEN;
+  return io;
+}
+
+/* Output i, with where its actual extent lives when it has one. */
+static pack_io out_io(const gir_graph *g, const pack_plan *plan, int i) {
+  pack_io io = io_of(g->outputs[i], NULL);
+  if (g->outputs[i]->extent)
+    io.has_extent = 1, io.extent_axis = g->outputs[i]->extent_axis, io.extent = plan->out_extent[i];
   return io;
 }
 
@@ -288,7 +301,7 @@ static int write_aot(const kiln_compile_options *o, const kiln_front *f, const p
   pack_io *outs = gir_arena_calloc(f->arena, (size_t)g->n_outputs + 1, sizeof *outs);
   if (!ins || !outs) return gir_errf(err, "out of memory");
   for (int i = 0; i < g->n_inputs; i++) ins[i] = io_of(g->inputs[i], &f->ranges[i]);
-  for (int i = 0; i < g->n_outputs; i++) outs[i] = io_of(g->outputs[i], NULL);
+  for (int i = 0; i < g->n_outputs; i++) outs[i] = out_io(g, plan, i);
   pack_aot p = {.model = model_name(o->model_path), .compiler_version = KILN_VERSION, .target_name = o->target,
                 .inputs = ins, .outputs = outs, .n_inputs = g->n_inputs, .n_outputs = g->n_outputs,
                 .calls = plan->calls, .n_calls = plan->n_calls, .arena_bytes = plan->mem.arena_bytes,
@@ -443,7 +456,7 @@ int kiln_compile(const kiln_compile_options *o, kiln_compile_result *res, gir_er
     goto out;
   }
   for (int i = 0; i < g->n_inputs; i++) ins[i] = io_of(g->inputs[i], &f.ranges[i]);
-  for (int i = 0; i < g->n_outputs; i++) outs[i] = io_of(g->outputs[i], NULL);
+  for (int i = 0; i < g->n_outputs; i++) outs[i] = out_io(g, &plan, i);
   pack_bundle bundle = {
       .model = model_name(o->model_path), .compiler_version = KILN_VERSION,
       .target_name = o->target ? o->target : "host", .triple = triple,

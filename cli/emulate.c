@@ -163,8 +163,29 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
     gir_errf(err, "out of memory");
     goto out;
   }
-  for (int i = 0; i < g->n_outputs; i++)
-    co[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, g->outputs[i]->shape, outs[i]};
+  for (int i = 0; i < g->n_outputs; i++) {
+    gir_shape sh = g->outputs[i]->shape;
+    const pack_arg *x = &plan.out_extent[i];
+    if (g->outputs[i]->extent) { /* a data-dependent size: the run's, the data compacted as the runtime does */
+      int64_t e, ax = g->outputs[i]->extent_axis, outer = 1, inner = (int64_t)gir_dtype_size(g->outputs[i]->dtype);
+      memcpy(&e, x->kind == PACK_ARG_INPUT    ? ins[x->index]
+                 : x->kind == PACK_ARG_OUTPUT ? outs[x->index]
+                 : x->kind == PACK_ARG_ARENA  ? (void *)(arena + x->offset)
+                                              : (void *)((unsigned char *)plan.params + x->offset),
+             sizeof e);
+      if (e < 0 || e > sh.dims[ax]) {
+        gir_errf(err, "output %s: extent %lld outside [0, %lld]", g->outputs[i]->name, (long long)e,
+                 (long long)sh.dims[ax]);
+        goto out;
+      }
+      for (int d = 0; d < ax; d++) outer *= sh.dims[d];
+      for (int d = (int)ax + 1; d < sh.rank; d++) inner *= sh.dims[d];
+      for (int64_t k = 1; k < outer; k++)
+        memmove((char *)outs[i] + k * e * inner, (char *)outs[i] + k * sh.dims[ax] * inner, (size_t)(e * inner));
+      sh.dims[ax] = e;
+    }
+    co[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, sh, outs[i]};
+  }
   rc = cli_compare_test_outputs(co, g->n_outputs, dir, atol_scale, a);
   if (rc != 0) rc = 1;
 out:

@@ -183,6 +183,10 @@ static int build_forward(fuser *f, gir_arena *a, gir_err *err) {
   for (int32_t k = 0; k < n; k++)
     for (const gir_guard *d = g->nodes[k]->guard; d; d = d->parent)
       if (d->cond->producer && !d->cond->data) f->extern_ref[d->cond->producer->id] = 1;
+  for (int i = 0; i < g->n_outputs; i++) { /* an output's actual extent: read by the runtime too */
+    const gir_value *e = g->outputs[i]->extent;
+    if (e && e->producer && !e->data) f->extern_ref[e->producer->id] = 1;
+  }
   for (int32_t k = 0; k < n; k++) f->first[k + 1] += f->first[k];
   f->dst = gir_arena_calloc(a, (size_t)n_edges + 1, sizeof *f->dst);
   f->epat = gir_arena_alloc(a, (size_t)n_edges + 1);

@@ -296,7 +296,10 @@ void gir_graph_compact(gir_graph *g) {
   uint8_t *live_val = gir_arena_calloc(g->arena, (size_t)g->n_values + 1, 1);
   uint8_t *live_node = gir_arena_calloc(g->arena, (size_t)g->n_nodes + 1, 1);
   if (!live_val || !live_node) abort();
-  for (int i = 0; i < g->n_outputs; i++) live_val[g->outputs[i]->id] = 1;
+  for (int i = 0; i < g->n_outputs; i++) {
+    live_val[g->outputs[i]->id] = 1;
+    if (g->outputs[i]->extent) live_val[g->outputs[i]->extent->id] = 1; /* the runtime reads it */
+  }
   for (int i = 0; i < g->n_inputs; i++) live_val[g->inputs[i]->id] = 1;
   for (int k = g->n_nodes - 1; k >= 0; k--) {
     gir_node *n = g->nodes[k];

@@ -82,6 +82,12 @@ typedef struct gir_value {
   int32_t producer_slot;
   void *data;         /* constant payload, NULL when not a constant */
   uint8_t is_input, is_output;
+  /* A data-dependent size (NonMaxSuppression's selected boxes): the shape is an
+   * upper bound and `extent`, an int64 scalar value, holds the actual size along
+   * axis `extent_axis` after a run; the elements past it are zeros. Only graph
+   * outputs have one (the runtime reports the actual shape); NULL otherwise. */
+  struct gir_value *extent;
+  int32_t extent_axis;
 } gir_value;
 
 typedef enum gir_attr_kind {

@@ -220,6 +220,26 @@ int gir_infer_lrn(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 0, n->in[0]->dtype, &n->in[0]->shape, err);
 }
 
+int gir_infer_nms(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_value *bx = n->in[0], *sc = n->in[1];
+  if (bx->dtype != GIR_F32 || sc->dtype != GIR_F32) return gir_errf(err, "boxes and scores must be float32");
+  if (bx->shape.rank != 3 || bx->shape.dims[2] != 4) return gir_errf(err, "boxes must be [batches, boxes, 4]");
+  if (sc->shape.rank != 3 || sc->shape.dims[0] != bx->shape.dims[0] || sc->shape.dims[2] != bx->shape.dims[1])
+    return gir_errf(err, "scores must be [batches, classes, boxes] for boxes [batches, boxes, 4]");
+  static const gir_dtype want[5] = {GIR_F32, GIR_F32, GIR_I64, GIR_F32, GIR_F32};
+  for (int i = 2; i < n->n_in; i++)
+    if (n->in[i] && (n->in[i]->dtype != want[i] || gir_value_numel(n->in[i]) != 1))
+      return gir_errf(err, "input %d must be one %s", i, gir_dtype_name(want[i]));
+  int64_t cap = gir_attr_int(n, "cap", -1), center = gir_attr_int(n, "center_point_box", 0);
+  int64_t most = bx->shape.dims[0] * sc->shape.dims[1] * bx->shape.dims[1]; /* shapes never overflow */
+  if (cap < 0 || cap > most) return gir_errf(err, "cap %lld is outside [0, %lld]", (long long)cap, (long long)most);
+  if (center != 0 && center != 1) return gir_errf(err, "center_point_box must be 0 or 1");
+  gir_shape s = {.rank = 2, .dims = {cap, 3}}, one = {.rank = 0};
+  if (gir_set_out(n, 0, GIR_I64, &s, err) < 0) return -1;
+  return gir_set_out(n, 1, GIR_I64, &one, err);
+}
+
 int gir_infer_topk(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *x = &n->in[0]->shape;

@@ -51,7 +51,11 @@ int gir_replace_uses(gir_graph *g, gir_value *old, gir_value *nv) {
     nv->name = old->name;
     nv->is_output = 1;
     old->is_output = 0;
+    nv->extent = old->extent, nv->extent_axis = old->extent_axis;
+    old->extent = NULL;
   }
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i]->extent == old) g->outputs[i]->extent = nv;
   for (int k = 0; k < g->n_nodes; k++) {
     gir_node *n = g->nodes[k];
     for (int j = 0; j < n->n_in; j++)

@@ -30,7 +30,10 @@ int gir_verify_guards(const gir_graph *g, gir_err *err) {
     }
   }
   for (int i = 0; i < g->n_outputs; i++) {
-    const gir_value *v = g->outputs[i];
+    const gir_value *v = g->outputs[i], *e = v->extent;
+    if (e && (e->dtype != GIR_I64 || e->shape.rank != 0 || v->extent_axis < 0 || v->extent_axis >= v->shape.rank ||
+              (e->producer && e->producer->guard)))
+      return gir_errf(err, "verify: graph output %s has a malformed extent", v->name);
     if (v->producer && v->producer->guard)
       return gir_errf(err, "verify: graph output %s is computed only under %s", v->name, v->producer->guard->what);
   }

@@ -36,6 +36,12 @@ typedef struct lower_program {
  * (topological order), named `name`. */
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
                 int32_t n_outs, const char *name, const lower_target *t, lower_kernel *k, gir_err *err);
+/* Ops whose kernel is written in loop IR directly (lower_seq.c): sequential
+ * algorithms with no tensor-expression form (NonMaxSuppression). */
+int lower_is_sequential(gir_op op);
+/* k: the kernel of node n (such an op), named `name`, writing outs (all of n's outputs). */
+int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
+                     lower_kernel *k, gir_err *err);
 /* One kernel for node n. */
 int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, const lower_target *t, lower_kernel *out,
                gir_err *err);

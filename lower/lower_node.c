@@ -122,6 +122,8 @@ static void inline_scalars(te_ctx *c, gir_arena *a, te_tensor **params, const gi
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
                 int32_t n_outs, const char *name, const lower_target *t, lower_kernel *k, gir_err *err) {
   gir_arena *a = b->arena;
+  if (n_nodes == 1 && lower_is_sequential(nodes[0]->op)) /* opaque: always alone */
+    return lower_sequential(b, nodes[0], outs, n_outs, name, k, err);
   vmap m = {.a = a};
   int32_t cap = 1; /* a kernel reads at most every input of its nodes */
   for (int j = 0; j < n_nodes; j++) cap += nodes[j]->n_in;
@@ -207,6 +209,8 @@ int lower_graph_groups(const gir_graph *g, const int32_t *group_of, int32_t n_gr
       if (v && v->producer && group_of[v->producer->id] != group_of[k]) leaves[v->id] = 1;
     }
   for (int i = 0; i < g->n_outputs; i++) leaves[g->outputs[i]->id] = 1;
+  for (int i = 0; i < g->n_outputs; i++) /* outputs' actual extents: the runtime reads them */
+    if (g->outputs[i]->extent) leaves[g->outputs[i]->extent->id] = 1;
   for (int k = 0; k < g->n_nodes; k++) /* If conditions: the runtime reads them */
     for (const gir_guard *d = g->nodes[k]->guard; d; d = d->parent) leaves[d->cond->id] = 1;
   /* groups in the order of their last node: every group a group reads from ends

@@ -17,6 +17,17 @@
 
 static const char *const arg_kinds[PACK_ARG_KIND_COUNT] = {"input", "output", "arena", "param"};
 
+static cJSON *arg_json(const pack_arg *a) {
+  cJSON *x = cJSON_CreateObject();
+  cJSON_AddStringToObject(x, "kind", arg_kinds[a->kind]);
+  if (a->kind == PACK_ARG_INPUT || a->kind == PACK_ARG_OUTPUT) cJSON_AddNumberToObject(x, "index", (double)a->index);
+  else {
+    cJSON_AddNumberToObject(x, "offset", (double)a->offset);
+    cJSON_AddNumberToObject(x, "bytes", (double)a->bytes);
+  }
+  return x;
+}
+
 static cJSON *io_json(const pack_io *io, int32_t n) {
   cJSON *arr = cJSON_CreateArray();
   for (int i = 0; i < n; i++) {
@@ -31,26 +42,24 @@ static cJSON *io_json(const pack_io *io, int32_t n) {
       cJSON_AddItemToArray(r, cJSON_CreateNumber((double)io[i].hi));
     } else if (io[i].values == PACK_VALUES_GIVEN)
       cJSON_AddStringToObject(o, "random", "none");
+    if (io[i].has_extent) { /* a data-dependent size along one axis */
+      cJSON *e = cJSON_AddObjectToObject(o, "extent");
+      cJSON_AddNumberToObject(e, "axis", io[i].extent_axis);
+      cJSON_AddItemToObject(e, "arg", arg_json(&io[i].extent));
+    }
     cJSON_AddItemToArray(arr, o);
   }
   return arr;
 }
 
-static cJSON *arg_json(const pack_arg *a) {
-  cJSON *x = cJSON_CreateObject();
-  cJSON_AddStringToObject(x, "kind", arg_kinds[a->kind]);
-  if (a->kind == PACK_ARG_INPUT || a->kind == PACK_ARG_OUTPUT) cJSON_AddNumberToObject(x, "index", (double)a->index);
-  else {
-    cJSON_AddNumberToObject(x, "offset", (double)a->offset);
-    cJSON_AddNumberToObject(x, "bytes", (double)a->bytes);
-  }
-  return x;
-}
 
-/* The format version b needs: 3 when a call is conditional or a trap, else 2. */
+/* The format version b needs: 3 when a call is conditional or a trap or an output
+ * has a data-dependent extent, else 2. */
 static int format_version(const pack_bundle *b) {
   for (int k = 0; k < b->n_calls; k++)
     if (b->calls[k].n_when || b->calls[k].fail) return PACK_FORMAT_VERSION_GUARDS;
+  for (int i = 0; i < b->n_outputs; i++)
+    if (b->outputs[i].has_extent) return PACK_FORMAT_VERSION_GUARDS;
   return PACK_FORMAT_VERSION;
 }
 

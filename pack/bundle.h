@@ -58,6 +58,9 @@ typedef struct pack_io {
   gir_shape shape;
   pack_values values; /* inputs only */
   int64_t lo, hi;     /* PACK_VALUES_RANGE: [lo, hi) */
+  uint8_t has_extent;  /* outputs: a data-dependent size along extent_axis, whose int64 value lives */
+  int32_t extent_axis; /* at `extent` after a run (manifest "extent") */
+  pack_arg extent;
 } pack_io;
 
 typedef struct pack_bundle {

@@ -171,12 +171,12 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
   for (int i = 0; i < g->n_inputs; i++) where[g->inputs[i]->id] = (loc){PACK_ARG_INPUT, i, 0, gir_value_nbytes(g->inputs[i]), -1};
   for (int i = 0; i < g->n_outputs; i++) where[g->outputs[i]->id] = (loc){PACK_ARG_OUTPUT, i, 0, gir_value_nbytes(g->outputs[i]), -1};
 
-  /* constants read by kernels → params.bin */
+  /* constants read by kernels (or, an output's constant extent, by the runtime) → params.bin */
   int64_t pbytes = 0;
-  for (int k = 0; k < p->n_kernels; k++)
-    for (int i = 0; i < p->kernels[k].n_in; i++) {
-      const gir_value *v = p->kernels[k].in[i];
-      if (!v->data || where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
+  for (int k = 0; k <= p->n_kernels; k++)
+    for (int i = 0; i < (k < p->n_kernels ? p->kernels[k].n_in : g->n_outputs); i++) {
+      const gir_value *v = k < p->n_kernels ? p->kernels[k].in[i] : g->outputs[i]->extent;
+      if (!v || !v->data || where[v->id].kind != PACK_ARG_KIND_COUNT) continue;
       int64_t nb = gir_value_nbytes(v);
       where[v->id] = (loc){PACK_ARG_PARAM, 0, pbytes, nb, -1};
       pbytes += (nb + PACK_ALIGN - 1) & ~(int64_t)(PACK_ALIGN - 1);
@@ -248,7 +248,25 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
       if (l->tensor >= 0 && t[l->tensor].last < k) t[l->tensor].last = k;
     }
   }
+  /* an output's actual extent is read after the run: it lives to the end */
+  for (int i = 0; i < g->n_outputs; i++) {
+    const gir_value *e = g->outputs[i]->extent;
+    if (!e) continue;
+    const loc *l = &where[e->id];
+    if (l->kind == PACK_ARG_KIND_COUNT) return gir_errf(err, "plan: nothing computes the extent of output %s", g->outputs[i]->name);
+    if (l->tensor >= 0) t[l->tensor].last = p->n_kernels;
+  }
   if (pack_plan_memory(t, nt, &out->mem, err) < 0) return -1;
+  out->out_extent = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *out->out_extent);
+  if (!out->out_extent) return gir_errf(err, "plan: out of memory");
+  for (int i = 0; i < g->n_outputs; i++) {
+    const gir_value *e = g->outputs[i]->extent;
+    out->out_extent[i].kind = PACK_ARG_KIND_COUNT;
+    if (!e) continue;
+    const loc *l = &where[e->id];
+    out->out_extent[i] = (pack_arg){l->kind, l->index, l->kind == PACK_ARG_ARENA ? t[l->tensor].offset + l->offset : l->offset,
+                                    gir_value_nbytes(e)};
+  }
   for (int k = 0; k < p->n_kernels; k++) {
     int64_t ws = 0;
     for (int i = 0; i < p->kernels[k].n_ws; i++) ws += p->kernels[k].ws_bytes[i];

@@ -16,6 +16,8 @@ typedef struct pack_plan {
   int64_t params_bytes;
   pack_plan_stats mem;      /* arena bytes and the liveness lower bound */
   int64_t workspace_bytes;  /* part of the arena used by kernel workspace at its peak */
+  pack_arg *out_extent;     /* per graph output: where its actual extent (gir_value.extent) lives after a
+                               run, kind PACK_ARG_KIND_COUNT for a static output */
 } pack_plan;
 
 /* Builds the plan; everything is allocated in arena a. */

@@ -89,6 +89,13 @@ typedef struct {
   int32_t set;         /* inputs: set since open */
   kiln_values values;  /* inputs: the manifest's "range" / "random" (manifest.c) */
   int64_t range_lo, range_hi;
+  /* outputs: a data-dependent size along extent_axis (manifest "extent"): dims is the
+   * bound; after a run the int64 at `extent` (plan.c checks the argument) is the size
+   * and `actual` the dims kiln_model_output reports (the data compacted to them) */
+  int32_t has_extent, extent_axis;
+  struct cJSON *extent_json; /* the argument, between manifest.c and plan.c */
+  int32_t extent_arg;        /* index into kiln_model.arg_descs / .args */
+  int64_t actual[KILN_MAX_RANK];
 } krt_tensor;
 
 typedef enum { KRT_ARG_INPUT, KRT_ARG_OUTPUT, KRT_ARG_ARENA, KRT_ARG_PARAM } krt_arg_kind;

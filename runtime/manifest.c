@@ -107,6 +107,27 @@ static kiln_status parse_values(const cJSON *item, const char *where, krt_tensor
   return KILN_OK;
 }
 
+/* An output's optional "extent" (version 3): {"axis": a, "arg": ARG}, a data-dependent
+ * size along axis a of the declared shape (the bound), an int64 at ARG after a run;
+ * ARG is checked with the plan's arguments (plan.c). */
+static kiln_status parse_extent(const cJSON *item, const char *where, krt_tensor *t, krt_error *err) {
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(item, "extent");
+  if (!e) return KILN_OK;
+  char field[KRT_ERR_MAX / 2];
+  snprintf(field, sizeof field, "%s: extent", where);
+  if (krt_json_object(e, field, err) != KILN_OK) return err->status;
+  if (t->rank == 0) return krt_fail(err, KILN_ERR_FORMAT, "%s: a scalar has no axis to vary", field);
+  int64_t axis;
+  if (krt_json_int(e, "axis", field, 0, t->rank - 1, &axis, err) != KILN_OK) return err->status;
+  const cJSON *arg;
+  if (krt_json_member(e, "arg", field, &arg, err) != KILN_OK) return err->status;
+  if (!(t->extent_json = cJSON_Duplicate(arg, 1)))
+    return krt_fail(err, KILN_ERR_NOMEM, "out of memory reading %s", field);
+  t->has_extent = 1;
+  t->extent_axis = (int32_t)axis;
+  return KILN_OK;
+}
+
 static kiln_status parse_tensor(const cJSON *item, const char *where, krt_tensor *t, krt_error *err) {
   if (krt_json_object(item, where, err) != KILN_OK) return err->status;
   const char *name, *dtype;
@@ -152,6 +173,7 @@ static kiln_status parse_tensors(const cJSON *root, const char *key, krt_tensor 
     snprintf(where, sizeof where, "manifest.json: %s[%d]", key, i);
     if (parse_tensor(item, where, &(*out)[i], err) != KILN_OK) return err->status;
     if (strcmp(key, "inputs") == 0 && parse_values(item, where, &(*out)[i], err) != KILN_OK) return err->status;
+    if (strcmp(key, "outputs") == 0 && parse_extent(item, where, &(*out)[i], err) != KILN_OK) return err->status;
     for (int32_t j = 0; j < i; j++)
       if (strcmp((*out)[j].name, (*out)[i].name) == 0)
         return krt_fail(err, KILN_ERR_FORMAT, "%s: name '%.64s' is used by %s[%d] too", where, (*out)[i].name, key, j);

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cJSON.h>
+
 #include "krt.h"
 
 static kiln_status fail(kiln_model *m, kiln_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -44,7 +46,10 @@ static int64_t now_ns(void) {
 /* ---------------------------------------------------------------- open / close */
 
 static void free_tensors(krt_tensor *t, int32_t count) {
-  for (int32_t i = 0; t && i < count; i++) free(t[i].name);
+  for (int32_t i = 0; t && i < count; i++) {
+    free(t[i].name);
+    cJSON_Delete(t[i].extent_json);
+  }
   free(t);
 }
 
@@ -355,6 +360,31 @@ kiln_status kiln_model_set_input(kiln_model *m, const char *name, kiln_dtype dty
   return KILN_OK;
 }
 
+/* After a run: each output with a data-dependent extent gets its actual dims, and
+ * its data is moved to be that shape's C-order tensor (along axis 0 it already is:
+ * a prefix; along a later axis each outer block moves down, in place, in order). */
+static kiln_status settle_extents(kiln_model *m) {
+  for (int32_t o = 0; o < m->output_count; o++) {
+    krt_tensor *t = &m->outputs[o];
+    if (!t->has_extent) continue;
+    int64_t e;
+    memcpy(&e, m->args[t->extent_arg], sizeof e);
+    int32_t a = t->extent_axis;
+    if (e < 0 || e > t->dims[a])
+      return fail(m, KILN_ERR_RUN, "run: output '%s': its extent %lld is outside [0, %lld] (a kernel bug)", t->name,
+                  (long long)e, (long long)t->dims[a]);
+    memcpy(t->actual, t->dims, sizeof t->actual);
+    t->actual[a] = e;
+    int64_t outer = 1, inner = (int64_t)kiln_dtype_size(t->dtype);
+    for (int32_t d = 0; d < a; d++) outer *= t->dims[d];
+    for (int32_t d = a + 1; d < t->rank; d++) inner *= t->dims[d];
+    if (e < t->dims[a])
+      for (int64_t i = 1; i < outer; i++)
+        memmove(t->data + i * e * inner, t->data + i * t->dims[a] * inner, (size_t)(e * inner));
+  }
+  return KILN_OK;
+}
+
 /* Whether each of kn's conditions (an If branch's bools) holds. */
 static int conditions_hold(const kiln_model *m, const krt_kernel *kn) {
   void *const *at = m->args + kn->first_arg + kn->arg_count;
@@ -400,6 +430,7 @@ kiln_status kiln_model_run(kiln_model *m) {
     }
     if (rc != 0) return kernel_failed(m, k, rc);
   }
+  if (settle_extents(m) != KILN_OK) return KILN_ERR_RUN;
   m->outputs_ready = 1;
   return KILN_OK;
 }
@@ -413,7 +444,16 @@ kiln_status kiln_model_output(kiln_model *m, int32_t index, const void **data, k
                 m->output_count);
   if (!m->outputs_ready) return fail(m, KILN_ERR_RUN, "output: no successful run yet");
   *data = m->outputs[index].data;
-  if (info) fill_info(&m->outputs[index], info);
+  if (info) {
+    const krt_tensor *t = &m->outputs[index];
+    fill_info(t, info);
+    if (t->has_extent) { /* the run's shape, not the bound */
+      memcpy(info->dims, t->actual, sizeof info->dims);
+      info->elements = 1;
+      for (int32_t d = 0; d < t->rank; d++) info->elements *= t->actual[d];
+      info->bytes = info->elements * (int64_t)kiln_dtype_size(t->dtype);
+    }
+  }
   return KILN_OK;
 }
 

@@ -228,6 +228,7 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
       total += count;
     }
   }
+  for (int32_t o = 0; o < m->output_count; o++) total += m->outputs[o].has_extent; /* after the kernels' */
   m->kernels = calloc((size_t)n, sizeof *m->kernels);
   m->profile = calloc((size_t)n, sizeof *m->profile);
   m->calls = calloc((size_t)n, sizeof *m->calls);
@@ -281,9 +282,25 @@ static kiln_status load(kiln_model *m, const cJSON *root, krt_error *err) {
     if (parse_when(m, kernel, where, kn, &next, err) != KILN_OK) return err->status;
   }
 
+  for (int32_t o = 0; o < m->output_count; o++) { /* outputs' data-dependent extents (manifest.c) */
+    krt_tensor *t = &m->outputs[o];
+    if (!t->has_extent) continue;
+    char where[96];
+    snprintf(where, sizeof where, "manifest.json: outputs[%d].extent.arg", o);
+    if (m->gpu) return krt_fail(err, KILN_ERR_FORMAT, "%s: data-dependent extents are not supported in a GPU bundle", where);
+    krt_arg *d = &m->arg_descs[next];
+    if (parse_arg(m, t->extent_json, where, d, err) != KILN_OK) return err->status;
+    int64_t bytes = d->kind == KRT_ARG_INPUT ? m->inputs[d->index].bytes
+                    : d->kind == KRT_ARG_OUTPUT ? m->outputs[d->index].bytes : d->bytes;
+    if (bytes < 8 || (d->kind == KRT_ARG_OUTPUT && d->index == o))
+      return krt_fail(err, KILN_ERR_FORMAT, "%s: must be an int64 of its own (8 bytes)", where);
+    t->extent_arg = (int32_t)next++;
+    cJSON_Delete(t->extent_json);
+    t->extent_json = NULL;
+  }
   unsigned char *used = calloc((size_t)m->output_count, 1);
   if (!used) return krt_fail(err, KILN_ERR_NOMEM, "out of memory checking the plan's outputs");
-  for (int64_t i = 0; i < total; i++)
+  for (int64_t i = 0; i < next; i++)
     if (m->arg_descs[i].kind == KRT_ARG_OUTPUT) used[m->arg_descs[i].index] = 1;
   for (int32_t o = 0; o < m->output_count; o++)
     if (!used[o]) {

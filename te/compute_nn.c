@@ -353,6 +353,15 @@ int lower_compute_lrn(te_ctx *c, const gir_node *n, te_tensor *const *in, te_ten
   return 0;
 }
 
+/* NonMaxSuppression is a sequential greedy algorithm with no tensor-expression
+ * form: lower/lower_seq.c writes its kernel in loop IR directly. Here it is not
+ * defined (constant folding then leaves it to run time). */
+int lower_compute_nms(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  (void)in, (void)out;
+  return gir_errf(c->err, "%s: NonMaxSuppression has no tensor-expression form (its kernel is written in loop IR)",
+                  n->name);
+}
+
 int lower_compute_topk(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int r = x->rank;

@@ -12,7 +12,8 @@ exact for integers and bool, NaN positions matching). One line per test, then th
 "unsupported" means kiln refused the model with a clear unsupported-op or
 unsupported-type message; "failed" is everything else that did not match (wrong
 numbers, errors, crashes, timeouts). Excluded tests (tests/conformance/exclusions.txt,
-one `test_name  reason` per line) are reported as excluded and counted as not passed.
+one `test_name  reason` per line; `TARGET:test_name  reason` for one --target only, e.g.
+`cuda:`) are reported as excluded and counted as not passed.
 
 --ops-table FILE writes the per-op Markdown table (passed/total per op);
 --readme rewrites the table between the conformance markers in README.md.
@@ -60,7 +61,8 @@ def test_ops(path):
     return sorted(ops)
 
 
-def load_exclusions():
+def load_exclusions(target=None):
+    """{test: reason}; a line "TARGET:test reason" excludes the test for that target only."""
     ex = {}
     p = os.path.join(HERE, "exclusions.txt")
     if os.path.exists(p):
@@ -69,7 +71,10 @@ def load_exclusions():
             if not line or line.startswith("#"):
                 continue
             name, _, reason = line.partition(" ")
-            ex[name] = reason.strip()
+            only, sep, test = name.partition(":")
+            if sep and only != (target or "host"):
+                continue
+            ex[test if sep else name] = reason.strip()
     return ex
 
 
@@ -121,7 +126,7 @@ def main():
                 for p in LIGHT_OPS.get(op, ["test_" + op.lower() + "_"])]
     if required:
         tests = [t for t in tests if any(t.startswith(p) for p in required)]
-    excl = load_exclusions()
+    excl = load_exclusions(a.target)
     results = {}
     todo = [t for t in tests if t not in excl]
     for t in tests:

@@ -6,7 +6,7 @@ Usage: make_bundle_corpus.py OUT_DIR --kiln KILN --reference FILE
 Builds a few small models (a conv with its activation; two inputs through a
 matmul, a softmax and two outputs; a pooled, concatenated, reshaped image),
 compiles each into a bundle with `kiln compile` (and an If on a run-time condition, whose plan has
-conditional kernels), and writes two seeds per bundle:
+conditional kernels, and a NonMaxSuppression, whose output has a data-dependent extent), and writes two seeds per bundle:
 byte 0 followed by the whole bundle (mode 0: archive and manifest) and byte 1
 followed by its plan.json (mode 1: the plan against a real manifest). The first
 bundle is also copied to --reference, the manifest mode 1 checks plans against.
@@ -60,7 +60,13 @@ def models(d):
           helper.make_node("If", ["c"], ["y"], then_branch=branch("then", "Relu", "ty"),
                            else_branch=branch("else", "Neg", "ey"))],
          [vi("x", [1, 3, 8, 8])], [vi("y", [1, 3, 8, 8])], [numpy_helper.from_array(np.array(0, np.float32), "zero")])
-    return ["conv", "matmul", "pool", "branch"]
+    save(os.path.join(d, "nms.onnx"),  # a data-dependent output shape: the manifest's "extent"
+         [helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou"], ["sel"])],
+         [vi("boxes", [1, 6, 4]), vi("scores", [1, 2, 6])],
+         [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])],
+         [numpy_helper.from_array(np.array([3], np.int64), "limit"),
+          numpy_helper.from_array(np.array([0.5], np.float32), "iou")])
+    return ["conv", "matmul", "pool", "branch", "nms"]
 
 
 def put(out, data):

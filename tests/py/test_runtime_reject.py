@@ -488,6 +488,22 @@ def cases(lib):
     add("fail empty", "FORMAT", "'fail'")(lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(fail=""))))
     add("a trap reached fails the run", "RUN", ["kernels' trap", "branch X cannot run"], run=True)(
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(name="kernels' trap", fail="branch X cannot run"))))
+    # an output's data-dependent extent (format version 3)
+    def extent(**e):
+        return lambda m: m["outputs"][0].update(extent=e)
+    param8 = {"kind": "param", "offset": 0, "bytes": 8}
+    add("extent not an object", "FORMAT", "extent")(
+        lambda d: save(d, with_manifest(lambda m: m["outputs"][0].update(extent=[0]))))
+    add("extent axis out of range", "FORMAT", ["extent", "axis"])(lambda d: save(d, with_manifest(extent(axis=1, arg=param8))))
+    add("extent without arg", "FORMAT", ["extent", "arg"])(lambda d: save(d, with_manifest(extent(axis=0))))
+    add("extent arg past params.bin", "FORMAT", ["outputs[0].extent.arg", "past the end"])(
+        lambda d: save(d, with_manifest(extent(axis=0, arg={"kind": "param", "offset": 64, "bytes": 8}))))
+    add("extent arg of 4 bytes", "FORMAT", ["outputs[0].extent.arg", "8 bytes"])(
+        lambda d: save(d, with_manifest(extent(axis=0, arg={"kind": "param", "offset": 0, "bytes": 4}))))
+    add("extent arg is the output itself", "FORMAT", ["outputs[0].extent.arg", "8 bytes"])(
+        lambda d: save(d, with_manifest(extent(axis=0, arg={"kind": "output", "index": 0}))))
+    add("an extent past the bound fails the run", "RUN", ["output 'y'", "outside [0, 8]"], run=True)(
+        lambda d: save(d, with_manifest(extent(axis=0, arg=param8))))
     add("kernels missing", "FORMAT", "missing 'kernels'")(lambda d: save(d, with_plan(lambda p: p.pop("kernels"))))
     add("negative flops", "FORMAT", ["flops", "out of range"])(
         lambda d: save(d, with_plan(lambda p: p["kernels"][0].update(flops=-1))))

@@ -1,0 +1,197 @@
+/* lower_seq.c — kernels written in loop IR directly, for the ops that are
+ * sequential algorithms with no tensor-expression form (their lower_compute_*
+ * says so): today ONNX NonMaxSuppression (GIR_OP_nms). The kernel is serial
+ * (one thread) and goes through the same loop passes, backends, plan and runtime
+ * as any other; its buffers are the node's present inputs, then its outputs.
+ *
+ * NonMaxSuppression follows ONNX's reference (onnx/reference/ops/
+ * op_non_max_suppression.py) exactly: per batch and class, the candidates (every
+ * box, or those scoring above score_threshold when it is given) in order of score,
+ * ties by the lower box index; a candidate is kept unless its IoU with a box kept
+ * before it in this class exceeds iou_threshold (corners normalized by min/max, or
+ * from centre and size with center_point_box; empty intersections and degenerate
+ * areas never suppress), until max_output_boxes_per_class are kept (absent: 0, as
+ * ONNX says). Output row r is [batch, class, box] of the r-th kept box; rows past
+ * the count are zero, and the count is the second output (the selected indices'
+ * data-dependent extent, gir_value.extent). The order comes from ranks,
+ * rank[i] = #{candidates j before i}, so it costs O(N²) per class, like the
+ * suppression scan; both are bounded by the compiled shapes. */
+#include "lower.h"
+#include "tir_passes.h"
+
+typedef struct seq {
+  tir_builder *b;
+} seq;
+
+static tir_expr *i64(seq *s, int64_t v) { return tir_i64(s->b, v); }
+static tir_expr *f32(seq *s, double v) { return tir_float(s->b, GIR_F32, v); }
+static tir_expr *var(seq *s, tir_var *v) { return tir_var_ref(s->b, v); }
+static tir_expr *bin(seq *s, te_binop op, tir_expr *x, tir_expr *y) { return tir_bin(s->b, op, x, y); }
+static tir_expr *ld(seq *s, tir_buffer *buf, tir_expr *i) { return tir_load(s->b, buf, i); }
+static tir_stmt *st(seq *s, tir_buffer *buf, tir_expr *i, tir_expr *v) { return tir_store(s->b, buf, i, v); }
+static tir_stmt *loop(seq *s, tir_var *v, int64_t n, tir_stmt *body) {
+  return tir_for(s->b, v, i64(s, 0), i64(s, n), TIR_SERIAL, body);
+}
+static tir_stmt *when(seq *s, tir_expr *c, tir_stmt *t) { return tir_if(s->b, c, t, NULL); }
+static tir_stmt *seqn(seq *s, tir_stmt *const *x, int32_t n) { return tir_seq(s->b, x, n); }
+
+/* Coordinate k (0..3) of box i of batch bb. */
+static tir_expr *coord(seq *s, tir_buffer *boxes, int64_t n_boxes, tir_expr *bb, tir_expr *i, int k) {
+  tir_expr *row = bin(s, TE_ADD, bin(s, TE_MUL, bb, i64(s, n_boxes)), i);
+  return ld(s, boxes, bin(s, TE_ADD, bin(s, TE_MUL, row, i64(s, 4)), i64(s, k)));
+}
+
+/* Whether box i suppresses box j (IoU above thr), the reference's suppress_by_iou. */
+static tir_expr *suppresses(seq *s, tir_buffer *boxes, int64_t n_boxes, int center, tir_expr *bb, tir_expr *i,
+                            tir_expr *j, tir_expr *thr) {
+  tir_expr *lo[2][2], *hi[2][2]; /* [box][x, y] */
+  tir_expr *ix[2] = {i, j};
+  for (int q = 0; q < 2; q++) {
+    tir_expr *c[4];
+    for (int k = 0; k < 4; k++) c[k] = coord(s, boxes, n_boxes, bb, ix[q], k);
+    if (!center) { /* [y1, x1, y2, x2] */
+      lo[q][0] = bin(s, TE_MIN, c[1], c[3]), hi[q][0] = bin(s, TE_MAX, c[1], c[3]);
+      lo[q][1] = bin(s, TE_MIN, c[0], c[2]), hi[q][1] = bin(s, TE_MAX, c[0], c[2]);
+    } else { /* [x_center, y_center, width, height] */
+      tir_expr *hw = bin(s, TE_DIV, c[2], f32(s, 2)), *hh = bin(s, TE_DIV, c[3], f32(s, 2));
+      lo[q][0] = bin(s, TE_SUB, c[0], hw), hi[q][0] = bin(s, TE_ADD, c[0], hw);
+      lo[q][1] = bin(s, TE_SUB, c[1], hh), hi[q][1] = bin(s, TE_ADD, c[1], hh);
+    }
+  }
+  tir_expr *ilo[2], *ihi[2];
+  for (int d = 0; d < 2; d++) {
+    ilo[d] = bin(s, TE_MAX, lo[0][d], lo[1][d]);
+    ihi[d] = bin(s, TE_MIN, hi[0][d], hi[1][d]);
+  }
+  tir_expr *inter = bin(s, TE_MUL, bin(s, TE_SUB, ihi[0], ilo[0]), bin(s, TE_SUB, ihi[1], ilo[1]));
+  tir_expr *a1 = bin(s, TE_MUL, bin(s, TE_SUB, hi[0][0], lo[0][0]), bin(s, TE_SUB, hi[0][1], lo[0][1]));
+  tir_expr *a2 = bin(s, TE_MUL, bin(s, TE_SUB, hi[1][0], lo[1][0]), bin(s, TE_SUB, hi[1][1], lo[1][1]));
+  tir_expr *uni = bin(s, TE_SUB, bin(s, TE_ADD, a1, a2), inter);
+  tir_expr *ok = bin(s, TE_AND, bin(s, TE_GT, ihi[0], ilo[0]), bin(s, TE_GT, ihi[1], ilo[1]));
+  ok = bin(s, TE_AND, ok, bin(s, TE_GT, inter, f32(s, 0)));
+  ok = bin(s, TE_AND, ok, bin(s, TE_AND, bin(s, TE_GT, a1, f32(s, 0)), bin(s, TE_GT, a2, f32(s, 0))));
+  ok = bin(s, TE_AND, ok, bin(s, TE_GT, uni, f32(s, 0)));
+  /* the division only where ok: a zero union would make it inf or NaN, which the
+   * comparison would then discard anyway */
+  tir_expr *safe = tir_select(s->b, ok, uni, f32(s, 1));
+  return bin(s, TE_AND, ok, bin(s, TE_GT, bin(s, TE_DIV, inter, safe), thr));
+}
+
+static int lower_nms(tir_builder *b, const gir_node *n, const char *name, lower_kernel *k, gir_err *err) {
+  seq S = {b}, *s = &S;
+  const gir_value *bx = n->in[0], *sc = n->in[1];
+  int64_t B = bx->shape.dims[0], N = bx->shape.dims[1], C = sc->shape.dims[1];
+  int64_t cap = n->out[0]->shape.dims[0];
+  int center = (int)gir_attr_int(n, "center_point_box", 0);
+  /* parameters: the present inputs, then the two outputs */
+  k->in = gir_arena_calloc(b->arena, (size_t)n->n_in + 1, sizeof *k->in);
+  tir_buffer *in[5] = {0};
+  int32_t np = 0;
+  for (int i = 0; i < n->n_in; i++) {
+    if (!n->in[i]) continue;
+    in[i] = tir_buffer_new(b, n->in[i]->name, n->in[i]->dtype, gir_value_numel(n->in[i]), TIR_GLOBAL, np);
+    k->in[np++] = n->in[i];
+  }
+  tir_buffer *sel = tir_buffer_new(b, "selected", GIR_I64, cap * 3, TIR_GLOBAL, np);
+  tir_buffer *cnt_out = tir_buffer_new(b, "count", GIR_I64, 1, TIR_GLOBAL, np + 1);
+  tir_func *f = gir_arena_calloc(b->arena, 1, sizeof *f);
+  if (!k->in || !f) return gir_errf(err, "%s: out of memory", name);
+  f->name = name;
+  f->n_params = np + 2;
+  f->params = gir_arena_calloc(b->arena, (size_t)f->n_params, sizeof *f->params);
+  if (!f->params) return gir_errf(err, "%s: out of memory", name);
+  for (int i = 0, j = 0; i < n->n_in; i++)
+    if (in[i]) f->params[j++] = in[i];
+  f->params[np] = sel, f->params[np + 1] = cnt_out;
+
+  /* scratch: the order of the candidates, the kept boxes, and three counters */
+  int64_t n1 = N > 0 ? N : 1;
+  tir_buffer *order = tir_buffer_new(b, "order", GIR_I64, n1, TIR_LOCAL, -1);
+  tir_buffer *kept = tir_buffer_new(b, "kept", GIR_I64, n1, TIR_LOCAL, -1);
+  tir_buffer *ctr = tir_buffer_new(b, "counters", GIR_I64, 4, TIR_LOCAL, -1); /* 0 rows, 1 kept, 2 rank, 3 ok */
+  tir_expr *maxk = in[2] ? bin(s, TE_MAX, ld(s, in[2], i64(s, 0)), i64(s, 0)) : i64(s, 0);
+  tir_expr *iou = in[3] ? ld(s, in[3], i64(s, 0)) : f32(s, 0);
+  tir_var *e = tir_var_new(b, "e", GIR_I64), *bb = tir_var_new(b, "b", GIR_I64), *cc = tir_var_new(b, "c", GIR_I64);
+  tir_var *i = tir_var_new(b, "i", GIR_I64), *j = tir_var_new(b, "j", GIR_I64), *r = tir_var_new(b, "r", GIR_I64);
+  tir_var *q = tir_var_new(b, "q", GIR_I64), *bi = tir_var_new(b, "box", GIR_I64);
+
+  /* score(x) of batch b, class c; candidate(x): passes the score threshold */
+  tir_expr *srow = bin(s, TE_MUL, bin(s, TE_ADD, bin(s, TE_MUL, var(s, bb), i64(s, C)), var(s, cc)), i64(s, N));
+#define SCORE(x) ld(s, in[1], bin(s, TE_ADD, srow, (x)))
+#define CAND(x) (in[4] ? bin(s, TE_GT, SCORE(x), ld(s, in[4], i64(s, 0))) : tir_int(b, GIR_BOOL, 1))
+  /* j before i: a higher score, or the same score and a lower index */
+  tir_expr *before = bin(s, TE_OR, bin(s, TE_GT, SCORE(var(s, j)), SCORE(var(s, i))),
+                         bin(s, TE_AND, bin(s, TE_EQ, SCORE(var(s, j)), SCORE(var(s, i))), bin(s, TE_LT, var(s, j), var(s, i))));
+  tir_stmt *rank_i[] = {
+      st(s, ctr, i64(s, 2), i64(s, 0)),
+      loop(s, j, N, when(s, bin(s, TE_AND, CAND(var(s, j)), before),
+                         st(s, ctr, i64(s, 2), bin(s, TE_ADD, ld(s, ctr, i64(s, 2)), i64(s, 1))))),
+      st(s, order, ld(s, ctr, i64(s, 2)), var(s, i)),
+  };
+  tir_stmt *ranks[] = {loop(s, r, N, st(s, order, var(s, r), i64(s, -1))),
+                       loop(s, i, N, when(s, CAND(var(s, i)), seqn(s, rank_i, 3)))};
+  /* the greedy scan over the candidates in order */
+  tir_expr *nkept = ld(s, ctr, i64(s, 1)), *rows = ld(s, ctr, i64(s, 0));
+  tir_stmt *check_q = when(s, bin(s, TE_LT, var(s, q), nkept),
+                           when(s, suppresses(s, in[0], N, center, var(s, bb), var(s, bi), ld(s, kept, var(s, q)), iou),
+                                st(s, ctr, i64(s, 3), i64(s, 0))));
+  tir_expr *row3 = bin(s, TE_MUL, rows, i64(s, 3));
+  tir_stmt *keep[] = {
+      st(s, kept, nkept, var(s, bi)),
+      st(s, ctr, i64(s, 1), bin(s, TE_ADD, nkept, i64(s, 1))),
+      when(s, bin(s, TE_LT, rows, i64(s, cap)),
+           seqn(s, (tir_stmt *[]){st(s, sel, row3, var(s, bb)), st(s, sel, bin(s, TE_ADD, row3, i64(s, 1)), var(s, cc)),
+                                  st(s, sel, bin(s, TE_ADD, row3, i64(s, 2)), var(s, bi)),
+                                  st(s, ctr, i64(s, 0), bin(s, TE_ADD, rows, i64(s, 1)))},
+                4)),
+  };
+  tir_stmt *visit[] = {
+      st(s, ctr, i64(s, 3), i64(s, 1)),
+      loop(s, q, N, check_q),
+      when(s, bin(s, TE_NE, ld(s, ctr, i64(s, 3)), i64(s, 0)), seqn(s, keep, 3)),
+  };
+  tir_stmt *scan = loop(
+      s, r, N,
+      tir_let(b, bi, ld(s, order, var(s, r)),
+              when(s, bin(s, TE_AND, bin(s, TE_GE, var(s, bi), i64(s, 0)), bin(s, TE_LT, nkept, maxk)), seqn(s, visit, 3))));
+  tir_stmt *per_class[] = {ranks[0], ranks[1], st(s, ctr, i64(s, 1), i64(s, 0)), scan};
+  tir_stmt *body[] = {
+      loop(s, e, cap * 3, st(s, sel, var(s, e), i64(s, 0))),
+      st(s, ctr, i64(s, 0), i64(s, 0)),
+      loop(s, bb, B, loop(s, cc, C, seqn(s, per_class, 4))),
+      st(s, cnt_out, i64(s, 0), rows),
+  };
+#undef SCORE
+#undef CAND
+  tir_stmt *all = tir_allocate(b, order, tir_allocate(b, kept, tir_allocate(b, ctr, seqn(s, body, 4))));
+  f->body = all;
+  f->n_vars = b->next_var;
+  f->n_buffers = b->next_buffer;
+  k->fn = f;
+  k->node = n;
+  k->n_in = np;
+  k->n_out = 2;
+  k->out = gir_arena_calloc(b->arena, 3, sizeof *k->out);
+  if (!k->out) return gir_errf(err, "%s: out of memory", name);
+  k->out[0] = n->out[0], k->out[1] = n->out[1];
+  k->flops = 0;
+  k->scheduled = f->body;
+  f->body = tir_optimize(b, f->body);
+  k->n_ws = 0;
+  k->ws_bytes = NULL;
+  return 0;
+}
+
+int lower_is_sequential(gir_op op) { return op == GIR_OP_nms; }
+
+int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
+                     lower_kernel *k, gir_err *err) {
+  /* the kernel writes every output of the node: the group must hand them all on */
+  if (n_outs != n->n_out) return gir_errf(err, "%s: %s writes all %d of its outputs", name, gir_op_name(n->op), n->n_out);
+  for (int i = 0; i < n_outs; i++)
+    if (outs[i] != n->out[i]) return gir_errf(err, "%s: outputs out of order", name);
+  switch (n->op) {
+  case GIR_OP_nms: return lower_nms(b, n, name, k, err);
+  default: return gir_errf(err, "%s: %s has no loop-IR kernel", name, gir_op_name(n->op));
+  }
+}

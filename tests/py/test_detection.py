@@ -1,0 +1,217 @@
+"""test_detection.py — NonMaxSuppression and a data-dependent output shape.
+
+kiln compiles ONNX NonMaxSuppression into a loop-IR kernel (lower/lower_seq.c)
+whose output is sized by the most boxes it can keep and carries the actual count
+(gir_value.extent; manifest "extent"); the runtime reports the output's actual
+shape. Checked against ONNX Runtime (the selected indices must be identical, shape
+included):
+  - random boxes (corner and centre formats), several batches and classes, box
+    counts 1 to 300, the thresholds as constants or as run-time inputs, the limit
+    per class constant, run-time, absent (keep none) or larger than the boxes;
+  - a YOLO-style detection head end to end: a 1x1 conv over a feature map, sigmoid,
+    box decoding (grid offsets, anchors, xywh) into [1, boxes, 4] and class scores,
+    then NMS — two inputs, one of them an image with no confident box;
+  - the bundle declares the extent (format version 3), and a consumer of the
+    selected indices is refused with a clear message (a graph output only, for now).
+
+Options: --kiln PATH. Closing line: test_detection: N passed, M failed.
+"""
+import argparse
+import json
+import os
+import sys
+import tarfile
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper
+from onnx import numpy_helper as nh
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import util  # noqa: E402
+import test_e2e  # noqa: E402
+
+RNG = np.random.default_rng(11)
+
+
+def save(path, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def random_boxes(b, n, center):
+    if center:
+        xy = RNG.uniform(0, 100, (b, n, 2))
+        wh = RNG.uniform(2, 30, (b, n, 2))
+        return np.concatenate([xy, wh], -1).astype(np.float32)
+    p = RNG.uniform(0, 100, (b, n, 2))
+    q = p + RNG.uniform(-30, 30, (b, n, 2))  # corners in either order
+    return np.concatenate([p[..., :1], p[..., 1:], q[..., :1], q[..., 1:]], -1).astype(np.float32)
+
+
+def nms_model(path, b, c, n, center, limit, iou, score, runtime):
+    """limit/iou/score: a value, or None for an absent input; runtime: they are graph inputs"""
+    ins = [helper.make_tensor_value_info("boxes", T.FLOAT, [b, n, 4]),
+           helper.make_tensor_value_info("scores", T.FLOAT, [b, c, n])]
+    inits, names = [], ["boxes", "scores"]
+    for name, v, t, np_t in (("limit", limit, T.INT64, np.int64), ("iou", iou, T.FLOAT, np.float32),
+                             ("score", score, T.FLOAT, np.float32)):
+        if v is None:
+            names.append("")
+            continue
+        names.append(name)
+        if runtime:
+            ins.append(helper.make_tensor_value_info(name, t, [1]))
+        else:
+            inits.append(nh.from_array(np.array([v], np_t), name))
+    while names and names[-1] == "":
+        names.pop()
+    node = helper.make_node("NonMaxSuppression", names, ["selected"], center_point_box=int(center), name="nms")
+    save(path, [node], ins, [helper.make_tensor_value_info("selected", T.INT64, [None, 3])], inits)
+
+
+def yolo_model(path, grid=8, ch=16, classes=3, anchors=((10, 14), (23, 27))):
+    """conv 1x1 → sigmoid → decode → NMS; x: [1, ch, grid, grid]"""
+    na = len(anchors)
+    per = 5 + classes
+    w = (RNG.standard_normal((na * per, ch, 1, 1)) * 0.5).astype(np.float32)
+    bias = RNG.standard_normal(na * per).astype(np.float32)
+    gy, gx = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
+    offs = np.stack([gx, gy], -1).reshape(1, 1, grid * grid, 2).astype(np.float32)   # [1,1,G,2]
+    anc = np.array(anchors, np.float32).reshape(1, na, 1, 2)
+    inits = [nh.from_array(w, "W"), nh.from_array(bias, "B"), nh.from_array(offs, "offs"), nh.from_array(anc, "anc"),
+             nh.from_array(np.array([1, na, per, grid * grid], np.int64), "shape1"),
+             nh.from_array(np.array([1, na * grid * grid, 4], np.int64), "shape_boxes"),
+             nh.from_array(np.array([1, na * grid * grid, classes], np.int64), "shape_cls"),
+             nh.from_array(np.array([0, 2, 4, 5 + classes], np.int64), "splits"),
+             nh.from_array(np.array(8.0, np.float32), "stride"),
+             nh.from_array(np.array([20], np.int64), "limit"),
+             nh.from_array(np.array([0.45], np.float32), "iou"),
+             nh.from_array(np.array([0.25], np.float32), "thr")]
+    nodes = [
+        helper.make_node("Conv", ["x", "W", "B"], ["h"]),
+        helper.make_node("Sigmoid", ["h"], ["s"]),
+        helper.make_node("Reshape", ["s", "shape1"], ["r"]),                      # [1, na, per, G]
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 1, 3, 2]),          # [1, na, G, per]
+        helper.make_node("Slice", ["t", "splits_xy0", "splits_xy1", "ax3"], ["xy"]),
+        helper.make_node("Slice", ["t", "splits_wh0", "splits_wh1", "ax3"], ["wh"]),
+        helper.make_node("Slice", ["t", "splits_obj0", "splits_obj1", "ax3"], ["obj"]),
+        helper.make_node("Slice", ["t", "splits_cls0", "splits_cls1", "ax3"], ["cls"]),
+        helper.make_node("Add", ["xy", "offs"], ["xy1"]),
+        helper.make_node("Mul", ["xy1", "stride"], ["cxy"]),                      # centre in pixels
+        helper.make_node("Mul", ["wh", "two"], ["wh2"]),
+        helper.make_node("Mul", ["wh2", "wh2"], ["wh4"]),
+        helper.make_node("Mul", ["wh4", "anc"], ["bwh"]),                         # (2σ)² · anchor
+        helper.make_node("Concat", ["cxy", "bwh"], ["box4"], axis=3),
+        helper.make_node("Reshape", ["box4", "shape_boxes"], ["boxes"]),
+        helper.make_node("Mul", ["cls", "obj"], ["conf"]),
+        helper.make_node("Reshape", ["conf", "shape_cls"], ["conf2"]),
+        helper.make_node("Transpose", ["conf2"], ["scores"], perm=[0, 2, 1]),   # [1, classes, boxes]
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou", "thr"], ["selected"],
+                         center_point_box=1),
+    ]
+    for name, lo, hi in (("xy", 0, 2), ("wh", 2, 4), ("obj", 4, 5), ("cls", 5, 5 + classes)):
+        inits += [nh.from_array(np.array([lo], np.int64), "splits_%s0" % name),
+                  nh.from_array(np.array([hi], np.int64), "splits_%s1" % name)]
+    inits += [nh.from_array(np.array([3], np.int64), "ax3"), nh.from_array(np.array(2.0, np.float32), "two")]
+    save(path, nodes, [helper.make_tensor_value_info("x", T.FLOAT, [1, ch, grid, grid])],
+         [helper.make_tensor_value_info("selected", T.INT64, [None, 3])], inits)
+
+
+class Runner:
+    def __init__(self, args, checks, d):
+        self.args, self.checks, self.d, self.n = args, checks, d, 0
+
+    def case(self, label, path, feeds_list, extra=()):
+        self.n += 1
+        bundle = os.path.join(self.d, "m%d.kiln" % self.n)
+        r = util.run_kiln(self.args.kiln, ["compile", path, "-o", bundle] + list(extra))
+        if not self.checks.check(r.rc == 0, "%s: compile %s: %s" % (label, r.describe(), r.err.strip())):
+            return None
+        for k, feeds in enumerate(feeds_list):
+            out = os.path.join(self.d, "out%d_%d" % (self.n, k))
+            os.makedirs(out)
+            argv = []
+            for name, v in feeds.items():
+                f = os.path.join(out, "in_%s.npy" % name)
+                np.save(f, v)
+                argv += ["--input", "%s=%s" % (name, f)]
+            r = util.run_kiln(self.args.kiln, ["run", bundle, "--output-dir", out] + argv)
+            if not self.checks.check(r.rc == 0, "%s [%d]: run %s: %s" % (label, k, r.describe(), r.err.strip())):
+                continue
+            got = np.load(os.path.join(out, "selected.npy"))
+            want = test_e2e.reference(path, feeds)[0]["selected"]
+            self.checks.check(got.shape == want.shape and np.array_equal(got, want),
+                              "%s [%d]: kiln %s, ONNX Runtime %s%s" % (
+                                  label, k, got.shape, want.shape,
+                                  "" if got.shape != want.shape else ", %d rows differ" % int((got != want).any(1).sum())))
+        return bundle
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kiln", required=True)
+    args = ap.parse_args()
+    checks = util.Checks("test_detection")
+    with tempfile.TemporaryDirectory(prefix="kiln_det_") as d:
+        run = Runner(args, checks, d)
+        configs = [  # batches, classes, boxes, centre, limit, iou, score, thresholds at run time
+            (1, 1, 1, False, 10, 0.5, None, False),
+            (1, 2, 50, False, 5, 0.5, None, False),
+            (2, 3, 120, False, 20, 0.3, 0.2, False),
+            (2, 2, 80, True, 1000, 0.6, 0.5, False),
+            (1, 4, 300, True, 30, 0.4, 0.3, True),
+            (3, 1, 40, False, 7, 0.0, 0.1, True),
+            (1, 2, 30, False, None, None, None, False),  # limit absent: keeps none
+        ]
+        for i, (b, c, n, center, limit, iou, score, rt) in enumerate(configs):
+            path = os.path.join(d, "nms%d.onnx" % i)
+            nms_model(path, b, c, n, center, limit, iou, score, rt)
+            feeds_list = []
+            for k in range(2):
+                feeds = {"boxes": random_boxes(b, n, center),
+                         "scores": RNG.uniform(0, 1, (b, c, n)).astype(np.float32)}
+                if k == 1:  # ties in the scores: the lower box index goes first
+                    feeds["scores"] = np.round(feeds["scores"] * 4) / 4
+                if rt:
+                    for name, v, np_t in (("limit", limit, np.int64), ("iou", iou, np.float32), ("score", score, np.float32)):
+                        if v is not None:
+                            feeds[name] = np.array([v], np_t)
+                feeds_list.append(feeds)
+            label = "NMS %dx%dx%d %s limit=%s iou=%s score=%s%s" % (b, c, n, "centre" if center else "corners", limit,
+                                                                   iou, score, " (run-time inputs)" if rt else "")
+            bundle = run.case(label, path, feeds_list)
+            if bundle and i == 2:
+                with tarfile.open(bundle) as t:
+                    man = json.load(t.extractfile("manifest.json"))
+                ext = man["outputs"][0].get("extent")
+                checks.check(ext is not None and ext["axis"] == 0 and man["format_version"] == 3,
+                             "the manifest declares the output's extent: %s (format %s)" % (ext, man["format_version"]))
+                checks.check(man["outputs"][0]["shape"] == [2 * 3 * 20, 3],
+                             "the bound is batches x classes x the limit: %s" % man["outputs"][0]["shape"])
+
+        path = os.path.join(d, "yolo.onnx")
+        yolo_model(path)
+        x = RNG.standard_normal((1, 16, 8, 8)).astype(np.float32)
+        run.case("YOLO-style head + NMS", path, [{"x": x}, {"x": x * 0.2}, {"x": np.full_like(x, -3.0)}])
+
+        # a consumer of the selected indices: refused, clearly
+        path = os.path.join(d, "consumer.onnx")
+        nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit"], ["sel"], name="nms"),
+                 helper.make_node("Cast", ["sel"], ["y"], to=T.INT32)]
+        save(path, nodes, [helper.make_tensor_value_info("boxes", T.FLOAT, [1, 5, 4]),
+                           helper.make_tensor_value_info("scores", T.FLOAT, [1, 1, 5])],
+             [helper.make_tensor_value_info("y", T.INT32, [None, 3])], [nh.from_array(np.array([3], np.int64), "limit")])
+        r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "consumer.kiln")])
+        checks.check(r.rc == 1 and "data-dependent shape" in r.err and "graph output" in r.err and
+                     not util.clean_failure(r), "a consumer of NMS's output is refused clearly: %s %r" % (r.describe(), r.err))
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
