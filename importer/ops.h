@@ -14,6 +14,7 @@
 #include "onnx_ops_signal.def"
 #include "onnx_ops_sequence.def"
 #include "onnx_ops_misc2.def"
+#include "onnx_ops_random.def"
 #include "onnx_ops_preview.def"
 #include "onnx_ops_ml.def"
 #include "onnx_ops_contrib.def"
@@ -29,6 +30,10 @@ imp_convert_fn imp_find_contrib_converter(const char *op_type);
  * accumulator before requantizing — also a QDQ Gemm unit's (qdq.c). NULL + error. */
 gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value *azp, gir_value *b, gir_value *bs,
                               gir_value *bzp, gir_value *ys, gir_value *yzp, gir_value *bias);
+
+/* Dropout in training mode with a constant ratio (ops_random.c's generator): binds
+ * output 0 and the mask, output 1. 0 or -1 + error. */
+int imp_random_dropout(imp_ctx *c, imp_node *n, double ratio);
 
 /* Helpers shared by converters (ops_common.c). */
 /* An optional constant that is absent or holds only zeros (a zero point that is 0). */

@@ -1,6 +1,7 @@
 /* ops_misc.c — constants, identities and shape queries. Shapes are static, so
  * Shape and Size become constants; ConstantOfShape becomes a broadcast of its
- * scalar (folded when small); Dropout is inference-mode identity. */
+ * scalar (folded when small); Dropout is the identity at inference and, in
+ * training mode, draws its mask with ops_random.c's documented generator. */
 #include <string.h>
 #include "ops.h"
 
@@ -49,8 +50,7 @@ int imp_cv_Dropout(imp_ctx *c, imp_node *n) {
       if (!r) return -1;
       ratio = gir_load_f64(n->in[1]->dtype, r, 0);
     }
-    if (*(const uint8_t *)tm && ratio != 0)
-      return imp_unsupported_node(c, n, "training_mode=true with ratio %g (random dropout)", ratio);
+    if (*(const uint8_t *)tm && ratio != 0) return imp_random_dropout(c, n, ratio);
   }
   gir_value *x = n->in[0];
   if (imp_set_output(c, n, 0, x) < 0) return -1;
