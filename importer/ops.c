@@ -26,6 +26,7 @@ static const entry table[] = {
 #include "onnx_ops_signal.def"
 #include "onnx_ops_sequence.def"
 #include "onnx_ops_misc2.def"
+#include "onnx_ops_random.def"
 #undef IMP_OP
 };
 

@@ -14,6 +14,7 @@
 #include "onnx_ops_signal.def"
 #include "onnx_ops_sequence.def"
 #include "onnx_ops_misc2.def"
+#include "onnx_ops_random.def"
 #include "onnx_ops_preview.def"
 #include "onnx_ops_ml.def"
 #include "onnx_ops_contrib.def"
