@@ -240,6 +240,21 @@ int gir_infer_nms(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 1, GIR_I64, &one, err);
 }
 
+int gir_infer_unique(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_value *x = n->in[0];
+  int64_t axis = gir_attr_int(n, "axis", -1), L = gir_value_numel(x);
+  if (axis < -1 || axis >= x->shape.rank) return gir_errf(err, "axis %lld out of range", (long long)axis);
+  if (!gir_dtype_first_class(x->dtype) || gir_dtype_is_f8(x->dtype)) return gir_errf(err, "unsupported element type");
+  gir_shape y = {.rank = 1, .dims = {L}};
+  if (axis >= 0) y = x->shape, L = x->shape.dims[axis];
+  gir_shape l = {.rank = 1, .dims = {L}}, one = {.rank = 0};
+  if (gir_set_out(n, 0, x->dtype, &y, err) < 0) return -1;
+  for (int i = 1; i < 4; i++)
+    if (gir_set_out(n, i, GIR_I64, &l, err) < 0) return -1;
+  return gir_set_out(n, 4, GIR_I64, &one, err);
+}
+
 int gir_infer_topk(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *x = &n->in[0]->shape;

@@ -109,8 +109,8 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
   c->origin = gir_arena_printf(c->g->arena, "%s '%s' (opset %lld)", op_type, name, (long long)c->opset);
   for (size_t j = 0; j < np->n_input; j++) /* a data-dependent size (gir_value.extent): only a graph output yet */
     if (n.in[j] && n.in[j]->extent && strcmp(op_type, "Identity")) {
-      imp_unsupported_node(c, &n, "input '%s' has a data-dependent shape (the selected boxes of a "
-                                  "NonMaxSuppression), which kiln supports only as a graph output for now",
+      imp_unsupported_node(c, &n, "input '%s' has a data-dependent shape (an output of NonMaxSuppression or "
+                                  "Unique), which kiln supports only as a graph output for now",
                            np->input[j]);
       c->err->msg[0] = 0;
       return poison_outputs(c, np);

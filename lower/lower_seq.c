@@ -1,6 +1,6 @@
 /* lower_seq.c — kernels written in loop IR directly, for the ops that are
  * sequential algorithms with no tensor-expression form (their lower_compute_*
- * says so): today ONNX NonMaxSuppression (GIR_OP_nms). The kernel is serial
+ * says so): ONNX NonMaxSuppression (GIR_OP_nms) and Unique (GIR_OP_unique). The kernel is serial
  * (one thread) and goes through the same loop passes, backends, plan and runtime
  * as any other; its buffers are the node's present inputs, then its outputs.
  *
@@ -34,6 +34,33 @@ static tir_stmt *loop(seq *s, tir_var *v, int64_t n, tir_stmt *body) {
 }
 static tir_stmt *when(seq *s, tir_expr *c, tir_stmt *t) { return tir_if(s->b, c, t, NULL); }
 static tir_stmt *seqn(seq *s, tir_stmt *const *x, int32_t n) { return tir_seq(s->b, x, n); }
+
+/* Output q of node n: a parameter when the kernel hands it on (it is in outs, in
+ * node order), else scratch the kernel allocates (*local, to wrap the body in). */
+static tir_buffer *out_buffer(tir_builder *b, const gir_node *n, int q, const gir_value *const *outs, int32_t n_outs,
+                              int32_t first_param, tir_buffer **local) {
+  const gir_value *v = n->out[q];
+  int32_t at = 0;
+  for (int32_t i = 0; i < n_outs; i++) {
+    if (outs[i] == v) return tir_buffer_new(b, v->name, v->dtype, gir_value_numel(v), TIR_GLOBAL, first_param + at);
+    at++;
+  }
+  int64_t size = gir_value_numel(v);
+  return *local = tir_buffer_new(b, v->name, v->dtype, size > 0 ? size : 1, TIR_LOCAL, -1);
+}
+
+/* The kernel's tir_func over params (the present inputs, then the outputs). */
+static tir_func *seq_func(tir_builder *b, const char *name, tir_buffer **params, int32_t n, tir_stmt *body) {
+  tir_func *f = gir_arena_calloc(b->arena, 1, sizeof *f);
+  if (!f) return NULL;
+  f->name = name;
+  f->n_params = n;
+  f->params = params;
+  f->body = body;
+  f->n_vars = b->next_var;
+  f->n_buffers = b->next_buffer;
+  return f;
+}
 
 /* Coordinate k (0..3) of box i of batch bb. */
 static tir_expr *coord(seq *s, tir_buffer *boxes, int64_t n_boxes, tir_expr *bb, tir_expr *i, int k) {
@@ -77,7 +104,8 @@ static tir_expr *suppresses(seq *s, tir_buffer *boxes, int64_t n_boxes, int cent
   return bin(s, TE_AND, ok, bin(s, TE_GT, bin(s, TE_DIV, inter, safe), thr));
 }
 
-static int lower_nms(tir_builder *b, const gir_node *n, const char *name, lower_kernel *k, gir_err *err) {
+static int lower_nms(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
+                     lower_kernel *k, gir_err *err) {
   seq S = {b}, *s = &S;
   const gir_value *bx = n->in[0], *sc = n->in[1];
   int64_t B = bx->shape.dims[0], N = bx->shape.dims[1], C = sc->shape.dims[1];
@@ -92,17 +120,15 @@ static int lower_nms(tir_builder *b, const gir_node *n, const char *name, lower_
     in[i] = tir_buffer_new(b, n->in[i]->name, n->in[i]->dtype, gir_value_numel(n->in[i]), TIR_GLOBAL, np);
     k->in[np++] = n->in[i];
   }
-  tir_buffer *sel = tir_buffer_new(b, "selected", GIR_I64, cap * 3, TIR_GLOBAL, np);
-  tir_buffer *cnt_out = tir_buffer_new(b, "count", GIR_I64, 1, TIR_GLOBAL, np + 1);
-  tir_func *f = gir_arena_calloc(b->arena, 1, sizeof *f);
-  if (!k->in || !f) return gir_errf(err, "%s: out of memory", name);
-  f->name = name;
-  f->n_params = np + 2;
-  f->params = gir_arena_calloc(b->arena, (size_t)f->n_params, sizeof *f->params);
-  if (!f->params) return gir_errf(err, "%s: out of memory", name);
+  tir_buffer *local[2] = {0};
+  tir_buffer *sel = out_buffer(b, n, 0, outs, n_outs, np, &local[0]);
+  tir_buffer *cnt_out = out_buffer(b, n, 1, outs, n_outs, np, &local[1]);
+  tir_buffer **params = gir_arena_calloc(b->arena, (size_t)np + 3, sizeof *params);
+  if (!k->in || !params) return gir_errf(err, "%s: out of memory", name);
   for (int i = 0, j = 0; i < n->n_in; i++)
-    if (in[i]) f->params[j++] = in[i];
-  f->params[np] = sel, f->params[np + 1] = cnt_out;
+    if (in[i]) params[j++] = in[i];
+  if (!local[0]) params[sel->param] = sel;
+  if (!local[1]) params[cnt_out->param] = cnt_out;
 
   /* scratch: the order of the candidates, the kept boxes, and three counters */
   int64_t n1 = N > 0 ? N : 1;
@@ -164,16 +190,15 @@ static int lower_nms(tir_builder *b, const gir_node *n, const char *name, lower_
 #undef SCORE
 #undef CAND
   tir_stmt *all = tir_allocate(b, order, tir_allocate(b, kept, tir_allocate(b, ctr, seqn(s, body, 4))));
-  f->body = all;
-  f->n_vars = b->next_var;
-  f->n_buffers = b->next_buffer;
+  for (int q = 0; q < 2; q++)
+    if (local[q]) all = tir_allocate(b, local[q], all);
+  tir_func *f = seq_func(b, name, params, np + n_outs, all);
+  if (!f) return gir_errf(err, "%s: out of memory", name);
   k->fn = f;
   k->node = n;
   k->n_in = np;
-  k->n_out = 2;
-  k->out = gir_arena_calloc(b->arena, 3, sizeof *k->out);
-  if (!k->out) return gir_errf(err, "%s: out of memory", name);
-  k->out[0] = n->out[0], k->out[1] = n->out[1];
+  k->n_out = n_outs;
+  k->out = (const gir_value **)outs;
   k->flops = 0;
   k->scheduled = f->body;
   f->body = tir_optimize(b, f->body);
@@ -182,16 +207,117 @@ static int lower_nms(tir_builder *b, const gir_node *n, const char *name, lower_
   return 0;
 }
 
-int lower_is_sequential(gir_op op) { return op == GIR_OP_nms; }
+/* Unique: X as [outer, L, inner] (axis a: L = dims[a]; no axis: X flattened, L =
+ * numel), element i the slice X[:, i, :] (outer · inner values, in C order).
+ *   first[i]  the lowest j with slice j == slice i;   K = #{i : first[i] = i}
+ *   uid[i]    of a first: its place among the uniques — sorted: how many unique
+ *             slices are lexicographically smaller; else how many firsts precede it
+ *   Y[:, uid[i], :] = slice i, indices[uid[i]] = i, counts[uid[first[j]]] += 1,
+ *   inverse[j] = uid[first[j]]
+ * as numpy.unique (return_index, return_inverse, return_counts) and ONNX's
+ * reference; Y, indices and counts are sized by L and padded with zeros past K,
+ * the count (their extent). O(L² · slice) comparisons. */
+static int lower_unique(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs,
+                        const char *name, lower_kernel *k, gir_err *err) {
+  seq S = {b}, *s = &S;
+  const gir_value *x = n->in[0];
+  int64_t axis = gir_attr_int(n, "axis", -1), srt = gir_attr_int(n, "sorted", 1);
+  int64_t outer = 1, L = gir_value_numel(x), inner = 1;
+  if (axis >= 0) {
+    L = x->shape.dims[axis];
+    for (int d = 0; d < axis; d++) outer *= x->shape.dims[d];
+    for (int d = (int)axis + 1; d < x->shape.rank; d++) inner *= x->shape.dims[d];
+  }
+  int64_t slice = outer * inner, L1 = L > 0 ? L : 1;
+  tir_buffer **p = gir_arena_calloc(b->arena, 6, sizeof *p), *local[5] = {0}, *o[5];
+  k->in = gir_arena_calloc(b->arena, 2, sizeof *k->in);
+  if (!p || !k->in) return gir_errf(err, "%s: out of memory", name);
+  tir_buffer *X = p[0] = tir_buffer_new(b, "x", x->dtype, gir_value_numel(x), TIR_GLOBAL, 0);
+  for (int q = 0; q < 5; q++) {
+    o[q] = out_buffer(b, n, q, outs, n_outs, 1, &local[q]);
+    if (!local[q]) p[o[q]->param] = o[q];
+  }
+  tir_buffer *Y = o[0], *IX = o[1], *INV = o[2], *CNT = o[3], *K = o[4];
+  tir_buffer *first = tir_buffer_new(b, "first", GIR_I64, L1, TIR_LOCAL, -1);
+  tir_buffer *uid = tir_buffer_new(b, "uid", GIR_I64, L1, TIR_LOCAL, -1);
+  tir_buffer *c = tir_buffer_new(b, "state", GIR_I64, 8, TIR_LOCAL, -1); /* 0 decided 1 less 2 found 3 rank 4 K */
+  tir_var *i = tir_var_new(b, "i", GIR_I64), *j = tir_var_new(b, "j", GIR_I64), *t = tir_var_new(b, "t", GIR_I64);
+  tir_var *e = tir_var_new(b, "e", GIR_I64);
+#define C(q) ld(s, c, i64(s, q))
+#define SET(q, v) st(s, c, i64(s, q), (v))
+#define AT(sl, tt) /* element tt of slice sl */                                                                     \
+  bin(s, TE_ADD, bin(s, TE_MUL, bin(s, TE_ADD, bin(s, TE_MUL, bin(s, TE_DIV, (tt), i64(s, inner)), i64(s, L)), (sl)), \
+                     i64(s, inner)),                                                                                  \
+      bin(s, TE_MOD, (tt), i64(s, inner)))
+  /* compare slices j and i: state 0 = they differ, state 1 = slice j < slice i */
+  tir_expr *a = ld(s, X, AT(var(s, j), var(s, t))), *bv = ld(s, X, AT(var(s, i), var(s, t)));
+  tir_stmt *cmp_t[] = {when(s, bin(s, TE_AND, bin(s, TE_EQ, C(0), i64(s, 0)), bin(s, TE_NE, a, bv)),
+                            seqn(s, (tir_stmt *[]){SET(0, i64(s, 1)), SET(1, tir_cast(b, GIR_I64, bin(s, TE_LT, a, bv)))}, 2))};
+  tir_stmt *compare = seqn(s, (tir_stmt *[]){SET(0, i64(s, 0)), SET(1, i64(s, 0)), loop(s, t, slice, cmp_t[0])}, 3);
+  /* 1. first occurrences */
+  tir_stmt *find = when(s, bin(s, TE_AND, bin(s, TE_LT, var(s, j), var(s, i)), bin(s, TE_EQ, C(2), i64(s, 0))),
+                        seqn(s, (tir_stmt *[]){compare, when(s, bin(s, TE_EQ, C(0), i64(s, 0)),
+                                                            seqn(s, (tir_stmt *[]){st(s, first, var(s, i), var(s, j)),
+                                                                                   SET(2, i64(s, 1))}, 2))}, 2));
+  tir_stmt *firsts = loop(s, i, L, seqn(s, (tir_stmt *[]){st(s, first, var(s, i), var(s, i)), SET(2, i64(s, 0)),
+                                                          loop(s, j, L, find)}, 3));
+  /* 2. each first's place */
+  tir_expr *is_first_j = bin(s, TE_EQ, ld(s, first, var(s, j)), var(s, j));
+  tir_stmt *count_j = srt ? when(s, bin(s, TE_AND, is_first_j, bin(s, TE_NE, var(s, j), var(s, i))),
+                                 seqn(s, (tir_stmt *[]){compare, when(s, bin(s, TE_NE, C(1), i64(s, 0)),
+                                                                     SET(3, bin(s, TE_ADD, C(3), i64(s, 1))))}, 2))
+                          : when(s, bin(s, TE_AND, is_first_j, bin(s, TE_LT, var(s, j), var(s, i))),
+                                 SET(3, bin(s, TE_ADD, C(3), i64(s, 1))));
+  tir_expr *is_first_i = bin(s, TE_EQ, ld(s, first, var(s, i)), var(s, i));
+  tir_expr *u = ld(s, uid, var(s, i));
+  tir_stmt *place_i[] = {
+      SET(3, i64(s, 0)), loop(s, j, L, count_j), st(s, uid, var(s, i), C(3)), SET(4, bin(s, TE_ADD, C(4), i64(s, 1))),
+      st(s, IX, u, var(s, i)),
+      loop(s, t, slice, st(s, Y, AT(u, var(s, t)), ld(s, X, AT(var(s, i), var(s, t))))),
+  };
+  tir_stmt *places = loop(s, i, L, when(s, is_first_i, seqn(s, place_i, 6)));
+  /* 3. counts and the inverse */
+  tir_expr *uf = ld(s, uid, ld(s, first, var(s, i)));
+  tir_stmt *tally = loop(s, i, L, seqn(s, (tir_stmt *[]){st(s, INV, var(s, i), uf),
+                                                         st(s, CNT, uf, bin(s, TE_ADD, ld(s, CNT, uf), i64(s, 1)))}, 2));
+  tir_stmt *body[] = {
+      loop(s, e, gir_value_numel(n->out[0]), st(s, Y, var(s, e), tir_const(b, x->dtype, 0))),
+      loop(s, e, L, seqn(s, (tir_stmt *[]){st(s, IX, var(s, e), i64(s, 0)), st(s, CNT, var(s, e), i64(s, 0))}, 2)),
+      SET(4, i64(s, 0)), firsts, places, tally, st(s, K, i64(s, 0), C(4)),
+  };
+#undef C
+#undef SET
+#undef AT
+  tir_stmt *all = tir_allocate(b, first, tir_allocate(b, uid, tir_allocate(b, c, seqn(s, body, 7))));
+  for (int q = 0; q < 5; q++)
+    if (local[q]) all = tir_allocate(b, local[q], all);
+  tir_func *f = seq_func(b, name, p, 1 + n_outs, all);
+  if (!f) return gir_errf(err, "%s: out of memory", name);
+  k->fn = f;
+  k->node = n;
+  k->n_in = 1, k->in[0] = x;
+  k->n_out = n_outs;
+  k->out = (const gir_value **)outs;
+  k->flops = 0;
+  k->scheduled = f->body;
+  f->body = tir_optimize(b, f->body);
+  k->n_ws = 0;
+  k->ws_bytes = NULL;
+  return 0;
+}
+
+int lower_is_sequential(gir_op op) { return op == GIR_OP_nms || op == GIR_OP_unique; }
 
 int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
                      lower_kernel *k, gir_err *err) {
-  /* the kernel writes every output of the node: the group must hand them all on */
-  if (n_outs != n->n_out) return gir_errf(err, "%s: %s writes all %d of its outputs", name, gir_op_name(n->op), n->n_out);
-  for (int i = 0; i < n_outs; i++)
-    if (outs[i] != n->out[i]) return gir_errf(err, "%s: outputs out of order", name);
+  /* the outputs handed on are parameters, in node order; the others scratch */
+  for (int i = 0, q = 0; i < n_outs; i++, q++) {
+    while (q < n->n_out && n->out[q] != outs[i]) q++;
+    if (q == n->n_out) return gir_errf(err, "%s: output %s is not its node's, or out of order", name, outs[i]->name);
+  }
   switch (n->op) {
-  case GIR_OP_nms: return lower_nms(b, n, name, k, err);
+  case GIR_OP_nms: return lower_nms(b, n, outs, n_outs, name, k, err);
+  case GIR_OP_unique: return lower_unique(b, n, outs, n_outs, name, k, err);
   default: return gir_errf(err, "%s: %s has no loop-IR kernel", name, gir_op_name(n->op));
   }
 }

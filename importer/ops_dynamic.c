@@ -1,11 +1,14 @@
-/* ops_nms.c — ONNX NonMaxSuppression (opset 10, 11) → the canonical nms op, whose
- * kernel lower/lower_seq.c writes in loop IR. The number of boxes it keeps is known
- * only at run time: its output is sized by the most it can keep, B · C ·
- * min(N, max_output_boxes_per_class) when that is a constant (else B · C · N), and
- * carries the actual count as its extent (gir_value.extent), which the runtime
- * reports as the output's shape. Such an output may only be a graph output (the
- * importer refuses other consumers, graph.c). Optional scalar inputs may be absent
- * or empty (ONNX's defaults: keep none, IoU threshold 0, no score threshold). */
+/* ops_dynamic.c — ONNX ops whose output shapes depend on the data: NonMaxSuppression
+ * (opset 10, 11) and Unique (11) → the canonical nms and unique ops, whose kernels
+ * lower/lower_seq.c writes in loop IR. Each output is sized by the most it can
+ * hold and carries the actual size as its extent (gir_value.extent), which the
+ * runtime reports as the output's shape. Such outputs may only be graph outputs
+ * (the importer refuses other consumers, graph.c).
+ *   NonMaxSuppression: bound B · C · min(N, max_output_boxes_per_class) when that is
+ *   a constant (else B · C · N); optional scalar inputs may be absent or empty
+ *   (ONNX's defaults: keep none, IoU threshold 0, no score threshold).
+ *   Unique: bound the axis' length (or the element count without an axis) for Y,
+ *   indices and counts; inverse_indices has its static shape. */
 #include "ops.h"
 
 /* Input i as a scalar, NULL when absent or empty. */
@@ -51,4 +54,29 @@ int imp_cv_NonMaxSuppression(imp_ctx *c, imp_node *n) {
   nd->out[0]->extent = nd->out[1];
   nd->out[0]->extent_axis = 0;
   return imp_set_output(c, n, 0, nd->out[0]);
+}
+
+int imp_cv_Unique(imp_ctx *c, imp_node *n) {
+  gir_value *x = imp_in(n, 0);
+  if (!x) return imp_fail(c, "needs input X");
+  int64_t axis = -1;
+  if (imp_attr(n, "axis")) {
+    axis = imp_attr_int(n, "axis", 0);
+    if (axis < -x->shape.rank || axis >= x->shape.rank)
+      return imp_fail(c, "axis %lld is out of range for rank %d", (long long)axis, x->shape.rank);
+    if (axis < 0) axis += x->shape.rank;
+  }
+  gir_node *nd = imp_new_node(c, GIR_OP_unique, &x, 1, 5);
+  gir_attr_set_int(c->g, nd, "axis", axis);
+  gir_attr_set_int(c->g, nd, "sorted", imp_attr_int(n, "sorted", 1) != 0);
+  if (gir_node_infer(c->g, nd, c->err) < 0) return -1;
+  static const int dyn[4] = {1, 1, 0, 1}; /* Y, indices, inverse_indices (static), counts */
+  for (int i = 0; i < 4; i++) {
+    if (dyn[i]) {
+      nd->out[i]->extent = nd->out[4];
+      nd->out[i]->extent_axis = i == 0 && axis >= 0 ? (int32_t)axis : 0;
+    }
+    if (i < n->n_out && n->out_names[i] && n->out_names[i][0] && imp_set_output(c, n, i, nd->out[i]) < 0) return -1;
+  }
+  return 0;
 }

@@ -1,10 +1,10 @@
-"""test_detection.py — NonMaxSuppression and a data-dependent output shape.
+"""test_dynamic_shapes.py — outputs whose shape depends on the data:
+NonMaxSuppression and Unique.
 
-kiln compiles ONNX NonMaxSuppression into a loop-IR kernel (lower/lower_seq.c)
-whose output is sized by the most boxes it can keep and carries the actual count
-(gir_value.extent; manifest "extent"); the runtime reports the output's actual
-shape. Checked against ONNX Runtime (the selected indices must be identical, shape
-included):
+kiln compiles them into loop-IR kernels (lower/lower_seq.c) whose outputs are sized
+by the most they can hold and carry the actual size (gir_value.extent; manifest
+"extent"); the runtime reports each output's actual shape. Checked against ONNX
+Runtime (outputs identical, shapes included):
   - random boxes (corner and centre formats), several batches and classes, box
     counts 1 to 300, the thresholds as constants or as run-time inputs, the limit
     per class constant, run-time, absent (keep none) or larger than the boxes;
@@ -12,9 +12,12 @@ included):
     box decoding (grid offsets, anchors, xywh) into [1, boxes, 4] and class scores,
     then NMS — two inputs, one of them an image with no confident box;
   - the bundle declares the extent (format version 3), and a consumer of the
-    selected indices is refused with a clear message (a graph output only, for now).
+    selected indices is refused with a clear message (a graph output only, for now);
+  - Unique: int64 and float inputs, flattened or along each axis (negative too),
+    sorted and in order of first occurrence, with all four outputs or Y alone,
+    arrays with many repeats and with none.
 
-Options: --kiln PATH. Closing line: test_detection: N passed, M failed.
+Options: --kiln PATH. Closing line: test_dynamic_shapes: N passed, M failed.
 """
 import argparse
 import json
@@ -127,7 +130,7 @@ class Runner:
     def __init__(self, args, checks, d):
         self.args, self.checks, self.d, self.n = args, checks, d, 0
 
-    def case(self, label, path, feeds_list, extra=()):
+    def case(self, label, path, feeds_list, extra=(), outputs=("selected",)):
         self.n += 1
         bundle = os.path.join(self.d, "m%d.kiln" % self.n)
         r = util.run_kiln(self.args.kiln, ["compile", path, "-o", bundle] + list(extra))
@@ -144,12 +147,13 @@ class Runner:
             r = util.run_kiln(self.args.kiln, ["run", bundle, "--output-dir", out] + argv)
             if not self.checks.check(r.rc == 0, "%s [%d]: run %s: %s" % (label, k, r.describe(), r.err.strip())):
                 continue
-            got = np.load(os.path.join(out, "selected.npy"))
-            want = test_e2e.reference(path, feeds)[0]["selected"]
-            self.checks.check(got.shape == want.shape and np.array_equal(got, want),
-                              "%s [%d]: kiln %s, ONNX Runtime %s%s" % (
-                                  label, k, got.shape, want.shape,
-                                  "" if got.shape != want.shape else ", %d rows differ" % int((got != want).any(1).sum())))
+            wants = test_e2e.reference(path, feeds)[0]
+            for o in outputs:
+                got, want = np.load(os.path.join(out, o + ".npy")), wants[o]
+                same = got.shape == want.shape and np.array_equal(got, want)
+                self.checks.check(same, "%s [%d] %s: kiln %s, ONNX Runtime %s%s" % (
+                    label, k, o, got.shape, want.shape,
+                    "" if got.shape != want.shape else ", %d values differ" % int((got != want).sum())))
         return bundle
 
 
@@ -157,7 +161,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln", required=True)
     args = ap.parse_args()
-    checks = util.Checks("test_detection")
+    checks = util.Checks("test_dynamic_shapes")
     with tempfile.TemporaryDirectory(prefix="kiln_det_") as d:
         run = Runner(args, checks, d)
         configs = [  # batches, classes, boxes, centre, limit, iou, score, thresholds at run time
@@ -210,6 +214,31 @@ def main():
         r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "consumer.kiln")])
         checks.check(r.rc == 1 and "data-dependent shape" in r.err and "graph output" in r.err and
                      not util.clean_failure(r), "a consumer of NMS's output is refused clearly: %s %r" % (r.describe(), r.err))
+
+        # Unique
+        for i, (shape, dt, axis, srt, outs) in enumerate([
+                ((40,), np.int64, None, 1, 4), ((40,), np.int64, None, 0, 4), ((6, 5), np.float32, None, 1, 4),
+                ((7, 3), np.float32, 0, 1, 4), ((4, 6, 2), np.int64, 1, 1, 4), ((3, 4, 5), np.float32, -1, 0, 4),
+                ((50,), np.float32, None, 1, 1), ((9,), np.int64, None, 0, 2)]):
+            tt = T.INT64 if dt == np.int64 else T.FLOAT
+            names = ["Y", "indices", "inverse_indices", "counts"][:outs]
+            attrs = {"sorted": srt}
+            if axis is not None:
+                attrs["axis"] = axis
+            path = os.path.join(d, "unique%d.onnx" % i)
+            save(path, [helper.make_node("Unique", ["X"], names, **attrs)], [helper.make_tensor_value_info("X", tt, list(shape))],
+                 [helper.make_tensor_value_info(nm, tt if nm == "Y" else T.INT64, None) for nm in names])
+            def draw(kind):
+                if kind == "repeats":  # few distinct values; along an axis, repeated slices
+                    if axis is None:
+                        return RNG.integers(0, 5, shape).astype(dt)
+                    base = RNG.integers(0, 3, shape).astype(dt)
+                    ax = axis % len(shape)
+                    pick = RNG.integers(0, 2, shape[ax])  # slices copied from two prototypes
+                    return np.take(np.take(base, [0, 1], axis=ax), pick, axis=ax)
+                return (RNG.permutation(int(np.prod(shape))).reshape(shape) - 10).astype(dt)  # all distinct
+            label = "Unique %s %s axis=%s sorted=%d outputs=%d" % (shape, np.dtype(dt).name, axis, srt, outs)
+            run.case(label, path, [{"X": draw("repeats")}, {"X": draw("distinct")}], outputs=names)
     checks.finish()
 
 
