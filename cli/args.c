@@ -41,7 +41,8 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                          "LLVM object for the CPU (thumbv7em / thumbv8.1m.main, hard-float ABI)",
                          C(COMPILE) | C(INSPECT)},
     [CLI_OPT_TARGET] = {"--target", NULL, CLI_STRING, 0, 0, "NAME",
-                        "host (default), x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64, c (portable C "
+                        "host (default), x86_64, x86_64-avx2, x86_64-avx512, aarch64, aarch64-dotprod, aarch64-i8mm, "
+                        "armv7, riscv64, c (portable C "
                         "compiled by the host's cc); with --aot: c, cortex-m4, cortex-m7, cortex-m55; check "
                         "runs only targets this machine can run",
                         C(COMPILE) | C(CHECK) | C(TUNE) | C(INSPECT)},

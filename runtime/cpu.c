@@ -8,9 +8,11 @@
  * lacks — naming the features and this CPU, and saying how to get a portable bundle.
  *
  * Detection is CPUID (and XGETBV for the OS's support of the AVX and AVX-512
- * register state). On other architectures the compiler records no features (the
- * board targets use a generic CPU), and a feature name this runtime does not know
- * is refused rather than assumed present. */
+ * register state) on x86; on aarch64 Linux the kernel's hwcaps (getauxval), for
+ * the two features the compiler records there: "dotprod" (SDOT/UDOT, Armv8.2-A's
+ * dot-product extension) and "i8mm" (USDOT). On other architectures the compiler
+ * records no features (the board targets use a generic CPU), and a feature name
+ * this runtime does not know is refused rather than assumed present. */
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +81,15 @@ static void brand(char *out, size_t cap) {
   while (*p == ' ') p++;
   snprintf(out, cap, "this CPU (%s)", p);
 }
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+
+static int has(const char *name) {
+  if (!strcmp(name, "dotprod")) return (getauxval(AT_HWCAP) >> 20 & 1u) != 0; /* HWCAP_ASIMDDP */
+  if (!strcmp(name, "i8mm")) return (getauxval(AT_HWCAP2) >> 13 & 1u) != 0;   /* HWCAP2_I8MM */
+  return -1;
+}
+static void brand(char *out, size_t cap) { snprintf(out, cap, "this CPU"); }
 #else
 static int has(const char *name) {
   (void)name;
@@ -100,11 +111,16 @@ kiln_status krt_cpu_check(const char *const *names, int32_t count, const char *t
   if (!nm && !nu) return KILN_OK;
   char cpu[96];
   brand(cpu, sizeof cpu);
+#if defined(__aarch64__)
+  const char *portable = strstr(missing, "dotprod") ? "aarch64" : "aarch64-dotprod or aarch64";
+#else
+  const char *portable = "x86_64-avx2 or x86_64";
+#endif
   if (nm)
     return krt_fail(err, KILN_ERR_LOAD,
-                    "bundle (target '%.64s') uses CPU features %s%s, which %s lacks; compile it with --target "
-                    "x86_64-avx2 or x86_64 for a bundle that runs on more CPUs",
-                    target_name, missing, nu ? " and others this runtime does not know" : "", cpu);
+                    "bundle (target '%.64s') uses CPU features %s%s, which %s lacks; compile it with --target %s "
+                    "for a bundle that runs on more CPUs",
+                    target_name, missing, nu ? " and others this runtime does not know" : "", cpu, portable);
   return krt_fail(err, KILN_ERR_LOAD, "bundle (target '%.64s') needs CPU features this runtime cannot check: %s",
                   target_name, unknown);
 }

@@ -1,5 +1,5 @@
 /* pass_dot4.c — four unrolled 8-bit multiply-adds into one accumulator become one
- * 4-way dot product (TIR_DOT4: vpdpbusd with AVX-512 VNNI, sdot/udot on aarch64).
+ * 4-way dot product (TIR_DOT4: vpdpbusd with AVX-512 VNNI, sdot/udot/usdot on aarch64).
  *
  * The int8 conv template (schedule/sched_conv.c) runs each quad of input channels
  * innermost, unrolled, and the weights are packed in quads ([.., ob, 4]), so after

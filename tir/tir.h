@@ -15,7 +15,7 @@
  *   TE_FLOORDIV/TE_FLOORMOD round toward -inf. MIN/MAX on floats propagate NaN.
  * - Float arithmetic may be contracted into FMA; no other fast-math.
  * - TIR_DOT4 (the building block of int8 kernels: x86 VNNI vpdpbusd, aarch64
- *   sdot/udot, Cortex-M smlad): acc is int32 with L lanes (L >= 1); a and b are
+ *   sdot/udot/usdot, Cortex-M smlad): acc is int32 with L lanes (L >= 1); a and b are
  *   8-bit integers (GIR_U8 or GIR_I8, independently); b has 4L lanes, a has 4L
  *   lanes or exactly 4 (then the same 4 bytes serve every output lane: one input
  *   pixel's 4 channels, broadcast). The result is int32 with L lanes:

@@ -36,15 +36,18 @@ typedef struct tgt_llvm_options {
 } tgt_llvm_options;
 
 /* Options of a named target: "host", "x86_64" (generic x86-64), "x86_64-avx2",
- * "x86_64-avx512", "aarch64", "armv7" (armv7-linux-gnueabihf, +neon), "riscv64"
- * (riscv64-linux-gnu, rv64gc). opt_level is set to 3. -1 on an unknown name. */
+ * "x86_64-avx512", "aarch64" (+neon), "aarch64-dotprod" (+dotprod: SDOT/UDOT),
+ * "aarch64-i8mm" (+dotprod, +i8mm: USDOT too), "armv7" (armv7-linux-gnueabihf,
+ * +neon), "riscv64" (riscv64-linux-gnu, rv64gc). opt_level is set to 3. -1 on an
+ * unknown name. */
 int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err);
 /* The names above, NULL-terminated. */
 const char *const *tgt_llvm_target_names(void);
 
 /* Whether code for the named target runs on this machine: same architecture as
  * the host and every CPU feature its level needs (x86-64-v3: AVX2, FMA, BMI…;
- * v4: AVX-512 F/BW/CD/DQ/VL). 0 with the reason in why otherwise. */
+ * v4: AVX-512 F/BW/CD/DQ/VL; aarch64-dotprod: dotprod; aarch64-i8mm: dotprod and
+ * i8mm). 0 with the reason in why otherwise. */
 int tgt_llvm_target_runs_here(const char *name, char *why, size_t why_len);
 
 /* The vector width and register count the schedule templates tile for. */
@@ -58,9 +61,10 @@ typedef struct tgt_llvm_module tgt_llvm_module;
 tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const tgt_llvm_options *opt, gir_err *err);
 void tgt_llvm_module_free(tgt_llvm_module *m);
 
-/* The x86 instruction-set features the module's code may use, comma-separated
- * ("avx2,fma,…"; "" for other architectures): a bundle records them and the runtime
- * refuses it on a CPU without one (runtime/cpu.c). */
+/* The instruction-set features the module's code may use, comma-separated: x86's
+ * ("avx2,fma,…"), aarch64's dot-product ones ("dotprod,i8mm"), "" for other
+ * architectures: a bundle records them and the runtime refuses it on a CPU without
+ * one (runtime/cpu.c). */
 const char *tgt_llvm_module_features(const tgt_llvm_module *m);
 /* The normalized target triple the module was compiled for; whether it is the host. */
 const char *tgt_llvm_module_triple(const tgt_llvm_module *m);

@@ -29,8 +29,14 @@
  * AVX-VNNI for the 128/256-bit forms) and exactly one operand is unsigned — the
  * instruction multiplies u8 by s8, so that one goes first; a 4-lane `a` is one
  * i32 splat. L must be a multiple of 4; wider L is cut into equal chunks of the
- * widest form. Everything else is generic IR: both operands extended to
- * <4L x i32>, multiplied, and the four stride-4 lanes of each group added to acc.
+ * widest form. On aarch64 with the dot-product extension (tgt_lcg.neon_dot) it
+ * becomes SDOT (s8·s8) or UDOT (u8·u8) on 4 lanes (2 when L is only even); u8·s8
+ * (either order) is USDOT with I8MM (neon_usdot), else SDOT with the unsigned
+ * operand flipped to signed, u ^ 0x80 = u - 128, and 128·Σs added back:
+ *   Σ u·s = SDOT(acc, u ^ 0x80, s) - SDOT(0, s, -128)
+ * (exact modulo 2^32, as dot4 is). Everything else is generic IR: both operands
+ * extended to <4L x i32>, multiplied, and the four stride-4 lanes of each group
+ * added to acc.
  *
  * IF_THEN_ELSE evaluates only the chosen operand, with real branches and a phi.
  * With a vector condition, all-true and all-false take the vector operand
@@ -972,21 +978,67 @@ static LLVMValueRef words(tgt_lcg *g, LLVMValueRef v, int v_lanes, int L, int po
   return chunk(g, LLVMBuildBitCast(g->b, v, LLVMVectorType(g->t_i32, (unsigned)L), ""), L, pos, w);
 }
 
-static LLVMValueRef vpdpbusd(tgt_lcg *g, LLVMValueRef acc, LLVMValueRef u, LLVMValueRef s, int w) {
-  const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : w == 8 ? "llvm.x86.avx512.vpdpbusd.256"
-                                                                        : "llvm.x86.avx512.vpdpbusd.128";
-  LLVMValueRef args[3] = {acc, u, s};
-  return intrin(g, name, NULL, 0, args, 3);
-}
+/* The instructions dot4 can use for a chunk of w lanes. */
+typedef enum dot_form {
+  DOT_GENERIC,  /* none: generic IR */
+  DOT_VPDPBUSD, /* x86: u8·s8 */
+  DOT_SDOT,     /* aarch64: s8·s8 */
+  DOT_UDOT,     /* aarch64: u8·u8 */
+  DOT_USDOT,    /* aarch64 +i8mm: u8·s8 */
+  DOT_SDOT_FLIP /* aarch64 without i8mm: u8·s8 as SDOT of (u ^ 0x80)·s, plus 128·Σs */
+} dot_form;
 
-/* The chunk width VPDPBUSD can compute an L-lane dot4 of these operand types in,
- * 0 when it cannot. */
-static int vnni_width(const tgt_lcg *g, gir_dtype ta, gir_dtype tb, int L) {
+/* The instruction and the chunk width it computes an L-lane dot4 of these operand
+ * types in; the width is 0 (and the form generic) when none can. */
+static int dot_width(const tgt_lcg *g, gir_dtype ta, gir_dtype tb, int L, dot_form *form) {
+  *form = DOT_GENERIC;
+  if (g->neon_dot && L % 2 == 0) {
+    *form = ta != tb ? (g->neon_usdot ? DOT_USDOT : DOT_SDOT_FLIP) : ta == GIR_U8 ? DOT_UDOT : DOT_SDOT;
+    return L % 4 == 0 ? 4 : 2; /* <4 x i32> += <16 x i8>·<16 x i8>, or the 64-bit <2 x i32> form */
+  }
   if (ta == tb) return 0; /* u8·u8 and s8·s8 are not what VPDPBUSD multiplies */
+  *form = DOT_VPDPBUSD;
   if (g->vnni512 && L % 16 == 0) return 16;
   if (g->vnni256 && L % 8 == 0) return 8;
   if (g->vnni256 && L % 4 == 0) return 4;
+  *form = DOT_GENERIC;
   return 0;
+}
+
+/* llvm.aarch64.neon.{s,u,us}dot: <w x i32> acc plus the dot products of the bytes
+ * of the i32 words x and y (w of each). */
+static LLVMValueRef neon_dot(tgt_lcg *g, const char *name, LLVMValueRef acc, LLVMValueRef x, LLVMValueRef y, int w) {
+  LLVMTypeRef bytes = LLVMVectorType(g->t_i8, (unsigned)(4 * w));
+  LLVMTypeRef over[2] = {LLVMVectorType(g->t_i32, (unsigned)w), bytes};
+  LLVMValueRef args[3] = {acc, LLVMBuildBitCast(g->b, x, bytes, ""), LLVMBuildBitCast(g->b, y, bytes, "")};
+  return intrin(g, name, over, 2, args, 3);
+}
+
+/* One chunk: acc (w lanes) plus the dot products of the words u and s; for the
+ * mixed-sign forms u holds the unsigned operand, s the signed one. */
+static LLVMValueRef dot_chunk(tgt_lcg *g, dot_form form, LLVMValueRef acc, LLVMValueRef u, LLVMValueRef s, int w) {
+  switch (form) {
+  case DOT_VPDPBUSD: {
+    const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : w == 8 ? "llvm.x86.avx512.vpdpbusd.256"
+                                                                          : "llvm.x86.avx512.vpdpbusd.128";
+    LLVMValueRef args[3] = {acc, u, s};
+    return intrin(g, name, NULL, 0, args, 3);
+  }
+  case DOT_SDOT: return neon_dot(g, "llvm.aarch64.neon.sdot", acc, u, s, w);
+  case DOT_UDOT: return neon_dot(g, "llvm.aarch64.neon.udot", acc, u, s, w);
+  case DOT_USDOT: return neon_dot(g, "llvm.aarch64.neon.usdot", acc, u, s, w);
+  case DOT_SDOT_FLIP: {
+    /* u = (u ^ 0x80) + 128 byte by byte, so Σ u·s = Σ (u ^ 0x80)·s + 128·Σ s, and
+     * 128·Σ s = -SDOT(0, s, -128) (-128 is a byte; +128 is not) */
+    LLVMValueRef m80 = splat(g, LLVMConstInt(g->t_i32, 0x80808080u, 0), w);
+    LLVMValueRef r = neon_dot(g, "llvm.aarch64.neon.sdot", acc, LLVMBuildXor(g->b, u, m80, ""), s, w);
+    LLVMValueRef c = neon_dot(g, "llvm.aarch64.neon.sdot", LLVMConstNull(LLVMTypeOf(acc)), s, m80, w);
+    return LLVMBuildSub(g->b, r, c, "");
+  }
+  case DOT_GENERIC: break;
+  }
+  assert(!"dot_chunk: no instruction");
+  return acc;
 }
 
 static LLVMValueRef dot4(tgt_lcg *g, const tir_expr *e, int lane) {
@@ -1007,13 +1059,14 @@ static LLVMValueRef dot4(tgt_lcg *g, const tir_expr *e, int lane) {
     return r;
   }
   LLVMValueRef acc = emit(g, e->u.dot4.acc, -1), av = emit(g, ea, -1), bv = emit(g, eb, -1);
-  int n = 4 * L, w = vnni_width(g, ta, tb, L);
+  dot_form form;
+  int n = 4 * L, w = dot_width(g, ta, tb, L, &form);
   if (w) {
-    int a_first = ta == GIR_U8; /* the unsigned operand goes first */
+    int a_first = ta == GIR_U8; /* the unsigned operand goes first (the same-sign forms do not mind) */
     LLVMValueRef r = NULL;
     for (int pos = 0; pos < L; pos += w) {
       LLVMValueRef wa = words(g, av, ea->lanes, L, pos, w), wb = words(g, bv, eb->lanes, L, pos, w);
-      LLVMValueRef c = vpdpbusd(g, chunk(g, acc, L, pos, w), a_first ? wa : wb, a_first ? wb : wa, w);
+      LLVMValueRef c = dot_chunk(g, form, chunk(g, acc, L, pos, w), a_first ? wa : wb, a_first ? wb : wa, w);
       if (w == L) return c;
       int *ix = lane_map(g, L); /* c widened to L lanes (repeated) */
       for (int k = 0; k < L; k++) ix[k] = k % w;

@@ -4,9 +4,11 @@
  * IR, assembly).
  *
  * The host is compiled for with LLVMGetHostCPUName / LLVMGetHostCPUFeatures (the
- * -mcpu=native equivalent); a given triple defaults to the "generic" CPU. The
- * same feature strings decide what the translation may use beyond the triple:
- * float16 conversion instructions, and the VPDPBUSD forms of dot4. Code
+ * -mcpu=native equivalent; on aarch64 Linux plus the dot-product and I8MM bits of
+ * the kernel's hwcaps, which LLVM's host feature list may not carry); a given
+ * triple defaults to the "generic" CPU. The same feature strings decide what the
+ * translation may use beyond the triple: float16 conversion instructions, and the
+ * VPDPBUSD (x86) or SDOT/UDOT/USDOT (aarch64) forms of dot4. Code
  * is position independent, so one object serves a shared library and the JIT.
  * Emitting runs the code generator's own IR passes, which change the module, so
  * every emit works on a clone and a module can be emitted any number of times.
@@ -15,6 +17,7 @@
  * is idempotent but not thread safe); everything else belongs to a module. */
 #include <assert.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <llvm-c/Analysis.h>
@@ -30,10 +33,12 @@ struct tgt_llvm_module {
   LLVMTargetMachineRef tm;
   char *triple;
   int host;
-  char *features; /* the x86 features the code may use, comma-separated (recorded_features) */
+  char *features; /* the features the runtime must check, comma-separated (recorded_features) */
 };
 
 static pthread_once_t targets_once = PTHREAD_ONCE_INIT;
+
+static char *host_features(void);
 
 static void init_targets(void) {
   LLVMInitializeX86TargetInfo();
@@ -74,12 +79,19 @@ static const named_target named[] = {
     {"x86_64-avx2", "x86_64-unknown-linux-gnu", "x86-64-v3", "", NULL},
     {"x86_64-avx512", "x86_64-unknown-linux-gnu", "x86-64-v4", "", NULL},
     {"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon", NULL},
+    /* Armv8.2-A and later cores with the dot-product extension (Cortex-A55/A76/A78,
+     * Neoverse N1, Graviton2...); with I8MM too (Armv8.6-A: Neoverse V1/N2/V2,
+     * Cortex-A710/X2, Graviton3/4) */
+    {"aarch64-dotprod", "aarch64-unknown-linux-gnu", "generic", "+neon,+dotprod", NULL},
+    {"aarch64-i8mm", "aarch64-unknown-linux-gnu", "generic", "+neon,+dotprod,+i8mm", NULL},
     {"armv7", "armv7-unknown-linux-gnueabihf", "generic", "+neon", NULL},
     {"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c", "lp64d"},
 };
 
-static const char *const named_list[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512",
-                                         "aarch64", "armv7", "riscv64", NULL};
+static const char *const named_list[] = {"host",         "x86_64",          "x86_64-avx2",
+                                         "x86_64-avx512", "aarch64",         "aarch64-dotprod",
+                                         "aarch64-i8mm",  "armv7",           "riscv64",
+                                         NULL};
 
 const char *const *tgt_llvm_target_names(void) { return named_list; }
 
@@ -89,8 +101,9 @@ int tgt_llvm_named_target(const char *name, tgt_llvm_options *out, gir_err *err)
       *out = (tgt_llvm_options){named[i].triple, named[i].cpu, named[i].features, named[i].abi, 3, 0, 0, NULL};
       return 0;
     }
-  return gir_errf(err, "unknown target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, armv7, riscv64; "
-                  "GPUs: cuda, cuda-sm80, cuda-sm90)",
+  return gir_errf(err,
+                  "unknown target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, aarch64-dotprod, "
+                  "aarch64-i8mm, armv7, riscv64; GPUs: cuda, cuda-sm80, cuda-sm90)",
                   name ? name : "(null)");
 }
 
@@ -160,7 +173,7 @@ static int make_machine(tgt_llvm_module *m, const tgt_llvm_options *opt, char **
   }
   if (msg) LLVMDisposeMessage(msg);
   char *cpu = opt->cpu ? strdup(opt->cpu) : opt->triple ? strdup("generic") : dup_message(LLVMGetHostCPUName());
-  char *feat = opt->features ? strdup(opt->features) : opt->triple ? strdup("") : dup_message(LLVMGetHostCPUFeatures());
+  char *feat = opt->features ? strdup(opt->features) : opt->triple ? strdup("") : host_features();
   if (!cpu || !feat) {
     free(cpu);
     free(feat);
@@ -197,6 +210,42 @@ static int has_feature(const char *features, const char *name) {
   return 0;
 }
 
+/* The aarch64 features the code generator itself decides to use (dot4's SDOT/UDOT and
+ * USDOT): a named target needs them on the host to run there, a bundle records them
+ * for the runtime to check (runtime/cpu.c: the kernel's hwcaps). */
+static const char *const aarch64_recorded[] = {"dotprod", "i8mm", NULL};
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1ul << 13)
+#endif
+#endif
+
+/* LLVM's host feature string (malloc'ed). On aarch64 Linux, "+dotprod" and "+i8mm"
+ * are added from the hwcaps when the CPU has them and the string does not say so:
+ * LLVM 19 reads only a few of /proc/cpuinfo's flags (neon, crc, lse, sve...), so a
+ * CPU it does not know by name would otherwise compile without them. */
+static char *host_features(void) {
+  char *f = dup_message(LLVMGetHostCPUFeatures());
+#if defined(__aarch64__) && defined(__linux__)
+  unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  int on[2] = {(hw & HWCAP_ASIMDDP) != 0, (hw2 & HWCAP2_I8MM) != 0};
+  for (int i = 0; i < 2 && f; i++) {
+    if (!on[i] || has_feature(f, aarch64_recorded[i])) continue;
+    size_t n = strlen(f) + strlen(aarch64_recorded[i]) + 3;
+    char *g = malloc(n);
+    if (g) snprintf(g, n, "%s%s+%s", f, *f ? "," : "", aarch64_recorded[i]);
+    free(f);
+    f = g;
+  }
+#endif
+  return f;
+}
+
 /* The CPU features an x86-64 micro-architecture level needs (LLVM's names). */
 static const char *const x86_v3[] = {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave", NULL};
 static const char *const x86_v4[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", NULL};
@@ -220,11 +269,12 @@ int tgt_llvm_target_runs_here(const char *name, char *why, size_t why_len) {
   const char *const *need[2] = {NULL, NULL};
   if (o.cpu && !strcmp(o.cpu, "x86-64-v3")) need[0] = x86_v3;
   if (o.cpu && !strcmp(o.cpu, "x86-64-v4")) need[0] = x86_v3, need[1] = x86_v4;
-  char *feats = dup_message(LLVMGetHostCPUFeatures());
+  if (!strncmp(o.triple, "aarch64", 7)) need[0] = aarch64_recorded; /* those the target's features name */
+  char *feats = host_features();
   int ok = 1;
   for (int l = 0; l < 2 && ok; l++)
     for (int i = 0; need[l] && need[l][i] && ok; i++)
-      if (!has_feature(feats, need[l][i])) {
+      if ((need[l] != aarch64_recorded || has_feature(o.features, need[l][i])) && !has_feature(feats, need[l][i])) {
         snprintf(why, why_len, "target '%s' needs the CPU feature %s, which this host lacks", name, need[l][i]);
         ok = 0;
       }
@@ -232,9 +282,10 @@ int tgt_llvm_target_runs_here(const char *name, char *why, size_t why_len) {
   return ok;
 }
 
-/* The x86 instruction-set features code compiled with (cpu, features) may use, as
- * the bundle records them for the runtime to check (runtime/cpu.c, FORMAT.md): the
- * host's '+' features, or those an x86-64 level implies; none for other triples. */
+/* The instruction-set features code compiled with (cpu, features) may use, as the
+ * bundle records them for the runtime to check (runtime/cpu.c, FORMAT.md): on x86
+ * the host's '+' features, or those an x86-64 level implies; on aarch64 those of
+ * aarch64_recorded the features turn on; none for other triples. */
 static const char *const x86_recorded[] = {
     "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "aes", "avx", "avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe",
     "adx", "sha", "gfni", "vaes", "vpclmulqdq", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
@@ -244,6 +295,10 @@ static const char *const x86_recorded[] = {
 static char *recorded_features(const char *triple, const char *cpu, const char *features) {
   size_t cap = 1024, n = 0;
   char *out = calloc(cap, 1);
+  if (out && !strncmp(triple, "aarch64", 7))
+    for (int i = 0; aarch64_recorded[i]; i++)
+      if (has_feature(features, aarch64_recorded[i]))
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", aarch64_recorded[i]);
   if (!out || strncmp(triple, "x86_64", 6)) return out;
   int v3 = cpu && (!strcmp(cpu, "x86-64-v3") || !strcmp(cpu, "x86-64-v4")), v4 = cpu && !strcmp(cpu, "x86-64-v4");
   for (int i = 0; x86_recorded[i]; i++) {
@@ -283,6 +338,14 @@ static void vnni_forms(const char *triple, const char *cpu, const char *features
   int vl = has_feature(features, "avx512vl") || (cpu && !strcmp(cpu, "x86-64-v4"));
   *v512 = vnni;
   *v256 = (vnni && vl) || (x86 && has_feature(features, "avxvnni"));
+}
+
+/* Which NEON forms dot4 may use: SDOT/UDOT with the dot-product extension, USDOT
+ * with I8MM as well. Read from the feature string only (the host's, with its
+ * hwcaps, for the host), as for VPDPBUSD. */
+static void neon_dot_forms(const char *triple, const char *features, int *dot, int *usdot) {
+  *dot = !strncmp(triple, "aarch64", 7) && has_feature(features, "dotprod");
+  *usdot = *dot && has_feature(features, "i8mm");
 }
 
 static int optimize(tgt_llvm_module *m, int level, gir_err *err) {
@@ -337,6 +400,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   g.soft_half = opt->portable || !native_half(m->triple, cpu, feat);
   g.soft_roundeven = opt->portable || !strncmp(m->triple, "arm", 3) || !strncmp(m->triple, "thumb", 5);
   vnni_forms(m->triple, cpu, feat, &g.vnni512, &g.vnni256);
+  neon_dot_forms(m->triple, feat, &g.neon_dot, &g.neon_usdot);
   g.gpu = opt->gpu;
   if (g.gpu && strncmp(m->triple, "nvptx64", 7)) {
     gir_errf(err, "llvm: GPU code needs the nvptx64 triple, not %s", m->triple);
@@ -482,7 +546,7 @@ int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out) {
   *out = lower_target_default();
   char *triple = opt->triple ? dup_message(LLVMNormalizeTargetTriple(opt->triple)) : host_triple();
   char *features = opt->features ? strdup(opt->features) : NULL;
-  if (!opt->triple && !opt->features) features = dup_message(LLVMGetHostCPUFeatures());
+  if (!opt->triple && !opt->features) features = host_features();
   if (!triple) {
     free(features);
     return -1;

@@ -11,6 +11,17 @@ inputs, outputs written as .npy and compared with onnxruntime on the host (float
 outputs within rtol 1e-3, atol 1e-5; test_e2e.compare). kiln-run's median time under
 qemu is printed per model (an emulator's time, not the board's).
 
+int8 dot products on aarch64 (issue 17): the CNN quantized by ONNX Runtime's
+quantizer (models/gen_quant_models.py: QDQ, uint8 activations, int8 per-channel
+weights) and a QLinearMatMul of two uint8 operands are compiled for aarch64,
+aarch64-dotprod and aarch64-i8mm and run under `qemu-aarch64 -cpu max` (which has
+both extensions): each bundle's code must hold its instructions (none; SDOT/UDOT,
+u8·s8 as SDOT of the flipped operand; USDOT — counted with llvm-objdump-19), every
+output must be within one quantization step of ONNX Runtime's (the step of the
+DequantizeLinear that makes it, through Identity) and bit-identical to the plain
+aarch64 bundle's. Under `-cpu cortex-a53` (Armv8.0, no dot product) the plain
+bundle runs and the aarch64-dotprod one is refused at load, naming dotprod.
+
 Then the architecture check at load: the host's kiln-run must refuse the aarch64
 bundle, and aarch64's kiln-run (under qemu) the host's bundle, each with exit 1 and
 one line naming the bundle's target and this CPU; and the host's kiln-run runs the
@@ -138,6 +149,145 @@ def run_board(checks, kiln, runner, target, name, model, work):
     return bundle
 
 
+INT8_TARGETS = ["aarch64", "aarch64-dotprod", "aarch64-i8mm"]
+# the dot-product instructions each bundle's code must use (and no other): u8·s8 is
+# SDOT of the flipped operand, or USDOT with I8MM; u8·u8 is UDOT
+INT8_DOTS = {"cnn_int8": {"aarch64": [], "aarch64-dotprod": ["sdot"], "aarch64-i8mm": ["usdot"]},
+             "qmatmul_u8": {"aarch64": [], "aarch64-dotprod": ["udot"], "aarch64-i8mm": ["udot"]}}
+
+
+def int8_models(work):
+    """{name: onnx path}: the CNN quantized by ONNX Runtime's quantizer, and a
+    QLinearMatMul of two uint8 operands (weight zero point 0: kiln multiplies the raw
+    bytes, so this one takes UDOT; the CNN's uint8 x int8 convs take SDOT / USDOT)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import gen_quant_models
+    src, dst = os.path.join(work, "cnn_fp32.onnx"), os.path.join(work, "cnn_int8.onnx")
+    onnx.save(gen_models.cnn(), src)
+    gen_quant_models.quantize(src, dst)
+    rng = np.random.default_rng(SEED)
+    inits = [numpy_helper.from_array(rng.integers(0, 256, (64, 48)).astype(np.uint8), "W")]
+    for name, v in [("as", np.float32(0.05)), ("az", np.uint8(3)), ("ws", np.float32(0.02)), ("wz", np.uint8(0)),
+                    ("ys", np.float32(40.0)), ("yz", np.uint8(7))]:
+        inits.append(numpy_helper.from_array(np.array(v), name))
+    node = helper.make_node("QLinearMatMul", ["A", "as", "az", "W", "ws", "wz", "ys", "yz"], ["Y"])
+    graph = helper.make_graph([node], "qmatmul_u8", [helper.make_tensor_value_info("A", TensorProto.UINT8, [8, 64])],
+                              [helper.make_tensor_value_info("Y", TensorProto.UINT8, [8, 48])], inits)
+    qmm = os.path.join(work, "qmatmul_u8.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), qmm)
+    return {"cnn_int8": dst, "qmatmul_u8": qmm}
+
+
+def output_steps(model):
+    """{output: quantization step}: the scalar scale of the DequantizeLinear that makes
+    it (through Identity / Dropout); 1 for integer outputs."""
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    made_by = {o: n for n in model.graph.node for o in n.output}
+    steps = {}
+    for o in model.graph.output:
+        if o.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            steps[o.name] = 1.0
+            continue
+        n = made_by.get(o.name)
+        while n is not None and n.op_type in ("Identity", "Dropout"):
+            n = made_by.get(n.input[0])
+        if n is not None and n.op_type == "DequantizeLinear" and inits.get(n.input[1], np.zeros(2)).size == 1:
+            steps[o.name] = float(inits[n.input[1]].reshape(()))
+    return steps
+
+
+def dot_counts(so_bytes, work):
+    """{mnemonic: count} of the dot-product instructions in a library, by llvm-objdump-19."""
+    tool = shutil.which("llvm-objdump-19")
+    if not tool:
+        return None
+    path = os.path.join(work, "lib.so")
+    with open(path, "wb") as f:
+        f.write(so_bytes)
+    r = util.run_kiln(tool, ["-d", "--mattr=+dotprod,+i8mm", path], timeout=120)
+    found = re.findall(r"\t(usdot|sdot|udot)\t", r.out)
+    return {m: found.count(m) for m in ("sdot", "udot", "usdot")}
+
+
+def check_int8_dot(checks, kiln, runner, work):
+    """The int8 models on the three aarch64 targets under qemu -cpu max (see the docstring)."""
+    import tarfile
+    qemu_max = [runner[0], "-cpu", "max"] + runner[1:]
+    qemu_a53 = [runner[0], "-cpu", "cortex-a53"] + runner[1:]
+    for name, path in int8_models(work).items():
+        model = onnx.load(path)
+        steps = output_steps(model)
+        feeds = {}
+        for inp in model.graph.input:
+            shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
+            rng = np.random.default_rng(SEED + sum(map(ord, name)))
+            if inp.type.tensor_type.elem_type == onnx.TensorProto.UINT8:
+                feeds[inp.name] = rng.integers(0, 256, shape).astype(np.uint8)
+            else:
+                feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)  # the calibration distribution
+        in_args = []
+        for iname, arr in feeds.items():
+            f = os.path.join(work, "%s_in_%s.npy" % (name, iname))
+            np.save(f, arr)
+            in_args += ["--input", "%s=%s" % (iname, f)]
+        ref, names, _ = test_e2e.reference(path, feeds)
+        first, bundles = None, {}
+        for target in INT8_TARGETS:
+            must = INT8_DOTS[name][target]
+            label = "%s/%s" % (target, name)
+            bundle = os.path.join(work, "%s-%s.kiln" % (name, target))
+            comp = util.run_kiln(kiln, ["compile", path, "-o", bundle, "--target", target], timeout=600)
+            if not checks.check(comp.rc == 0, "%s: kiln compile %s: %s" % (label, comp.describe(), comp.err.strip())):
+                continue
+            bundles[target] = bundle
+            with tarfile.open(bundle) as tar:
+                counts = dot_counts(tar.extractfile("lib/%s.so" % target).read(), work)
+            if not checks.check(counts is not None, "%s: llvm-objdump-19 is not installed (llvm-19)" % label):
+                continue
+            used = [m for m in counts if counts[m]]
+            checks.check(used == must, "%s: the code uses %s, want %s" % (label, counts, must or "none"))
+            outdir = os.path.join(work, "out-%s-%s" % (name, target))
+            os.makedirs(outdir, exist_ok=True)
+            run = util.run_kiln(qemu_max[0], qemu_max[1:] + [bundle, "--output-dir", outdir, "--repeat", "5"] + in_args,
+                                timeout=600)
+            if not checks.check(run.rc == 0, "%s: kiln-run under qemu -cpu max %s: %s" % (
+                    label, run.describe(), run.err.strip())):
+                continue
+            problems, worst = [], 0.0
+            got = {o: np.load(os.path.join(outdir, test_e2e.npy_name(o))) for o in names}
+            for o in names:
+                diff = float(np.max(np.abs(got[o].astype(np.float64) - ref[o].astype(np.float64))))
+                step = steps.get(o)
+                worst = max(worst, diff / step if step else diff)
+                if step is None or diff > 1.01 * step:
+                    problems.append("%s: max abs diff %.4g, over one step (%s)" % (o, diff, step))
+                if first is not None and not np.array_equal(got[o], first[o]):
+                    problems.append("%s differs from the aarch64 bundle's" % o)
+            if first is None:
+                first = got
+            m = re.search(r"^median ([0-9.]+) ms", run.out, re.M)
+            summary = "%s; worst %.2f steps off ONNX Runtime%s; qemu median %s ms" % (
+                ", ".join("%d %s" % (counts[k], k) for k in used) or "no dot instructions", worst,
+                ", bit-identical to aarch64's" if target != "aarch64" else "", m.group(1) if m else "?")
+            if checks.check(not problems, "%s: %s; %s" % (label, "; ".join(problems), summary)):
+                print("PASS %s (qemu -cpu max): %s" % (label, summary), flush=True)
+        if name != "cnn_int8":
+            continue
+        # an Armv8.0 core: the plain bundle runs, the dotprod one is refused at load
+        if "aarch64" in bundles:
+            outdir = os.path.join(work, "out-%s-a53" % name)
+            run = util.run_kiln(qemu_a53[0], qemu_a53[1:] + [bundles["aarch64"], "--output-dir", outdir] + in_args,
+                                timeout=600)
+            same = run.rc == 0 and first is not None and all(
+                np.array_equal(np.load(os.path.join(outdir, test_e2e.npy_name(o))), first[o]) for o in names)
+            if checks.check(same, "aarch64/%s under qemu -cpu cortex-a53: %s %s" % (name, run.describe(),
+                                                                                 run.err.strip())):
+                print("PASS aarch64/%s under qemu -cpu cortex-a53: the same outputs" % name, flush=True)
+        if "aarch64-dotprod" in bundles:
+            check_refusal(checks, "the aarch64 runtime on a Cortex-A53 (qemu) refuses an aarch64-dotprod bundle",
+                          qemu_a53, bundles["aarch64-dotprod"], ["dotprod", "--target aarch64"])
+
+
 def check_refusal(checks, what, argv, bundle, words):
     """Running bundle with argv must fail cleanly naming every word."""
     run = util.run_kiln(argv[0], argv[1:] + [bundle], timeout=120)
@@ -171,6 +321,8 @@ def main():
                 b = run_board(checks, args.kiln, runner, target, name, model, work)
                 if b:
                     bundles[(target, name)] = b
+            if target == "aarch64":
+                check_int8_dot(checks, args.kiln, runner, work)
 
         # kiln-run natively: the host bundle of the CNN runs and matches
         path, in_args, ref, names = models["cnn"]

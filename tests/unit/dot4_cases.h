@@ -6,8 +6,8 @@
  *
  * Each case is one kernel over DOT4_ROWS rows:
  *     out[r*L + l] = dot4(acc[r*L + l], a[row r], b[r*4L + 4l + j])
- * for L lanes (1, 4, 8, 12, 16, 32: the VPDPBUSD widths, chunked ones and the
- * generic rest), `a` of 4L lanes or of 4 (one group broadcast to every lane), the
+ * for L lanes (1, 4, 6, 8, 12, 16, 32: the VPDPBUSD and SDOT widths, chunked ones
+ * — 6 as three 2-lane SDOTs — and the generic rest), `a` of 4L lanes or of 4 (one group broadcast to every lane), the
  * four u8/i8 combinations; guarded forms, where a lazy if_then_else on a per-lane
  * condition (acc >= 0) picks dot4 or acc - 1, so that a backend emits the dot4 one
  * lane at a time for mixed conditions; and forms whose `a` is a vector let's
@@ -29,7 +29,7 @@ typedef struct dot4_case {
 } dot4_case;
 
 static inline int dot4_cases(dot4_case *out) {
-  static const int Ls[] = {1, 4, 8, 12, 16, 32};
+  static const int Ls[] = {1, 4, 6, 8, 12, 16, 32};
   static const gir_dtype ts[2] = {GIR_U8, GIR_I8};
   int n = 0;
   for (int g = 0; g < 2; g++)

@@ -10,6 +10,13 @@
  * A second kernel runs every unary op, every float binary op, integer div / pow /
  * shifts and a few casts, so that every libcall the backend can produce is linked.
  *
+ * The dot4 kernels of dot4_cases.h (every L, operand signedness and form) are
+ * compiled for aarch64, aarch64-dotprod (SDOT/UDOT, u8·s8 as SDOT of the flipped
+ * operand) and aarch64-i8mm (USDOT), linked statically with dot4_aarch64_check.c
+ * and run under qemu-aarch64 -cpu max (a CPU with both extensions) against the
+ * scalar reference: the one place those instructions run, as no aarch64 host is
+ * assumed.
+ *
  * A missing tool is a failure, not a skip (scripts/setup.sh installs every one):
  * the failure names the tool and its Debian package, and a link that fails because
  * the target's C library is absent ("cannot find crti.o", "cannot find -lm") says
@@ -21,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "dot4_cases.h"
 #include "llvm_backend.h"
 #include "tir.h"
 
@@ -271,6 +279,69 @@ static void test_host_library(const tir_func *const *fs, const char *dir) {
   dlclose(h);
 }
 
+/* dot4_cases.h's kernels for each aarch64 target, run under qemu-aarch64 by
+ * dot4_aarch64_check.c (paths relative to the source tree, the tests' working
+ * directory). */
+static void test_dot4_aarch64(const char *dir) {
+  const char *cc = "aarch64-linux-gnu-gcc";
+  if (!CHECKF(have(cc), "dot4 on aarch64: the cross compiler %s is not installed: install gcc-aarch64-linux-gnu "
+                        "(scripts/setup.sh installs it)", cc) ||
+      !CHECKF(have("qemu-aarch64"), "dot4 on aarch64: qemu-aarch64 is not installed: install qemu-user "
+                                    "(scripts/setup.sh installs it)"))
+    return;
+  gir_arena *arena = gir_arena_new();
+  tir_builder bb;
+  tir_builder_init(&bb, arena);
+  dot4_case cs[DOT4_MAX_CASES];
+  int nc = dot4_cases(cs);
+  tir_func *fns = gir_arena_alloc(arena, sizeof *fns * (size_t)nc);
+  const tir_func **fs = gir_arena_alloc(arena, sizeof *fs * (size_t)nc);
+  char path[512], cmd[2048], log[4096], nm[64];
+  snprintf(path, sizeof path, "%s/dot4_table.h", dir);
+  FILE *tab = fopen(path, "w");
+  if (!CHECKF(tab != NULL, "cannot write %s", path)) {
+    gir_arena_free(arena);
+    return;
+  }
+  for (int i = 0; i < nc; i++) {
+    tir_buffer **ps = gir_arena_alloc(arena, sizeof(tir_buffer *) * 4);
+    tir_stmt *body = dot4_kernel(&bb, &cs[i], ps);
+    fns[i] = (tir_func){gir_arena_strdup(arena, dot4_name(&cs[i], nm, sizeof nm)), 4, ps, body, 0, 0};
+    fs[i] = &fns[i];
+    fprintf(tab, "int32_t %s(void *const *, const kiln_ctx *);\n", nm);
+  }
+  fprintf(tab, "#define DOT4_TABLE");
+  for (int i = 0; i < nc; i++) fprintf(tab, " {\"%s\", %s},", fns[i].name, fns[i].name);
+  fprintf(tab, "\n");
+  fclose(tab);
+  for (int i = 0; i < nc; i++) fns[i].n_vars = bb.next_var, fns[i].n_buffers = bb.next_buffer;
+  static const char *const targets[] = {"aarch64", "aarch64-dotprod", "aarch64-i8mm"};
+  for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+    gir_err err = {0};
+    tgt_llvm_options o;
+    if (!CHECK(tgt_llvm_named_target(targets[t], &o, &err) == 0)) continue;
+    tgt_llvm_module *m = tgt_llvm_compile(fs, nc, &o, &err);
+    if (!CHECKF(m != NULL, "dot4 on %s: %s", targets[t], err.msg)) continue;
+    char obj[512], exe[512];
+    snprintf(obj, sizeof obj, "%s/dot4_%s.o", dir, targets[t]);
+    snprintf(exe, sizeof exe, "%s/dot4_%s", dir, targets[t]);
+    int ok = CHECKF(tgt_llvm_emit_object(m, obj, &err) == 0, "dot4 on %s: %s", targets[t], err.msg);
+    tgt_llvm_module_free(m);
+    if (!ok) continue;
+    snprintf(cmd, sizeof cmd,
+             "LC_ALL=C %s -std=c11 -O1 -static -I'%s' -Itests/unit -Iruntime -Itir -Ite -Igraphir "
+             "tests/unit/dot4_aarch64_check.c %s -o %s 2>&1",
+             cc, dir, obj, exe);
+    if (!CHECKF(run_log(cmd, log, sizeof log) == 0, "dot4 on %s: the check does not build: %s\n%s", targets[t], cmd, log))
+      continue;
+    snprintf(cmd, sizeof cmd, "qemu-aarch64 -cpu max %s 2>&1", exe);
+    int rc = run_log(cmd, log, sizeof log);
+    if (CHECKF(rc == 0 && strstr(log, " bad 0"), "dot4 on %s under qemu-aarch64 (status %d): %s", targets[t], rc, log))
+      printf("dot4 on %s under qemu-aarch64 -cpu max: %s", targets[t], log);
+  }
+  gir_arena_free(arena);
+}
+
 int main(void) {
   built k;
   build_kernel(&k);
@@ -287,6 +358,7 @@ int main(void) {
   const tir_func *fs[2] = {&k.f, &k.ops};
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) test_target(fs, &targets[i], dir);
   test_host_library(fs, dir);
+  test_dot4_aarch64(dir);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("note: could not remove %s\n", dir);

@@ -22,7 +22,10 @@
  * dot4 (dot4_cases.h) against a scalar reference and tir_eval, compiled for the
  * host (VPDPBUSD where it has AVX512-VNNI), with VNNI turned off (the generic
  * code) and, where the host has AVX-VNNI, for x86-64-v3 + avxvnni (the 256/128-bit
- * forms only); and some of them compiled to objects for every named target. */
+ * forms only); and some of them compiled to objects for every named target, the
+ * aarch64 ones' IR and assembly checked for the dot-product instructions
+ * (SDOT/UDOT with aarch64-dotprod, USDOT too with aarch64-i8mm, none with
+ * aarch64; test_cross runs them under qemu-aarch64). */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -1310,12 +1313,12 @@ static void test_named_targets(void) {
     unsigned machine;
     const char *must, *must_not;
   } ts[] = {{"host", 62, "vfmadd", NULL},        {"x86_64", 62, "xmm", "ymm"}, {"x86_64-avx2", 62, "ymm", "zmm"},
-            {"x86_64-avx512", 62, "zmm", NULL}, {"aarch64", 183, "fmla", NULL}, {"armv7", 40, "vmla", NULL},
-            {"riscv64", 243, "fmadd", NULL}};
+            {"x86_64-avx512", 62, "zmm", NULL}, {"aarch64", 183, "fmla", NULL}, {"aarch64-dotprod", 183, "fmla", NULL},
+            {"aarch64-i8mm", 183, "fmla", NULL}, {"armv7", 40, "vmla", NULL}, {"riscv64", 243, "fmadd", NULL}};
   const char *const *names = tgt_llvm_target_names();
   int n_names = 0;
   while (names[n_names]) n_names++;
-  CHECK_INT(n_names, 7);
+  CHECK_INT(n_names, 9);
   for (size_t t = 0; t < sizeof ts / sizeof ts[0]; t++) {
     gir_err err = {0};
     tgt_llvm_options o;
@@ -1506,27 +1509,66 @@ static void test_dot4(void) {
   free(acc), free(out), free(want), free(a), free(bb);
   kit_free(k);
 
-  /* the generic code selects on every named target (objects only) */
+  /* the generic code selects on every named target (objects only); on aarch64 with
+   * the dot-product extension every dot4 of even L is SDOT/UDOT, u8·s8 either
+   * SDOT of the flipped operand or, with I8MM, USDOT (test_cross runs them) */
   kit *kx = kit_new();
   for (int i = 0; i < nc; i++)
-    if (!cs[i].guarded && !cs[i].let_a && (cs[i].L == 1 || cs[i].L == 8 || cs[i].L == 32)) {
+    if (!cs[i].guarded && !cs[i].let_a && (cs[i].L == 1 || cs[i].L == 6 || cs[i].L == 8 || cs[i].L == 32)) {
       tir_buffer *ps[4];
       tir_stmt *body = dot4_kernel(&kx->b, &cs[i], ps);
       char nm[64];
       add_func(kx, dot4_name(&cs[i], nm, sizeof nm), ps, 4, body);
     }
   for (int i = 0; i < kx->n; i++) kx->fns[i]->n_vars = kx->b.next_var, kx->fns[i]->n_buffers = kx->b.next_buffer;
-  static const char *const targets[] = {"x86_64", "x86_64-avx512", "aarch64", "armv7", "riscv64"};
+  static const struct {
+    const char *name;
+    const char *ir_has[3], *ir_lacks, *asm_has[3], *asm_lacks;
+  } targets[] = {
+      {"x86_64", {NULL}, NULL, {NULL}, NULL},
+      {"x86_64-avx512", {NULL}, NULL, {NULL}, NULL},
+      {"aarch64", {NULL}, "llvm.aarch64.neon", {NULL}, "dot\t"},
+      {"aarch64-dotprod",
+       {"llvm.aarch64.neon.sdot.v4i32.v16i8", "llvm.aarch64.neon.udot.v4i32.v16i8",
+        "llvm.aarch64.neon.sdot.v2i32.v8i8"}, /* L = 6: three 2-lane chunks */
+       "usdot",
+       {"\tsdot\tv", "\tudot\tv", NULL},
+       "usdot"},
+      {"aarch64-i8mm",
+       {"llvm.aarch64.neon.usdot.v4i32.v16i8", "llvm.aarch64.neon.sdot.v4i32.v16i8", "llvm.aarch64.neon.udot"},
+       NULL,
+       {"\tusdot\tv", "\tsdot\tv", "\tudot\tv"},
+       NULL},
+      {"armv7", {NULL}, NULL, {NULL}, NULL},
+      {"riscv64", {NULL}, NULL, {NULL}, NULL},
+  };
   for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+    const char *tn = targets[t].name;
     tgt_llvm_options o;
     gir_err err = {0};
-    if (!CHECK(tgt_llvm_named_target(targets[t], &o, &err) == 0)) continue;
+    if (!CHECK(tgt_llvm_named_target(tn, &o, &err) == 0)) continue;
     tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)kx->fns, kx->n, &o, &err);
-    if (!CHECKF(m != NULL, "dot4 on %s: %s", targets[t], err.msg)) continue;
+    if (!CHECKF(m != NULL, "dot4 on %s: %s", tn, err.msg)) continue;
     void *obj = NULL;
     size_t n_obj = 0;
-    CHECKF(tgt_llvm_emit_object_mem(m, &obj, &n_obj, &err) == 0 && n_obj > 0, "dot4 on %s: %s", targets[t], err.msg);
+    CHECKF(tgt_llvm_emit_object_mem(m, &obj, &n_obj, &err) == 0 && n_obj > 0, "dot4 on %s: %s", tn, err.msg);
     free(obj);
+    char *ir = NULL, *as = NULL;
+    size_t n_ir = 0, n_as = 0;
+    if (CHECK(tgt_llvm_ir_string(m, &ir, &n_ir, &err) == 0)) {
+      for (int j = 0; j < 3 && targets[t].ir_has[j]; j++)
+        CHECKF(strstr(ir, targets[t].ir_has[j]) != NULL, "dot4 on %s: no %s in the IR", tn, targets[t].ir_has[j]);
+      if (targets[t].ir_lacks) CHECKF(!strstr(ir, targets[t].ir_lacks), "dot4 on %s: %s in the IR", tn, targets[t].ir_lacks);
+      free(ir);
+    }
+    if (CHECK(tgt_llvm_asm_string(m, &as, &n_as, &err) == 0)) {
+      for (int j = 0; j < 3 && targets[t].asm_has[j]; j++)
+        CHECKF(strstr(as, targets[t].asm_has[j]) != NULL, "dot4 on %s: no '%s' in the assembly", tn,
+               targets[t].asm_has[j]);
+      if (targets[t].asm_lacks)
+        CHECKF(!strstr(as, targets[t].asm_lacks), "dot4 on %s: '%s' in the assembly", tn, targets[t].asm_lacks);
+      free(as);
+    }
     tgt_llvm_module_free(m);
   }
   kit_free(kx);
