@@ -84,8 +84,10 @@ typedef struct gir_value {
   uint8_t is_input, is_output;
   /* A data-dependent size (NonMaxSuppression's selected boxes): the shape is an
    * upper bound and `extent`, an int64 scalar value, holds the actual size along
-   * axis `extent_axis` after a run; the elements past it are zeros. Only graph
-   * outputs have one (the runtime reports the actual shape); NULL otherwise. */
+   * axis `extent_axis` after a run; the elements past it are computed from the
+   * padding (defined, meaningless). The importer sets it on such ops' outputs and
+   * on what the ops of importer/extent.c make of them; graph outputs carry it to
+   * the runtime, which reports the actual shape. NULL otherwise. */
   struct gir_value *extent;
   int32_t extent_axis;
 } gir_value;

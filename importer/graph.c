@@ -107,14 +107,18 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
     list_in |= k != IMP_TENSOR;
   }
   c->origin = gir_arena_printf(c->g->arena, "%s '%s' (opset %lld)", op_type, name, (long long)c->opset);
-  for (size_t j = 0; j < np->n_input; j++) /* a data-dependent size (gir_value.extent): only a graph output yet */
-    if (n.in[j] && n.in[j]->extent && strcmp(op_type, "Identity")) {
-      imp_unsupported_node(c, &n, "input '%s' has a data-dependent shape (an output of NonMaxSuppression or "
-                                  "Unique), which kiln supports only as a graph output for now",
-                           np->input[j]);
-      c->err->msg[0] = 0;
-      return poison_outputs(c, np);
-    }
+  if (!imp_extent_accepts(c, &n)) { /* a data-dependent size (gir_value.extent) through the ops of extent.c */
+    for (size_t j = 0; j < np->n_input; j++)
+      if (n.in[j] && n.in[j]->extent) {
+        imp_unsupported_node(c, &n, "input '%s' has a data-dependent shape (an output of NonMaxSuppression or "
+                                    "Unique), which %s does not take in kiln yet (element-wise ops, Gather, Slice, "
+                                    "Squeeze, Unsqueeze, Transpose, Concat, Reshape, Flatten and MatMul do)",
+                             np->input[j], op_type);
+        break;
+      }
+    c->err->msg[0] = 0;
+    return poison_outputs(c, np);
+  }
 
   int rc;
   const Onnx__FunctionProto *fn = imp_find_function(c, np->domain, op_type);
@@ -161,6 +165,7 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
   for (size_t j = 0; j < np->n_output; j++)
     if (np->output[j] && np->output[j][0] && !n.out[j] && !n.out_kind[j])
       return imp_fail(c, "%s: output %zu ('%s') is not supported", c->origin, j, np->output[j]);
+  if (!fn && imp_extent_propagate(c, &n) < 0) return gir_err_prefix(c->err, "%s", c->origin);
   return 0;
 }
 

@@ -31,6 +31,12 @@ imp_convert_fn imp_find_contrib_converter(const char *op_type);
 gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value *azp, gir_value *b, gir_value *bs,
                               gir_value *bzp, gir_value *ys, gir_value *yzp, gir_value *bias);
 
+/* Data-dependent extents through ONNX ops (extent.c): whether node n may read a
+ * value with one, and, after its conversion, the extents of its outputs (0, or -1
+ * + error when they would not keep it). */
+int imp_extent_accepts(imp_ctx *c, const imp_node *n);
+int imp_extent_propagate(imp_ctx *c, imp_node *n);
+
 /* Helpers shared by converters (ops_common.c). */
 /* An optional constant that is absent or holds only zeros (a zero point that is 0). */
 int imp_zero_or_absent(const gir_value *v);

@@ -11,8 +11,12 @@ Runtime (outputs identical, shapes included):
   - a YOLO-style detection head end to end: a 1x1 conv over a feature map, sigmoid,
     box decoding (grid offsets, anchors, xywh) into [1, boxes, 4] and class scores,
     then NMS — two inputs, one of them an image with no confident box;
-  - the bundle declares the extent (format version 3), and a consumer of the
-    selected indices is refused with a clear message (a graph output only, for now);
+  - the bundle declares the extent (format version 3);
+  - post-processing after NMS: the box-index column gathered, the kept boxes and scores
+    gathered by it, unsqueezed, concatenated, scaled and transposed (the data-dependent
+    size then on axis 1, which the runtime compacts) — each output identical;
+  - a consumer that would read the padding (a reduction over the selected indices) is
+    refused with a clear message;
   - Unique: int64 and float inputs, flattened or along each axis (negative too),
     sorted and in order of first occurrence, with all four outputs or Y alone,
     arrays with many repeats and with none.
@@ -204,15 +208,41 @@ def main():
         x = RNG.standard_normal((1, 16, 8, 8)).astype(np.float32)
         run.case("YOLO-style head + NMS", path, [{"x": x}, {"x": x * 0.2}, {"x": np.full_like(x, -3.0)}])
 
+        # post-processing after NMS: the kept boxes and scores gathered, joined, scaled,
+        # transposed (a data-dependent size on axis 1: compacted by the runtime)
+        path = os.path.join(d, "post.onnx")
+        n_boxes = 60
+        nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou"], ["sel"]),
+                 helper.make_node("Gather", ["sel", "two"], ["idx"], axis=1),
+                 helper.make_node("Squeeze", ["boxes", "zero1"], ["b2"]),
+                 helper.make_node("Gather", ["b2", "idx"], ["kb"], axis=0),
+                 helper.make_node("Reshape", ["scores", "flat"], ["s2"]),
+                 helper.make_node("Gather", ["s2", "idx"], ["ks"], axis=0),
+                 helper.make_node("Unsqueeze", ["ks", "one1"], ["ks2"]),
+                 helper.make_node("Concat", ["kb", "ks2"], ["cat"], axis=1),
+                 helper.make_node("Mul", ["cat", "scale"], ["dets"]),
+                 helper.make_node("Transpose", ["dets"], ["dets_t"], perm=[1, 0])]
+        save(path, nodes, [helper.make_tensor_value_info("boxes", T.FLOAT, [1, n_boxes, 4]),
+                           helper.make_tensor_value_info("scores", T.FLOAT, [1, 1, n_boxes])],
+             [helper.make_tensor_value_info("dets", T.FLOAT, [None, 5]),
+              helper.make_tensor_value_info("dets_t", T.FLOAT, [5, None])],
+             [nh.from_array(np.array([15], np.int64), "limit"), nh.from_array(np.array([0.4], np.float32), "iou"),
+              nh.from_array(np.array(2, np.int64), "two"), nh.from_array(np.array([0], np.int64), "zero1"),
+              nh.from_array(np.array([n_boxes], np.int64), "flat"), nh.from_array(np.array([1], np.int64), "one1"),
+              nh.from_array(np.array([[0.5, 0.5, 2, 2, 10]], np.float32), "scale")])
+        run.case("NMS, then gathers, concat, scale and transpose", path,
+                 [{"boxes": random_boxes(1, n_boxes, False), "scores": RNG.uniform(0, 1, (1, 1, n_boxes)).astype(np.float32)}
+                  for _ in range(2)], outputs=("dets", "dets_t"))
+
         # a consumer of the selected indices: refused, clearly
         path = os.path.join(d, "consumer.onnx")
         nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit"], ["sel"], name="nms"),
-                 helper.make_node("Cast", ["sel"], ["y"], to=T.INT32)]
+                 helper.make_node("ReduceMax", ["sel"], ["y"], keepdims=1)]  # over the padding too: refused
         save(path, nodes, [helper.make_tensor_value_info("boxes", T.FLOAT, [1, 5, 4]),
                            helper.make_tensor_value_info("scores", T.FLOAT, [1, 1, 5])],
-             [helper.make_tensor_value_info("y", T.INT32, [None, 3])], [nh.from_array(np.array([3], np.int64), "limit")])
+             [helper.make_tensor_value_info("y", T.INT64, [1, 1])], [nh.from_array(np.array([3], np.int64), "limit")])
         r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "consumer.kiln")])
-        checks.check(r.rc == 1 and "data-dependent shape" in r.err and "graph output" in r.err and
+        checks.check(r.rc == 1 and "data-dependent shape" in r.err and "ReduceMax" in r.err and
                      not util.clean_failure(r), "a consumer of NMS's output is refused clearly: %s %r" % (r.describe(), r.err))
 
         # Unique
