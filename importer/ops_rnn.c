@@ -39,6 +39,11 @@
  * bounds every gate pre-activation to [-clip, clip] before its activation; the cell
  * state fed to h is not clipped (as in onnxruntime).
  *
+ * imp_lstm_with_matmul is the same LSTM with the products by W and R supplied by
+ * another converter (com.microsoft DynamicQuantizeLSTM, ops_contrib_lstm.c: dynamic
+ * quantization and integer GEMMs); the biases Wb + Rb are then added after both
+ * products, as ONNX Runtime's deep_cpu LSTM does.
+ *
  * Opsets before 7 (the output_sequence attribute) are reported unsupported, and so
  * is a node whose unrolling would exceed RNN_MAX_STEPS steps. */
 #include <string.h>

@@ -10,14 +10,14 @@ Weights are float weights quantized the way ORT's quantizer does it: int8 symmet
 reverse and bidirectional, two shapes, with and without bias, initial states,
 peepholes, clip, input_forget. Outputs Y, Y_h and Y_c are all compared.
 
-Tolerance: rtol 0, atol 2e-3 (values are in [-1, 1]). kiln's products are ORT's
-integer products exactly; only last-bit float differences (MLAS's tanh and logistic
-approximations, the order of a few additions) differ, and now and then one moves an
-activation across a quantization rounding boundary at a later step, which shows up as
-a difference of about one weight-times-activation quantization step (1e-4 .. 1e-3).
-Each case prints its max abs difference, and beside it the max abs difference of
-ORT's float LSTM on the dequantized weights (what a kiln without activation
-quantization would give) to show what the emulation buys.
+Tolerance: rtol 0, atol 5e-4 (outputs are in [-1, 1]); measured max abs difference
+<= 2.4e-7 on every case. kiln's integer products are ORT's exactly; only last-bit
+float differences remain (MLAS's tanh and logistic approximations, the order of a few
+additions). The margin is for the rare case where such a difference moves an
+activation across a quantization rounding boundary at a later step (about one
+weight-times-activation quantization step, ~1e-4; not seen here). Each case prints
+its max abs difference and, beside it, that of ORT's float LSTM on the dequantized
+weights (2e-3 .. 5e-3: what kiln would give without the activation quantization).
 Refusals checked: sequence_lens shorter than the sequence, a per-column int8 zero point
 that is not 0 — each fails with one clear line.
 
@@ -42,7 +42,7 @@ NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorPr
 INPUTS = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P",
           "W_scale", "W_zero_point", "R_scale", "R_zero_point"]
 OUTS = ["Y", "Y_h", "Y_c"]
-ATOL = 2e-3
+ATOL = 5e-4
 
 
 def save(path, op, domain, ins, attrs):
