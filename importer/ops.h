@@ -37,6 +37,22 @@ gir_value *imp_qlinear_matmul(imp_ctx *c, gir_value *a, gir_value *as, gir_value
 int imp_extent_accepts(imp_ctx *c, const imp_node *n);
 int imp_extent_propagate(imp_ctx *c, imp_node *n);
 
+/* An LSTM whose products by W and R another converter supplies (ops_rnn.c): fn returns
+ * a [.., K] times direction d's W^T (recurrent = 0, K = input size) or R^T (recurrent
+ * = 1, K = hidden size) as float32 [.., 4·hidden]. The gates are then summed as ONNX
+ * Runtime's deep_cpu LSTM does, (X·W^T + H·R^T) + (Wb + Rb); layout 0, inputs W and R
+ * of the node are not read (the owner checks them). Used by DynamicQuantizeLSTM. */
+typedef struct imp_rnn_matmul imp_rnn_matmul;
+struct imp_rnn_matmul {
+  gir_value *(*fn)(imp_ctx *c, const imp_rnn_matmul *m, gir_value *a, int64_t d, int recurrent);
+  int64_t hidden_size;
+};
+int imp_lstm_with_matmul(imp_ctx *c, imp_node *n, const imp_rnn_matmul *m);
+/* Runs the importer's converter of an ai.onnx op (fn at `opset`) on ins with node n's
+ * attributes, n_out outputs into outs (ops_contrib_quant.c). 0, or -1 with the error set. */
+int imp_contrib_onnx_op(imp_ctx *c, const imp_node *n, imp_convert_fn fn, const char *op, int64_t opset,
+                        gir_value **ins, int32_t n_in, gir_value **outs, int32_t n_out);
+
 /* Helpers shared by converters (ops_common.c). */
 /* An optional constant that is absent or holds only zeros (a zero point that is 0). */
 int imp_zero_or_absent(const gir_value *v);

@@ -141,6 +141,11 @@ static int onnx_op(imp_ctx *c, const imp_node *n, imp_convert_fn fn, const char 
   return 0;
 }
 
+int imp_contrib_onnx_op(imp_ctx *c, const imp_node *n, imp_convert_fn fn, const char *op, int64_t opset,
+                        gir_value **ins, int32_t n_in, gir_value **outs, int32_t n_out) {
+  return onnx_op(c, n, fn, op, opset, ins, n_in, outs, n_out);
+}
+
 static gir_value *onnx_op1(imp_ctx *c, const imp_node *n, imp_convert_fn fn, const char *op, int64_t opset,
                            gir_value **ins, int32_t n_in) {
   gir_value *y = NULL;

@@ -39,6 +39,11 @@
  * bounds every gate pre-activation to [-clip, clip] before its activation; the cell
  * state fed to h is not clipped (as in onnxruntime).
  *
+ * imp_lstm_with_matmul is the same LSTM with the products by W and R supplied by
+ * another converter (com.microsoft DynamicQuantizeLSTM, ops_contrib_lstm.c: dynamic
+ * quantization and integer GEMMs); the biases Wb + Rb are then added after both
+ * products, as ONNX Runtime's deep_cpu LSTM does.
+ *
  * Opsets before 7 (the output_sequence attribute) are reported unsupported, and so
  * is a node whose unrolling would exceed RNN_MAX_STEPS steps. */
 #include <string.h>
@@ -100,6 +105,7 @@ typedef struct rnn {
   gir_value *mask;                /* [S, B, 1] bool, NULL when every step is valid */
   const uint8_t *mask_const;      /* its payload when sequence_lens is constant */
   gir_value *zeros;               /* [1, B, H] zeros, made on first use */
+  const imp_rnn_matmul *mm;       /* LSTM only: products by W and R from another converter */
 } rnn;
 
 /* One direction's parameters and running state. NULL state = known zero. */
@@ -109,6 +115,8 @@ typedef struct dir_state {
   gir_value *rt_zr, *rt_h;        /* GRU, linear_before_reset = 0: [H, 2H], [H, H] */
   gir_value *rbh;                 /* GRU, linear_before_reset != 0: Rbh [1, H] (NULL: no B) */
   gir_value *p_i, *p_o, *p_f;     /* LSTM peepholes [1, H] (NULL: no P) */
+  gir_value *bias;                /* r->mm: Wb + Rb [1, G*H], added after the products (NULL: no B) */
+  int64_t d;                      /* direction index */
   gir_value *h, *cell;
 } dir_state;
 
@@ -316,7 +324,9 @@ static gir_value *step_gru(imp_ctx *c, const rnn *r, const dir_state *ds, step_i
 static gir_value *step_lstm(imp_ctx *c, const rnn *r, const dir_state *ds, step_in *si, gir_value **cell_out) {
   int64_t H = r->H;
   const act *a = ds->acts;
-  gir_value *g = ds->h ? imp_binary(c, GIR_BINARY_ADD, xp_row(c, si), imp_matmul(c, ds->h, ds->rt)) : NULL;
+  gir_value *rec = !ds->h ? NULL : r->mm ? r->mm->fn(c, r->mm, ds->h, ds->d, 1) : imp_matmul(c, ds->h, ds->rt);
+  gir_value *g = rec ? imp_binary(c, GIR_BINARY_ADD, xp_row(c, si), rec) : NULL;
+  if (ds->bias) g = imp_binary(c, GIR_BINARY_ADD, g ? g : xp_row(c, si), ds->bias); /* r->mm: as deep_cpu */
   gir_value *it = gate(c, r, &a[0], add0(c, cols(c, si, g, 0, H), mul0(c, ds->p_i, ds->cell)));
   gir_value *ft;
   if (r->input_forget)
@@ -381,7 +391,7 @@ static int check_shape(imp_ctx *c, const gir_value *v, const char *what, int ran
 }
 
 static int parse(imp_ctx *c, imp_node *n, rnn_kind kind, rnn *r) {
-  if (n->opset < 7)
+  if (!r->mm && n->opset < 7)
     return imp_unsupported_node(c, n, "%s before opset 7 (output_sequence attribute) is not handled", n->op_type);
   r->kind = kind;
   r->gates = kind == KIND_RNN ? 1 : kind == KIND_GRU ? 3 : 4;
@@ -402,7 +412,7 @@ static int parse(imp_ctx *c, imp_node *n, rnn_kind kind, rnn *r) {
   else if (!strcmp(dir, "bidirectional")) r->D = 2;
   else return imp_fail(c, "attribute direction must be forward, reverse or bidirectional, got '%s'", dir);
   r->reverse = !strcmp(dir, "reverse");
-  int64_t layout = n->opset >= 14 ? imp_attr_int(n, "layout", 0) : 0;
+  int64_t layout = n->opset >= 14 && !r->mm ? imp_attr_int(n, "layout", 0) : 0;
   if (layout != 0 && layout != 1) return imp_fail(c, "attribute layout must be 0 or 1, got %lld", (long long)layout);
   r->layout = (int)layout;
   r->has_clip = imp_attr(n, "clip") != NULL;
@@ -413,9 +423,10 @@ static int parse(imp_ctx *c, imp_node *n, rnn_kind kind, rnn *r) {
 
   gir_dtype t = r->X->dtype;
   if (!gir_dtype_is_float(t)) return imp_fail(c, "X must be a floating-point tensor, got %s", gir_dtype_name(t));
-  gir_value *same[] = {r->W, r->R, r->Bias, r->h0, r->c0, r->P};
-  static const char *const same_names[] = {"W", "R", "B", "initial_h", "initial_c", "P"};
-  for (int i = 0; i < 6; i++)
+  if (r->mm && t != GIR_F32) return imp_fail(c, "X must be float32, got %s", gir_dtype_name(t));
+  gir_value *same[] = {r->Bias, r->h0, r->c0, r->P, r->W, r->R};
+  static const char *const same_names[] = {"B", "initial_h", "initial_c", "P", "W", "R"};
+  for (int i = 0; i < (r->mm ? 4 : 6); i++)
     if (same[i] && same[i]->dtype != t)
       return imp_fail(c, "input %s is %s but X is %s", same_names[i], gir_dtype_name(same[i]->dtype),
                       gir_dtype_name(t));
@@ -425,7 +436,7 @@ static int parse(imp_ctx *c, imp_node *n, rnn_kind kind, rnn *r) {
   r->S = r->X->shape.dims[r->layout ? 1 : 0];
   r->B = r->X->shape.dims[r->layout ? 0 : 1];
   r->I = r->X->shape.dims[2];
-  r->H = r->R->shape.dims[2];
+  r->H = r->mm ? r->mm->hidden_size : r->R->shape.dims[2];
   int64_t G = r->gates, H = r->H, D = r->D, B = r->B;
   const Onnx__AttributeProto *hs = imp_attr(n, "hidden_size");
   if (hs && imp_attr_int(n, "hidden_size", -1) != H)
@@ -433,7 +444,7 @@ static int parse(imp_ctx *c, imp_node *n, rnn_kind kind, rnn *r) {
                     (long long)imp_attr_int(n, "hidden_size", -1), (long long)H);
   int64_t wd[3] = {D, G * H, r->I}, rd[3] = {D, G * H, H}, bd[2] = {D, 2 * G * H}, pd[2] = {D, 3 * H};
   int64_t sd[3] = {D, B, H}, sd1[3] = {B, D, H};
-  if (check_shape(c, r->W, "W", 3, wd) < 0 || check_shape(c, r->R, "R", 3, rd) < 0) return -1;
+  if (!r->mm && (check_shape(c, r->W, "W", 3, wd) < 0 || check_shape(c, r->R, "R", 3, rd) < 0)) return -1;
   if (r->Bias && check_shape(c, r->Bias, "B", 2, bd) < 0) return -1;
   if (r->P && check_shape(c, r->P, "P", 2, pd) < 0) return -1;
   if (r->h0 && check_shape(c, r->h0, "initial_h", 3, r->layout ? sd1 : sd) < 0) return -1;
@@ -452,6 +463,14 @@ static int parse(imp_ctx *c, imp_node *n, rnn_kind kind, rnn *r) {
  * linear_before_reset keeps Rbh out: it is scaled by the reset gate. */
 static int build_projection(imp_ctx *c, rnn *r) {
   int64_t S = r->S, B = r->B, I = r->I, D = r->D, GH = r->gates * r->H;
+  if (r->mm) { /* the supplied products; the biases are added per step, after R's */
+    int64_t x2[2] = {S * B, I}, out[3] = {S, B, D * GH};
+    gir_value *x = imp_reshape(c, r->X, 2, x2), *parts[2] = {NULL, NULL};
+    for (int64_t d = 0; d < D; d++)
+      if (!x || !(parts[d] = r->mm->fn(c, r->mm, x, d, 0))) return -1;
+    r->xproj = imp_reshape(c, D > 1 ? imp_concat(c, parts, (int32_t)D, 1) : parts[0], 3, out);
+    return r->xproj ? 0 : -1;
+  }
   int64_t wview[3] = {D, GH, I}, wperm[3] = {2, 0, 1}, wout[2] = {I, D * GH};
   gir_value *wt = regroup(c, r->W, 3, wview, wperm, 2, wout); /* [I, D*G*H] */
   int64_t x2[2] = {S * B, I};
@@ -530,8 +549,17 @@ static gir_value *initial_state(imp_ctx *c, const rnn *r, gir_value *v, int64_t 
 static int setup_direction(imp_ctx *c, const rnn *r, int64_t d, gir_value *rt_all, dir_state *ds) {
   int64_t H = r->H;
   ds->acts = r->acts[d];
+  ds->d = d;
   int64_t rt2[2] = {H, r->gates * H};
-  ds->rt = imp_reshape(c, imp_slice_axis(c, rt_all, 0, d, 1, 1), 2, rt2); /* [H, G*H] */
+  if (r->mm) {
+    if (r->Bias) {
+      gir_value *b = imp_slice_axis(c, r->Bias, 0, d, 1, 1); /* [1, 2GH] */
+      ds->bias = imp_binary(c, GIR_BINARY_ADD, imp_slice_axis(c, b, 1, 0, 1, rt2[1]),
+                            imp_slice_axis(c, b, 1, rt2[1], 1, rt2[1]));
+    }
+  } else if (rt_all) {
+    ds->rt = imp_reshape(c, imp_slice_axis(c, rt_all, 0, d, 1, 1), 2, rt2); /* [H, G*H] */
+  }
   if (r->kind == KIND_GRU && !r->lbr) {
     ds->rt_zr = imp_slice_axis(c, ds->rt, 1, 0, 1, 2 * H);
     ds->rt_h = imp_slice_axis(c, ds->rt, 1, 2 * H, 1, H);
@@ -593,8 +621,8 @@ static gir_value *stack_final(imp_ctx *c, rnn *r, gir_value *const *per_dir) {
   return regroup(c, s, 3, view, perm, 3, out);
 }
 
-static int convert(imp_ctx *c, imp_node *n, rnn_kind kind) {
-  rnn r = {0};
+static int convert(imp_ctx *c, imp_node *n, rnn_kind kind, const imp_rnn_matmul *mm) {
+  rnn r = {.mm = mm};
   int rc = parse(c, n, kind, &r);
   if (rc) return rc;
   int64_t S = r.S, B = r.B, H = r.H, D = r.D;
@@ -604,7 +632,7 @@ static int convert(imp_ctx *c, imp_node *n, rnn_kind kind) {
   if (S > 0) {
     if (build_projection(c, &r) < 0 || build_mask(c, &r) < 0) return -1;
     int64_t perm[3] = {0, 2, 1};
-    rt_all = imp_transpose(c, r.R, perm); /* [D, H, G*H] */
+    if (!mm) rt_all = imp_transpose(c, r.R, perm); /* [D, H, G*H] */
   }
   gir_value **ys = gir_arena_calloc(c->g->arena, (size_t)(D * S) + 1, sizeof *ys);
   gir_value *final_h[2] = {0}, *final_c[2] = {0};
@@ -640,6 +668,7 @@ static int convert(imp_ctx *c, imp_node *n, rnn_kind kind) {
   return c->err->msg[0] ? -1 : 0;
 }
 
-int imp_cv_LSTM(imp_ctx *c, imp_node *n) { return convert(c, n, KIND_LSTM); }
-int imp_cv_GRU(imp_ctx *c, imp_node *n) { return convert(c, n, KIND_GRU); }
-int imp_cv_RNN(imp_ctx *c, imp_node *n) { return convert(c, n, KIND_RNN); }
+int imp_cv_LSTM(imp_ctx *c, imp_node *n) { return convert(c, n, KIND_LSTM, NULL); }
+int imp_cv_GRU(imp_ctx *c, imp_node *n) { return convert(c, n, KIND_GRU, NULL); }
+int imp_cv_RNN(imp_ctx *c, imp_node *n) { return convert(c, n, KIND_RNN, NULL); }
+int imp_lstm_with_matmul(imp_ctx *c, imp_node *n, const imp_rnn_matmul *m) { return convert(c, n, KIND_LSTM, m); }
