@@ -253,10 +253,11 @@ static PyObject *bundle_run(kilnpy_bundle *self, PyObject *inputs) {
   int32_t n_in = kiln_model_input_count(m), n_out = kiln_model_output_count(m);
   char *given = PyMem_Calloc((size_t)n_in + 1, 1);
   PyObject **outs = PyMem_Calloc((size_t)n_out + 1, sizeof *outs);
+  int64_t(*shape)[KILN_MAX_RANK] = PyMem_Calloc((size_t)n_out + 1, sizeof *shape); /* each output's, this run */
   PyObject *result = NULL;
   feed *f = NULL;
   Py_ssize_t n_feeds = 0;
-  if (!given || !outs) {
+  if (!given || !outs || !shape) {
     PyErr_NoMemory();
     goto out;
   }
@@ -293,7 +294,8 @@ static PyObject *bundle_run(kilnpy_bundle *self, PyObject *inputs) {
   for (int32_t i = 0; i < n_out && x.kind == FAIL_NONE; i++) {
     const void *data;
     kiln_tensor_info info;
-    kiln_model_output(m, i, &data, &info);
+    kiln_model_output(m, i, &data, &info); /* a data-dependent size: the run's shape, a prefix of the bound */
+    memcpy(shape[i], info.dims, sizeof shape[i]);
     PyArrayObject *a = (PyArrayObject *)outs[i];
     if (info.bytes > 0) memcpy(PyArray_DATA(a), data, (size_t)info.bytes);
     if (kilnpy_is_narrow(info.dtype)) convert_narrow(info.dtype, PyArray_DATA(a), (size_t)info.bytes, 0);
@@ -303,6 +305,19 @@ static PyObject *bundle_run(kilnpy_bundle *self, PyObject *inputs) {
   if (x.kind != FAIL_NONE) {
     raise_failure(&x);
     goto out;
+  }
+  for (int32_t i = 0; i < n_out; i++) { /* an output smaller than its bound this run: its own array */
+    PyArrayObject *a = (PyArrayObject *)outs[i];
+    int same = 1;
+    npy_intp dims[KILN_MAX_RANK];
+    for (int d = 0; d < PyArray_NDIM(a); d++) same &= (dims[d] = (npy_intp)shape[i][d]) == PyArray_DIMS(a)[d];
+    if (same) continue;
+    Py_INCREF(PyArray_DESCR(a));
+    PyObject *b = PyArray_NewFromDescr(&PyArray_Type, PyArray_DESCR(a), PyArray_NDIM(a), dims, NULL, NULL, 0, NULL);
+    if (!b) goto out;
+    memcpy(PyArray_DATA((PyArrayObject *)b), PyArray_DATA(a), (size_t)PyArray_NBYTES((PyArrayObject *)b));
+    Py_DECREF(outs[i]);
+    outs[i] = b;
   }
   if (!(result = PyDict_New())) goto out;
   for (int32_t i = 0; i < n_out; i++) {
@@ -316,6 +331,7 @@ static PyObject *bundle_run(kilnpy_bundle *self, PyObject *inputs) {
 out:
   for (int32_t i = 0; outs && i < n_out; i++) Py_XDECREF(outs[i]);
   PyMem_Free(outs);
+  PyMem_Free(shape);
   PyMem_Free(given);
   feeds_free(f, n_feeds);
   return result;

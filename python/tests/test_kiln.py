@@ -145,6 +145,27 @@ def test_two_inputs_int64_exact(models):
     np.testing.assert_array_equal(got["out"], want["out"])  # a gather and one add: exact
 
 
+def test_data_dependent_output_shape(tmp_path):
+    """NonMaxSuppression's selected boxes: run() returns them at this run's shape (the
+    bundle's output info gives the bound), as ONNX Runtime does."""
+    path = save_model(str(tmp_path / "nms.onnx"),
+                      [helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou"], ["sel"])],
+                      [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 20, 4]),
+                       helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, 20])],
+                      [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])],
+                      [numpy_helper.from_array(np.array([5], np.int64), "limit"), f32("iou", [0.5])])
+    b = kiln.compile(path)
+    assert b.outputs[0].shape == (2 * 5, 3)  # the bound: batches x classes x the limit
+    rng = np.random.default_rng(8)
+    for _ in range(2):
+        p = rng.uniform(0, 50, (1, 20, 2))
+        feed = {"boxes": np.concatenate([p, p + rng.uniform(1, 20, (1, 20, 2))], -1).astype(np.float32),
+                "scores": rng.uniform(0, 1, (1, 2, 20)).astype(np.float32)}
+        got, want = b.run(feed)["sel"], ort_run(path, feed)["sel"]
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_input_shapes_bind_symbolic_dims(models):
     b = kiln.compile(models["dynamic"], input_shapes={"x": (5, 4)})
     assert b.inputs[0].shape == (5, 4) and b.outputs[0].shape == (5, 3)
