@@ -332,8 +332,12 @@ static void test_dot4_aarch64(const char *dir) {
              "LC_ALL=C %s -std=c11 -O1 -static -I'%s' -Itests/unit -Iruntime -Itir -Ite -Igraphir "
              "tests/unit/dot4_aarch64_check.c %s -o %s 2>&1",
              cc, dir, obj, exe);
-    if (!CHECKF(run_log(cmd, log, sizeof log) == 0, "dot4 on %s: the check does not build: %s\n%s", targets[t], cmd, log))
-      continue;
+    int built = run_log(cmd, log, sizeof log) == 0;
+    if (!built && strstr(log, "cannot find crti.o")) { /* no aarch64 C library: test_target said so, naming the package */
+      printf("SKIP dot4 on aarch64: the aarch64 C library is missing (the failure above names its package)\n");
+      break;
+    }
+    if (!CHECKF(built, "dot4 on %s: the check does not build: %s\n%s", targets[t], cmd, log)) continue;
     snprintf(cmd, sizeof cmd, "qemu-aarch64 -cpu max %s 2>&1", exe);
     int rc = run_log(cmd, log, sizeof log);
     if (CHECKF(rc == 0 && strstr(log, " bad 0"), "dot4 on %s under qemu-aarch64 (status %d): %s", targets[t], rc, log))
