@@ -240,6 +240,15 @@ int gir_infer_nms(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 1, GIR_I64, &one, err);
 }
 
+int gir_infer_nonzero(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_value *x = n->in[0];
+  if (!gir_dtype_first_class(x->dtype) || gir_dtype_is_f8(x->dtype)) return gir_errf(err, "unsupported element type");
+  gir_shape s = {.rank = 2, .dims = {x->shape.rank ? x->shape.rank : 1, gir_value_numel(x)}}, one = {.rank = 0};
+  if (gir_set_out(n, 0, GIR_I64, &s, err) < 0) return -1;
+  return gir_set_out(n, 1, GIR_I64, &one, err);
+}
+
 int gir_infer_unique(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_value *x = n->in[0];

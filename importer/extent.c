@@ -1,6 +1,7 @@
 /* extent.c — data-dependent extents (gir_value.extent: the shape is a bound, an
  * int64 value the actual size along one axis) through the ONNX ops that keep them,
- * so that detection post-processing can follow NonMaxSuppression: take the box
+ * so that detection post-processing can follow NonMaxSuppression (and masks can
+ * follow NonZero: transpose, then GatherND): take the box
  * index column (Gather or Slice + Squeeze), gather the boxes and scores it selects,
  * decode them (element-wise arithmetic, a MatMul by constants), transpose, concat
  * the columns. Elements past the extent are computed from the padding (NMS pads
@@ -15,6 +16,7 @@
  *                                        same extent on the same axis
  *   Gather                               dynamic indices: the axis moves to axis + a;
  *                                        dynamic data gathered along another axis
+ *   GatherND                             dynamic index tuples (batch_dims 0)
  *   Slice, Squeeze, Unsqueeze, Transpose the axis is kept (not sliced, not squeezed)
  *                                        and renumbered
  *   Concat                               along another axis, every input with the
@@ -39,7 +41,7 @@ static int is_elementwise(const char *op) {
   return 0;
 }
 
-static const char *const taken[] = {"Gather", "Slice", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Reshape",
+static const char *const taken[] = {"Gather", "GatherND", "Slice", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Reshape",
                                     "Flatten", "MatMul", NULL};
 
 /* The first dynamic input of n, or -1. */
@@ -105,6 +107,10 @@ static int out_axis(imp_ctx *c, const imp_node *n, int d, const gir_value *o) {
     if (d == 1) return n->in[0]->extent ? -1 : (int)g + a; /* indices: their axes replace data's axis g */
     if (a == g || (n->in[1] && n->in[1]->extent)) return -1;
     return a < g ? a : a - 1 + n->in[1]->shape.rank;
+  }
+  if (!strcmp(op, "GatherND")) { /* dynamic index tuples (not their last axis): out = indices[:-1] + data[q:] */
+    if (d != 1 || n->in[0]->extent || a >= r - 1 || imp_attr_int(n, "batch_dims", 0) != 0) return -1;
+    return a;
   }
   if (!strcmp(op, "MatMul")) {
     if (d != 0 || (n->in[1] && n->in[1]->extent) || r < 2 || a >= r - 1) return -1; /* rows or batch of A */
@@ -176,8 +182,8 @@ int imp_extent_propagate(imp_ctx *c, imp_node *n) {
     if (!o) continue;
     int a = out_axis(c, n, d, o);
     if (a < 0 || a >= o->shape.rank || o->shape.dims[a] != n->in[d]->shape.dims[n->in[d]->extent_axis])
-      return imp_fail(c, "input '%s' has a data-dependent size along axis %d (an output of NonMaxSuppression or "
-                         "Unique), and output %d would not keep it on one axis of the same bound",
+      return imp_fail(c, "input '%s' has a data-dependent size along axis %d (from NonMaxSuppression, Unique, "
+                         "NonZero or Compress), and output %d would not keep it on one axis of the same bound",
                       n->proto->input[d], n->in[d]->extent_axis, j);
     if (o->extent && (o->extent != n->in[d]->extent || o->extent_axis != a))
       return imp_fail(c, "output %d already carries another data-dependent size", j);

@@ -110,9 +110,10 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
   if (!imp_extent_accepts(c, &n)) { /* a data-dependent size (gir_value.extent) through the ops of extent.c */
     for (size_t j = 0; j < np->n_input; j++)
       if (n.in[j] && n.in[j]->extent) {
-        imp_unsupported_node(c, &n, "input '%s' has a data-dependent shape (an output of NonMaxSuppression or "
-                                    "Unique), which %s does not take in kiln yet (element-wise ops, Gather, Slice, "
-                                    "Squeeze, Unsqueeze, Transpose, Concat, Reshape, Flatten and MatMul do)",
+        imp_unsupported_node(c, &n, "input '%s' has a data-dependent shape (from NonMaxSuppression, Unique, NonZero "
+                                    "or Compress at run time), which %s does not take in kiln yet (element-wise "
+                                    "ops, Gather, GatherND, Slice, Squeeze, Unsqueeze, Transpose, Concat, Reshape, "
+                                    "Flatten and MatMul do)",
                              np->input[j], op_type);
         break;
       }

@@ -11,7 +11,9 @@
  * reshape + transpose + reshape, Trilu/EyeLike into iota + compare (+ where/cast),
  * ReverseSequence into an index computation + gather_elements, CenterCropPad into
  * slice + pad, Range into iota. Compress and NonZero have data-dependent output
- * shapes and are converted only when their deciding input is a constant. */
+ * shapes: with their deciding input a constant they become constants and gathers;
+ * computed at run time, the nonzero op (a loop-IR kernel) finds the positions and
+ * the output carries their count as its extent (gir_value.extent). */
 #include <math.h>
 #include <string.h>
 #include "ops.h"
@@ -746,12 +748,47 @@ int imp_cv_ReverseSequence(imp_ctx *c, imp_node *n) {
 
 /* --- data-dependent shapes: only with constant inputs --- */
 
+/* The positions where v is non-zero, [1, numel] with its count as extent along axis
+ * 1 (zeros past it), at run time (lower/lower_seq.c). */
+static gir_value *nonzero_at_run_time(imp_ctx *c, gir_value *v) {
+  gir_node *nd = imp_new_node(c, GIR_OP_nonzero, &v, 1, 2);
+  if (gir_node_infer(c->g, nd, c->err) < 0) return NULL;
+  nd->out[0]->extent = nd->out[1];
+  nd->out[0]->extent_axis = 1;
+  return nd->out[0];
+}
+
+/* Compress with a condition computed at run time: gather x by the positions where
+ * it holds (a data-dependent count: an extent on the output's axis). A position
+ * beyond the axis is an index the gather's run-time check refuses. */
+static int compress_at_run_time(imp_ctx *c, imp_node *n, gir_value *x, gir_value *cond) {
+  int has_axis = imp_attr(n, "axis") != NULL;
+  int64_t axis = 0;
+  if (has_axis && attr_axis(c, n, 0, x->shape.rank, &axis) < 0) return -1;
+  if (!has_axis) {
+    int64_t numel = gir_value_numel(x);
+    if (!(x = imp_reshape(c, x, 1, &numel))) return -1;
+  }
+  gir_value *pos = nonzero_at_run_time(c, cond);
+  if (!pos) return -1;
+  int64_t m = cond->shape.dims[0];
+  gir_value *idx = imp_reshape(c, pos, 1, &m);
+  if (!idx) return -1;
+  gir_value *ins[2] = {x, idx};
+  gir_node *nd = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
+  gir_attr_set_int(c->g, nd, "axis", axis);
+  if (gir_node_infer(c->g, nd, c->err) < 0) return -1;
+  nd->out[0]->extent = pos->extent;
+  nd->out[0]->extent_axis = (int32_t)axis;
+  return imp_set_output(c, n, 0, nd->out[0]);
+}
+
 int imp_cv_Compress(imp_ctx *c, imp_node *n) {
   gir_value *x = imp_in(n, 0), *cond = imp_in(n, 1);
   if (!x || !cond) return imp_fail(c, "needs input and condition");
   const void *cd = peek_const(c, cond);
-  if (!cd) return imp_unsupported_node(c, n, "the output shape depends on the run-time condition '%s'", cond->name);
   if (cond->shape.rank != 1 || !gir_dtype_first_class(cond->dtype)) return imp_fail(c, "condition must be a 1-D bool");
+  if (!cd) return compress_at_run_time(c, n, x, cond);
   int has_axis = imp_attr(n, "axis") != NULL;
   int64_t axis = 0;
   if (has_axis && attr_axis(c, n, 0, x->shape.rank, &axis) < 0) return -1;
@@ -778,8 +815,8 @@ int imp_cv_NonZero(imp_ctx *c, imp_node *n) {
   gir_value *x = imp_in(n, 0);
   if (!x) return imp_fail(c, "needs an input");
   const void *d = peek_const(c, x);
-  if (!d) return imp_unsupported_node(c, n, "the output shape depends on the run-time values of '%s'", x->name);
   if (!gir_dtype_first_class(x->dtype)) return imp_unsupported_node(c, n, "NonZero of %s", gir_dtype_name(x->dtype));
+  if (!d) return imp_set_output(c, n, 0, nonzero_at_run_time(c, x)); /* a data-dependent count */
   int64_t numel = gir_value_numel(x), nnz = 0;
   int32_t r = x->shape.rank ? x->shape.rank : 1; /* a scalar counts as a 1-element vector, as in numpy */
   for (int64_t i = 0; i < numel; i++) nnz += gir_load_f64(x->dtype, d, i) != 0;

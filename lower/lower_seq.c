@@ -1,6 +1,7 @@
 /* lower_seq.c — kernels written in loop IR directly, for the ops that are
  * sequential algorithms with no tensor-expression form (their lower_compute_*
- * says so): ONNX NonMaxSuppression (GIR_OP_nms) and Unique (GIR_OP_unique). The kernel is serial
+ * says so): ONNX NonMaxSuppression (GIR_OP_nms), Unique (GIR_OP_unique) and NonZero
+ * on run-time data (GIR_OP_nonzero). The kernel is serial
  * (one thread) and goes through the same loop passes, backends, plan and runtime
  * as any other; its buffers are the node's present inputs, then its outputs.
  *
@@ -306,7 +307,62 @@ static int lower_unique(tir_builder *b, const gir_node *n, const gir_value *cons
   return 0;
 }
 
-int lower_is_sequential(gir_op op) { return op == GIR_OP_nms || op == GIR_OP_unique; }
+/* NonZero: the coordinates of x's non-zero elements (NaN counts), in C order, one
+ * row per axis: indices[a][j] of the j-th such element; the count is the extent
+ * along axis 1, and columns past it are zero. One pass. */
+static int lower_nonzero(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs,
+                         const char *name, lower_kernel *k, gir_err *err) {
+  seq S = {b}, *s = &S;
+  const gir_value *x = n->in[0];
+  int64_t numel = gir_value_numel(x);
+  int r = x->shape.rank;
+  tir_buffer **p = gir_arena_calloc(b->arena, 3, sizeof *p), *local[2] = {0}, *o[2];
+  k->in = gir_arena_calloc(b->arena, 2, sizeof *k->in);
+  tir_buffer *ctr = tir_buffer_new(b, "count", GIR_I64, 1, TIR_LOCAL, -1);
+  if (!p || !k->in) return gir_errf(err, "%s: out of memory", name);
+  tir_buffer *X = p[0] = tir_buffer_new(b, "x", x->dtype, numel, TIR_GLOBAL, 0);
+  for (int q = 0; q < 2; q++) {
+    o[q] = out_buffer(b, n, q, outs, n_outs, 1, &local[q]);
+    if (!local[q]) p[o[q]->param] = o[q];
+  }
+  tir_var *e = tir_var_new(b, "e", GIR_I64);
+  tir_expr *cnt = ld(s, ctr, i64(s, 0));
+  tir_stmt *coords[GIR_MAX_RANK + 1];
+  int nc = 0;
+  int64_t stride = 1;
+  for (int a = (r ? r : 1) - 1; a >= 0; a--) { /* coordinate a of element e: (e / stride) % dim */
+    int64_t dim = r ? x->shape.dims[a] : 1;
+    tir_expr *co = bin(s, TE_MOD, bin(s, TE_DIV, var(s, e), i64(s, stride)), i64(s, dim > 0 ? dim : 1));
+    coords[nc++] = st(s, o[0], bin(s, TE_ADD, i64(s, (int64_t)a * numel), cnt), co);
+    stride *= dim > 0 ? dim : 1;
+  }
+  coords[nc++] = st(s, ctr, i64(s, 0), bin(s, TE_ADD, cnt, i64(s, 1)));
+  tir_expr *nz = bin(s, TE_NE, ld(s, X, var(s, e)), tir_const(b, x->dtype, 0));
+  tir_stmt *body[] = {
+      loop(s, e, (int64_t)(r ? r : 1) * numel, st(s, o[0], var(s, e), i64(s, 0))),
+      st(s, ctr, i64(s, 0), i64(s, 0)),
+      loop(s, e, numel, when(s, nz, seqn(s, coords, nc))),
+      st(s, o[1], i64(s, 0), cnt),
+  };
+  tir_stmt *all = tir_allocate(b, ctr, seqn(s, body, 4));
+  for (int q = 0; q < 2; q++)
+    if (local[q]) all = tir_allocate(b, local[q], all);
+  tir_func *f = seq_func(b, name, p, 1 + n_outs, all);
+  if (!f) return gir_errf(err, "%s: out of memory", name);
+  k->fn = f;
+  k->node = n;
+  k->n_in = 1, k->in[0] = x;
+  k->n_out = n_outs;
+  k->out = (const gir_value **)outs;
+  k->flops = 0;
+  k->scheduled = f->body;
+  f->body = tir_optimize(b, f->body);
+  k->n_ws = 0;
+  k->ws_bytes = NULL;
+  return 0;
+}
+
+int lower_is_sequential(gir_op op) { return op == GIR_OP_nms || op == GIR_OP_unique || op == GIR_OP_nonzero; }
 
 int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
                      lower_kernel *k, gir_err *err) {
@@ -318,6 +374,7 @@ int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *
   switch (n->op) {
   case GIR_OP_nms: return lower_nms(b, n, outs, n_outs, name, k, err);
   case GIR_OP_unique: return lower_unique(b, n, outs, n_outs, name, k, err);
+  case GIR_OP_nonzero: return lower_nonzero(b, n, outs, n_outs, name, k, err);
   default: return gir_errf(err, "%s: %s has no loop-IR kernel", name, gir_op_name(n->op));
   }
 }

@@ -362,6 +362,12 @@ int lower_compute_nms(te_ctx *c, const gir_node *n, te_tensor *const *in, te_ten
                   n->name);
 }
 
+/* NonZero, likewise (lower/lower_seq.c). */
+int lower_compute_nonzero(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  (void)in, (void)out;
+  return gir_errf(c->err, "%s: NonZero has no tensor-expression form (its kernel is written in loop IR)", n->name);
+}
+
 /* Unique, likewise (lower/lower_seq.c). */
 int lower_compute_unique(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   (void)in, (void)out;

@@ -1,5 +1,5 @@
 """test_dynamic_shapes.py — outputs whose shape depends on the data:
-NonMaxSuppression and Unique.
+NonMaxSuppression, Unique, and NonZero and Compress on run-time data.
 
 kiln compiles them into loop-IR kernels (lower/lower_seq.c) whose outputs are sized
 by the most they can hold and carry the actual size (gir_value.extent; manifest
@@ -17,6 +17,9 @@ Runtime (outputs identical, shapes included):
     size then on axis 1, which the runtime compacts) — each output identical;
   - a consumer that would read the padding (a reduction over the selected indices) is
     refused with a clear message;
+  - NonZero of a mask computed at run time (the extent on axis 1: the runtime
+    compacts it), transposed and fed to GatherND; Compress with a run-time condition,
+    along an axis and flattened; with some, none and all elements selected;
   - Unique: int64 and float inputs, flattened or along each axis (negative too),
     sorted and in order of first occurrence, with all four outputs or Y alone,
     arrays with many repeats and with none.
@@ -244,6 +247,27 @@ def main():
         r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "consumer.kiln")])
         checks.check(r.rc == 1 and "data-dependent shape" in r.err and "ReduceMax" in r.err and
                      not util.clean_failure(r), "a consumer of NMS's output is refused clearly: %s %r" % (r.describe(), r.err))
+
+        # NonZero and Compress on run-time data: the positions of a mask, then the values there
+        path = os.path.join(d, "nonzero.onnx")
+        nodes = [helper.make_node("Greater", ["x", "thr"], ["mask"]),
+                 helper.make_node("NonZero", ["mask"], ["nz"]),               # [2, k]: the extent on axis 1
+                 helper.make_node("Transpose", ["nz"], ["nzt"], perm=[1, 0]),  # [k, 2]
+                 helper.make_node("GatherND", ["x", "nzt"], ["vals"]),         # [k]
+                 helper.make_node("Compress", ["x", "rowsel"], ["rows"], axis=0),
+                 helper.make_node("Compress", ["x", "flatsel"], ["flat"])]
+        save(path, nodes, [helper.make_tensor_value_info("x", T.FLOAT, [6, 7]),
+                           helper.make_tensor_value_info("thr", T.FLOAT, []),
+                           helper.make_tensor_value_info("rowsel", T.BOOL, [6]),
+                           helper.make_tensor_value_info("flatsel", T.BOOL, [42])],
+             [helper.make_tensor_value_info(nm, t, None) for nm, t in
+              (("nz", T.INT64), ("vals", T.FLOAT), ("rows", T.FLOAT), ("flat", T.FLOAT))])
+        feeds = []
+        for thr, p_row in ((0.5, 0.5), (10.0, 0.0), (-10.0, 1.0)):  # some, none, all
+            x = RNG.standard_normal((6, 7)).astype(np.float32)
+            feeds.append({"x": x, "thr": np.array(thr, np.float32), "rowsel": RNG.uniform(0, 1, 6) < p_row,
+                          "flatsel": RNG.uniform(0, 1, 42) < p_row})
+        run.case("NonZero, GatherND and Compress on run-time data", path, feeds, outputs=("nz", "vals", "rows", "flat"))
 
         # Unique
         for i, (shape, dt, axis, srt, outs) in enumerate([
