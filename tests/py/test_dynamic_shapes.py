@@ -1,5 +1,5 @@
 """test_dynamic_shapes.py — outputs whose shape depends on the data:
-NonMaxSuppression, Unique, and NonZero and Compress on run-time data.
+NonMaxSuppression, Unique, and NonZero, Compress and TopK on run-time data.
 
 kiln compiles them into loop-IR kernels (lower/lower_seq.c) whose outputs are sized
 by the most they can hold and carry the actual size (gir_value.extent; manifest
@@ -20,6 +20,8 @@ Runtime (outputs identical, shapes included):
   - NonZero of a mask computed at run time (the extent on axis 1: the runtime
     compacts it), transposed and fed to GatherND; Compress with a run-time condition,
     along an axis and flattened; with some, none and all elements selected;
+  - TopK with K a run-time input (0, 1, 4, the whole axis; largest and smallest),
+    then a cast; a K beyond the axis fails the run with a clear message;
   - Unique: int64 and float inputs, flattened or along each axis (negative too),
     sorted and in order of first occurrence, with all four outputs or Y alone,
     arrays with many repeats and with none.
@@ -268,6 +270,26 @@ def main():
             feeds.append({"x": x, "thr": np.array(thr, np.float32), "rowsel": RNG.uniform(0, 1, 6) < p_row,
                           "flatsel": RNG.uniform(0, 1, 42) < p_row})
         run.case("NonZero, GatherND and Compress on run-time data", path, feeds, outputs=("nz", "vals", "rows", "flat"))
+
+        # TopK with K a run-time input (largest and smallest), then a cast of the indices
+        for largest in (1, 0):
+            path = os.path.join(d, "topk%d.onnx" % largest)
+            nodes = [helper.make_node("TopK", ["x", "K"], ["vals", "idx"], axis=1, largest=largest),
+                     helper.make_node("Cast", ["idx"], ["idx32"], to=T.INT32)]
+            save(path, nodes, [helper.make_tensor_value_info("x", T.FLOAT, [3, 9]),
+                               helper.make_tensor_value_info("K", T.INT64, [1])],
+                 [helper.make_tensor_value_info("vals", T.FLOAT, None), helper.make_tensor_value_info("idx32", T.INT32, None)])
+            x = RNG.standard_normal((3, 9)).astype(np.float32)
+            bundle = run.case("TopK (largest=%d) with a run-time K" % largest, path,
+                              [{"x": x, "K": np.array([kk], np.int64)} for kk in (0, 1, 4, 9)], outputs=("vals", "idx32"))
+            if bundle and largest:
+                out = os.path.join(d, "topk_bad")
+                os.makedirs(out, exist_ok=True)
+                np.save(os.path.join(out, "x.npy"), x)
+                np.save(os.path.join(out, "K.npy"), np.array([10], np.int64))
+                r = util.run_kiln(args.kiln, ["run", bundle, "--input", "x=%s/x.npy" % out, "--input", "K=%s/K.npy" % out])
+                checks.check(r.rc == 1 and "K is outside [0, 9]" in r.err and not util.clean_failure(r),
+                             "a K beyond the axis fails the run clearly: %s %r" % (r.describe(), r.err))
 
         # Unique
         for i, (shape, dt, axis, srt, outs) in enumerate([
