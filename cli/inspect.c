@@ -178,7 +178,8 @@ int kiln_cmd_inspect(int argc, char **argv) {
     printf("estimated FLOPs: %lld (%sFLOPs)\n", (long long)flops, b);
     printf("canonical nodes: %d\n", g->n_nodes);
     if (rep.qdq_units)
-      printf("QDQ units imported as integer ops (DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear): %lld\n",
+      printf("QDQ units imported as integer ops (DequantizeLinear -> Conv/MatMul/Gemm, or as ONNX Runtime's QLinear "
+             "ops Add/Mul/AveragePool/GlobalAveragePool/Sigmoid/LeakyRelu/Softmax/Concat -> QuantizeLinear): %lld\n",
              (long long)rep.qdq_units);
   }
   if (rep.n_unbound)

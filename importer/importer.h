@@ -87,7 +87,8 @@ typedef struct imp_report {
    * (taken, the run fails naming them); the first one's reason */
   int32_t n_trapped;
   char trapped[512];
-  int64_t qdq_units; /* DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear units imported as integer ops (qdq.c) */
+  int64_t qdq_units; /* DequantizeLinear → op → QuantizeLinear units imported as one op (qdq.c): Conv/MatMul/Gemm as
+                        integer ops, Add/Mul/pools/Sigmoid/LeakyRelu/Softmax/Concat as ORT's QLinear ops */
 } imp_report;
 
 void imp_report_init(imp_report *r);

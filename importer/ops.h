@@ -48,6 +48,9 @@ struct imp_rnn_matmul {
   int64_t hidden_size;
 };
 int imp_lstm_with_matmul(imp_ctx *c, imp_node *n, const imp_rnn_matmul *m);
+/* QLinearSoftmax's arithmetic (ops_contrib_quant.c) with the Softmax opset given, not
+ * read from attribute opset — also a QDQ Softmax unit's (qdq.c), at the model's opset. */
+int imp_qlinear_softmax(imp_ctx *c, imp_node *n, int64_t opset);
 /* Runs the importer's converter of an ai.onnx op (fn at `opset`) on ins with node n's
  * attributes, n_out outputs into outs (ops_contrib_quant.c). 0, or -1 with the error set. */
 int imp_contrib_onnx_op(imp_ctx *c, const imp_node *n, imp_convert_fn fn, const char *op, int64_t opset,

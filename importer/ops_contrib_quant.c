@@ -306,15 +306,19 @@ int imp_cv_ms_QLinearGlobalAveragePool(imp_ctx *c, imp_node *n) {
 /* ---------- QLinearSoftmax ---------- */
 
 int imp_cv_ms_QLinearSoftmax(imp_ctx *c, imp_node *n) {
+  if (!imp_attr(n, "opset")) return imp_fail(c, "needs attribute opset (the Softmax opset whose axis it follows)");
+  int64_t opset = imp_attr_int(n, "opset", 13);
+  if (opset < 1) return imp_fail(c, "attribute opset must be >= 1, got %lld", (long long)opset);
+  return imp_qlinear_softmax(c, n, opset);
+}
+
+int imp_qlinear_softmax(imp_ctx *c, imp_node *n, int64_t opset) {
   gir_value *x = imp_in(n, 0);
   if (q8_input(c, x, "X") < 0) return -1;
   qparam qx, qy;
   if (qparam_of(c, n, 1, 2, x->dtype, "X_scale", "x_zero_point", &qx) < 0 ||
       qparam_of(c, n, 3, 4, x->dtype, "y_scale", "y_zero_point", &qy) < 0)
     return -1;
-  if (!imp_attr(n, "opset")) return imp_fail(c, "needs attribute opset (the Softmax opset whose axis it follows)");
-  int64_t opset = imp_attr_int(n, "opset", 13);
-  if (opset < 1) return imp_fail(c, "attribute opset must be >= 1, got %lld", (long long)opset);
   qx.zp = NULL; /* ORT ignores it: softmax does not change with a shift */
   gir_value *ins[1] = {dequant(c, x, &qx)};
   gir_value *p = ins[0] ? onnx_op1(c, n, imp_cv_Softmax, "Softmax", opset, ins, 1) : NULL;

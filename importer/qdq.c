@@ -1,5 +1,6 @@
 /* qdq.c — QDQ node units: DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear imported
- * as one integer op.
+ * as one integer op; DequantizeLinear → Add/Mul/AveragePool/GlobalAveragePool/Sigmoid/
+ * LeakyRelu/Softmax/Concat → QuantizeLinear as ONNX Runtime's QLinear op of it.
  *
  * ONNX Runtime's quantizer (quantize_static, QDQ format) writes a quantized conv
  * as float Conv between DequantizeLinear nodes (activation, weights, int32 bias)
@@ -13,6 +14,12 @@
  * skipped. A unit whose parameters turn out unfit (not constant, a weight zero
  * point, a bias scale that is not x_scale · w_scale) converts node by node at the
  * QuantizeLinear, in order — its inputs are all defined by then.
+ *
+ * The other kinds (qlinear_kinds below) are what ONNX Runtime's optimizer (on by
+ * default) turns into com.microsoft QLinearAdd, QLinearAveragePool, … whose rounding
+ * differs from float arithmetic between DequantizeLinear and QuantizeLinear by a
+ * step here and there; converting each through kiln's converter of that QLinear op
+ * (ops_contrib_quant.c, which follows ORT's kernels) computes what ORT computes.
  *
  * Only at the top level, where the graph's outputs are known (a fused node's
  * output must have no reader but the QuantizeLinear). */
@@ -45,6 +52,49 @@ static long producer(const imp_qdq_plan *p, const char *name) {
   imp_qdq_out key = {name, 0};
   const imp_qdq_out *o = bsearch(&key, p->outs, p->n_outs, sizeof key, out_cmp);
   return o ? o->node : -1;
+}
+
+/* The other units, as ONNX Runtime's QDQ selectors find them
+ * (onnxruntime/core/optimizer/qdq_transformer/selectors_actions: UnaryOpQDQRules,
+ * BinaryOpQDQRules, VariadicOpQDQRules; CPU provider, 8-bit types): every input of
+ * the op from a DequantizeLinear, the op's one output read by the QuantizeLinear only
+ * and not a graph output, input and output types one type. ONNX Runtime then runs
+ * the unit as the com.microsoft QLinear op, which kiln's converter of that op
+ * (ops_contrib_quant.c) computes as ONNX Runtime's kernel does; a unit goes through
+ * it. (A DequantizeLinear read elsewhere too still counts: ONNX Runtime first
+ * duplicates it per reader, EnsureUniqueDQForNodeUnit.) Not taken here: a Relu or
+ * Clip between the op and the QuantizeLinear that the QuantizeLinear makes
+ * redundant, and QuantizeLinears that ONNX Runtime's QDQPropagationTransformer moves
+ * up through Reshape / Transpose first. */
+typedef struct qlinear_kind {
+  const char *op, *qop;
+  imp_convert_fn fn; /* NULL: QLinearSoftmax, at the model's opset */
+  int n_dq;          /* inputs (all from DequantizeLinear); 0: one or more (Concat) */
+} qlinear_kind;
+
+static const qlinear_kind qlinear_kinds[] = {
+    {"Add", "QLinearAdd", imp_cv_ms_QLinearAdd, 2},
+    {"Mul", "QLinearMul", imp_cv_ms_QLinearMul, 2},
+    {"AveragePool", "QLinearAveragePool", imp_cv_ms_QLinearAveragePool, 1},
+    {"GlobalAveragePool", "QLinearGlobalAveragePool", imp_cv_ms_QLinearGlobalAveragePool, 1},
+    {"Sigmoid", "QLinearSigmoid", imp_cv_ms_QLinearSigmoid, 1},
+    {"LeakyRelu", "QLinearLeakyRelu", imp_cv_ms_QLinearLeakyRelu, 1},
+    {"Softmax", "QLinearSoftmax", NULL, 1},
+    {"Concat", "QLinearConcat", imp_cv_ms_QLinearConcat, 0},
+};
+
+static const qlinear_kind *kind_of(const Onnx__NodeProto *n) {
+  for (size_t i = 0; i < sizeof qlinear_kinds / sizeof *qlinear_kinds; i++)
+    if (is_op(n, qlinear_kinds[i].op)) return &qlinear_kinds[i];
+  return NULL;
+}
+
+/* The op's input count fits the kind, every input present. */
+static int k_inputs_fit(const qlinear_kind *k, const Onnx__NodeProto *n) {
+  if (k->n_dq ? n->n_input != (size_t)k->n_dq : n->n_input < 1) return 0;
+  for (size_t j = 0; j < n->n_input; j++)
+    if (!named(n->input[j])) return 0;
+  return 1;
 }
 
 /* Counts, per producing node, the inputs that read one of its outputs: in this
@@ -102,8 +152,10 @@ int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p) 
     if (o < 0 || (size_t)o >= q || p->role[o]) continue;
     const Onnx__NodeProto *on = nodes[o];
     int conv = is_op(on, "Conv"), mm = is_op(on, "MatMul"), gemm = is_op(on, "Gemm");
-    if ((!conv && !mm && !gemm) || on->n_output != 1 || on->n_input < 2 || (mm && on->n_input != 2) ||
-        on->n_input > 3)
+    const qlinear_kind *k = kind_of(on);
+    if (on->n_output != 1) continue;
+    if (k ? !k_inputs_fit(k, on)
+          : (!conv && !mm && !gemm) || on->n_input < 2 || (mm && on->n_input != 2) || on->n_input > 3)
       continue;
     if (is_graph_output(gp, on->output[0]) || p->readers[o] != 1) continue;
     int ok = 1;
@@ -170,9 +222,47 @@ static gir_value *qdq_bias(imp_ctx *c, const Onnx__NodeProto *dq, float xs, cons
   return b;
 }
 
+/* A unit of the other kinds (qlinear_kinds) through its QLinear op's converter; 1
+ * done, 0 unfit (nothing emitted), -1 error. Fit: per-tensor constant scales (float32)
+ * and zero points of one 8-bit type throughout, the QuantizeLinear's zero point given
+ * (it sets the output type), a pool's input of rank >= 3. */
+static int convert_qlinear(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes,
+                           const Onnx__NodeProto *on, const Onnx__NodeProto *qn, const qlinear_kind *k) {
+  size_t n_dq = on->n_input;
+  int32_t n_in = (int32_t)(3 * n_dq + 2);
+  gir_value **in = gir_arena_calloc(c->g->arena, (size_t)n_in, sizeof *in);
+  if (!in) return imp_fail(c, "out of memory");
+  int concat = k->n_dq == 0;
+  gir_dtype t = GIR_F32;
+  for (size_t j = 0; j < n_dq; j++) {
+    const Onnx__NodeProto *dq = dq_of(p, nodes, on->input[j]);
+    gir_value *x = lookup(c, dq, 0), *s = lookup(c, dq, 1), *zp = lookup(c, dq, 2);
+    if (!dq_params(dq, x, s, zp, 0) || gir_value_numel(s) != 1 || (zp && gir_value_numel(zp) != 1)) return 0;
+    if (j > 0 && x->dtype != t) return 0;
+    t = x->dtype;
+    size_t at = concat ? 2 + 3 * j : 3 * j; /* QLinearConcat: Y's parameters first */
+    in[at] = x, in[at + 1] = s, in[at + 2] = zp;
+  }
+  gir_value *ys = lookup(c, qn, 1), *yzp = lookup(c, qn, 2);
+  if (!ys || !ys->data || ys->dtype != GIR_F32 || gir_value_numel(ys) != 1 || attr_int(qn, "block_size", 0)) return 0;
+  if (!yzp || !yzp->data || yzp->dtype != t || gir_value_numel(yzp) != 1) return 0;
+  if ((is_op(on, "AveragePool") || is_op(on, "GlobalAveragePool")) && in[0]->shape.rank < 3) return 0;
+  size_t yat = concat ? 0 : 3 * n_dq;
+  in[yat] = ys, in[yat + 1] = yzp;
+  imp_node u = {.proto = on, .op_type = k->qop, .name = on->name, .opset = c->opset, .n_in = n_in, .in = in,
+                .n_out = 1, .out_names = (const char *const *)qn->output};
+  u.out = gir_arena_calloc(c->g->arena, 2, sizeof *u.out);
+  u.out_kind = gir_arena_calloc(c->g->arena, 2, sizeof *u.out_kind);
+  if (!u.out || !u.out_kind) return imp_fail(c, "out of memory");
+  int rc = k->fn ? k->fn(c, &u) : imp_qlinear_softmax(c, &u, c->opset);
+  return rc < 0 ? -1 : 1;
+}
+
 /* Tries the fused conversion; 1 done, 0 unfit (nothing emitted), -1 error. */
 static int convert_unit(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, const Onnx__NodeProto *on,
                         const Onnx__NodeProto *qn) {
+  const qlinear_kind *k = kind_of(on);
+  if (k) return convert_qlinear(c, p, nodes, on, qn, k);
   const Onnx__NodeProto *dqx = dq_of(p, nodes, on->input[0]), *dqw = dq_of(p, nodes, on->input[1]);
   gir_value *x = lookup(c, dqx, 0), *xs = lookup(c, dqx, 1), *xzp = lookup(c, dqx, 2);
   gir_value *w = lookup(c, dqw, 0), *ws = lookup(c, dqw, 1), *wzp = lookup(c, dqw, 2);

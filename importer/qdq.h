@@ -1,6 +1,7 @@
-/* qdq.h — QDQ node units (qdq.c): DequantizeLinear → Conv/MatMul → QuantizeLinear
- * found before the top-level graph is converted, each converted as one QLinear op
- * at its QuantizeLinear. */
+/* qdq.h — QDQ node units (qdq.c): DequantizeLinear → Conv/MatMul/Gemm (or Add, Mul,
+ * AveragePool, GlobalAveragePool, Sigmoid, LeakyRelu, Softmax, Concat) →
+ * QuantizeLinear found before the top-level graph is converted, each converted as one
+ * QLinear op at its QuantizeLinear. */
 #ifndef IMP_QDQ_H
 #define IMP_QDQ_H
 #include "ctx.h"
@@ -12,7 +13,7 @@ typedef struct imp_qdq_out imp_qdq_out;
 typedef struct imp_qdq_plan {
   size_t n_nodes;
   uint8_t *role;    /* per node: IMP_QDQ_* */
-  int32_t *op_of;   /* per QuantizeLinear of a unit: the index of its Conv/MatMul/Gemm */
+  int32_t *op_of;   /* per QuantizeLinear of a unit: the index of its op */
   int32_t *readers; /* per node: inputs (here and in subgraphs) that read its outputs */
   imp_qdq_out *outs; /* every node output, sorted by name: producer lookups in log time */
   size_t n_outs;
