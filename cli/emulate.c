@@ -76,6 +76,21 @@ static int codegen(const tgt_llvm_options *topt, const lower_program *p, const c
 
 static void *zeroed(gir_arena *a, int64_t bytes) { return gir_arena_calloc(a, (size_t)(bytes > 0 ? bytes : 1), 1); }
 
+/* The emulated run's memory, and where a plan argument points in it. */
+typedef struct memory {
+  void **ins, **outs;
+  unsigned char *arena, *params;
+} memory;
+
+static void *arg_ptr(const pack_arg *x, const memory *m) {
+  switch (x->kind) {
+  case PACK_ARG_INPUT: return m->ins[x->index];
+  case PACK_ARG_OUTPUT: return m->outs[x->index];
+  case PACK_ARG_ARENA: return m->arena + x->offset;
+  default: return m->params + x->offset;
+  }
+}
+
 /* Runs one call of the plan: its kernel launch by launch (GPU) or whole. */
 static int run_call(const pack_call *c, const tir_func *fn, void **bufs, int gpu, gir_arena *a, gir_err *err) {
   tir_builder tb = {.arena = a};
@@ -132,6 +147,7 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
       gir_errf(err, "out of memory");
       goto out;
     }
+  memory mem = {ins, outs, arena, plan.params};
   for (int c = 0; c < plan.n_calls; c++) {
     const pack_call *call = &plan.calls[c];
     const tir_func *fn = NULL;
@@ -142,19 +158,14 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
       gir_errf(err, "plan: call %s does not match its kernel", call->name);
       goto out;
     }
-#define BUF(x) ((x)->kind == PACK_ARG_INPUT    ? ins[(x)->index]                   \
-                : (x)->kind == PACK_ARG_OUTPUT ? outs[(x)->index]                  \
-                : (x)->kind == PACK_ARG_ARENA  ? (void *)(arena + (x)->offset)     \
-                                               : (void *)((unsigned char *)plan.params + (x)->offset))
     int holds = 1; /* an If branch's kernel: only when its conditions hold, as the runtime does */
-    for (int j = 0; j < call->n_when && holds; j++) holds = (*(const uint8_t *)BUF(&call->when[j]) != 0) == call->when_is[j];
+    for (int j = 0; j < call->n_when && holds; j++) holds = (*(const uint8_t *)arg_ptr(&call->when[j], &mem) != 0) == call->when_is[j];
     if (!holds) continue;
     if (call->fail) {
       gir_errf(err, "run: kernel '%s': %s", call->name, call->fail);
       goto out;
     }
-    for (int j = 0; j < call->n_args; j++) bufs[j] = BUF(&call->args[j]);
-#undef BUF
+    for (int j = 0; j < call->n_args; j++) bufs[j] = arg_ptr(&call->args[j], &mem);
     if (run_call(call, fn, bufs, gpu, a, err) < 0) goto out;
   }
   printf("%d kernels (emulated)\n", f.prog.n_kernels);
@@ -168,11 +179,7 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
     const pack_arg *x = &plan.out_extent[i];
     if (g->outputs[i]->extent) { /* a data-dependent size: the run's, the data compacted as the runtime does */
       int64_t e, ax = g->outputs[i]->extent_axis, outer = 1, inner = (int64_t)gir_dtype_size(g->outputs[i]->dtype);
-      memcpy(&e, x->kind == PACK_ARG_INPUT    ? ins[x->index]
-                 : x->kind == PACK_ARG_OUTPUT ? outs[x->index]
-                 : x->kind == PACK_ARG_ARENA  ? (void *)(arena + x->offset)
-                                              : (void *)((unsigned char *)plan.params + x->offset),
-             sizeof e);
+      memcpy(&e, arg_ptr(x, &mem), sizeof e);
       if (e < 0 || e > sh.dims[ax]) {
         gir_errf(err, "output %s: extent %lld outside [0, %lld]", g->outputs[i]->name, (long long)e,
                  (long long)sh.dims[ax]);

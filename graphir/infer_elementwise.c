@@ -57,13 +57,20 @@ int gir_infer_bitcast(gir_graph *g, gir_node *n, gir_err *err) {
   return gir_set_out(n, 0, (gir_dtype)to, &n->in[0]->shape, err);
 }
 
-int gir_infer_trap(gir_graph *g, gir_node *n, gir_err *err) {
-  (void)g;
+/* The shape an op makes from nothing (iota, trap): its "shape" attribute. */
+static int shape_attr(const gir_node *n, gir_shape *s, gir_err *err) {
   int32_t r;
   const int64_t *dims = gir_attr_ints(n, "shape", &r);
   if (r > GIR_MAX_RANK) return gir_errf(err, "rank %d exceeds the limit", r);
-  gir_shape s = {.rank = r};
-  for (int i = 0; i < r; i++) s.dims[i] = dims[i];
+  *s = (gir_shape){.rank = r};
+  for (int i = 0; i < r; i++) s->dims[i] = dims[i];
+  return 0;
+}
+
+int gir_infer_trap(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  gir_shape s;
+  if (shape_attr(n, &s, err) < 0) return -1;
   int64_t to = gir_attr_int(n, "to", GIR_F32);
   if (!gir_dtype_first_class((gir_dtype)to)) return gir_errf(err, "bad element type");
   const gir_attr *m = gir_attr_find(n, "message");
@@ -73,11 +80,9 @@ int gir_infer_trap(gir_graph *g, gir_node *n, gir_err *err) {
 
 int gir_infer_iota(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
-  int32_t r;
-  const int64_t *dims = gir_attr_ints(n, "shape", &r);
-  if (r > GIR_MAX_RANK) return gir_errf(err, "rank %d exceeds the limit", r);
-  gir_shape s = {.rank = r};
-  for (int i = 0; i < r; i++) s.dims[i] = dims[i];
+  gir_shape s;
+  if (shape_attr(n, &s, err) < 0) return -1;
+  int32_t r = s.rank;
   int64_t axis;
   if (r && gir_norm_axis(gir_attr_int(n, "axis", 0), r, &axis, err) < 0) return -1;
   int64_t to = gir_attr_int(n, "to", GIR_I64);

@@ -26,6 +26,17 @@ gir_node *imp_new_node(imp_ctx *c, gir_op op, gir_value *const *ins, int32_t n_i
   return n;
 }
 
+gir_value *imp_trap(imp_ctx *c, const gir_guard *g, const gir_value *like, const char *msg) {
+  const gir_guard *outer = c->g->cur_guard;
+  c->g->cur_guard = g;
+  gir_node *t = imp_new_node(c, GIR_OP_trap, NULL, 0, 1);
+  c->g->cur_guard = outer;
+  gir_attr_set_ints(c->g, t, "shape", like->shape.dims, like->shape.rank);
+  gir_attr_set_int(c->g, t, "to", like->dtype);
+  gir_attr_set_string(c->g, t, "message", msg);
+  return gir_node_infer(c->g, t, c->err) < 0 ? NULL : t->out[0];
+}
+
 static int all_inputs_const(const gir_node *n) {
   for (int i = 0; i < n->n_in; i++)
     if (n->in[i] && !n->in[i]->data) return 0;
@@ -298,4 +309,9 @@ int imp_set_output(imp_ctx *c, imp_node *n, int i, gir_value *v) {
   /* Generated names take the ONNX name, so dumps and errors read like the model. */
   if (v->name[0] == '%') v->name = gir_arena_strdup(c->g->arena, n->out_names[i]);
   return imp_scope_bind(c, n->out_names[i], v);
+}
+
+gir_value *imp_scalar_of(imp_ctx *c, gir_value *x) {
+  int64_t none[1] = {0};
+  return imp_reshape(c, x, 0, none);
 }

@@ -108,6 +108,10 @@ int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt,
 
 /* --- building canonical nodes (build.c) --- */
 gir_node *imp_new_node(imp_ctx *c, gir_op op, gir_value *const *ins, int32_t n_in, int32_t n_out);
+/* A trap (graphir ops.def) standing for a value shaped like `like`, made under guard
+ * g (the current guard is restored): a run that reaches it fails with msg. NULL +
+ * error. */
+gir_value *imp_trap(imp_ctx *c, const gir_guard *g, const gir_value *like, const char *msg);
 /* Infers n's outputs and folds n when all inputs are constant and the outputs are
  * small enough. Returns n->out[0] (still valid after folding), NULL on error. */
 gir_value *imp_finish(imp_ctx *c, gir_node *n);
@@ -117,6 +121,8 @@ gir_value *imp_binary(imp_ctx *c, gir_binary_fn fn, gir_value *a, gir_value *b);
 gir_value *imp_where(imp_ctx *c, gir_value *cond, gir_value *a, gir_value *b);
 gir_value *imp_cast(imp_ctx *c, gir_value *x, gir_dtype to);
 gir_value *imp_reshape(imp_ctx *c, gir_value *x, int32_t rank, const int64_t *dims);
+/* x, which holds one element, as a scalar. */
+gir_value *imp_scalar_of(imp_ctx *c, gir_value *x);
 gir_value *imp_transpose(imp_ctx *c, gir_value *x, const int64_t *perm);
 gir_value *imp_concat(imp_ctx *c, gir_value *const *xs, int32_t n, int64_t axis);
 /* Slice one axis: start/step/size already normalized. */

@@ -66,11 +66,6 @@
 #define CTRL_MAX_UNROLLED (1 << 16)      /* iterations × body size for one Loop or Scan */
 #define CTRL_MAX_GRAPH_VALUES (1 << 20)  /* no iteration starts in a graph this large */
 
-/* x (one element) as a scalar. */
-static gir_value *scalar_of(imp_ctx *c, gir_value *x) {
-  int64_t none[1] = {0};
-  return imp_reshape(c, x, 0, none);
-}
 
 static int wants_output(const imp_node *n, int i) { return i < n->n_out && n->out_names[i] && n->out_names[i][0]; }
 
@@ -372,7 +367,7 @@ int imp_cv_If(imp_ctx *c, imp_node *n) {
   subgraph tbb, ebb;
   if (body_init(c, tb, &tbb) < 0 || body_init(c, eb, &ebb) < 0) return -1;
   const gir_guard *outer = c->g->cur_guard;
-  gir_value *sel = scalar_of(c, cond);
+  gir_value *sel = imp_scalar_of(c, cond);
   const gir_guard *guard[2];
   const char *why[2] = {NULL, NULL};
   for (int b = 0; b < 2; b++) {
@@ -433,19 +428,12 @@ int imp_cv_If(imp_ctx *c, imp_node *n) {
                                        guard[bad]->what, why[bad]);
     if (c->rep && !c->rep->n_trapped++)
       snprintf(c->rep->trapped, sizeof c->rep->trapped, "%s (%s)", guard[bad]->what, why[bad]);
-    c->g->cur_guard = guard[bad];
     for (int i = 0; i < n->n_out; i++) {
       if (!wants_output(n, i)) continue;
-      const gir_value *like = outs[(1 - bad) * k + i].v;
-      gir_node *t = imp_new_node(c, GIR_OP_trap, NULL, 0, 1);
-      gir_attr_set_ints(c->g, t, "shape", like->shape.dims, like->shape.rank);
-      gir_attr_set_int(c->g, t, "to", like->dtype);
-      gir_attr_set_string(c->g, t, "message", msg);
-      if (gir_node_infer(c->g, t, c->err) < 0) break;
-      outs[bad * k + i] = (imp_item){.kind = IMP_TENSOR, .v = t->out[0]};
+      gir_value *t = imp_trap(c, guard[bad], outs[(1 - bad) * k + i].v, msg);
+      if (!t) return -1;
+      outs[bad * k + i] = (imp_item){.kind = IMP_TENSOR, .v = t};
     }
-    c->g->cur_guard = outer;
-    if (c->err->msg[0]) return -1;
   }
   for (int i = 0; i < n->n_out; i++) {
     if (!wants_output(n, i)) continue;
@@ -502,7 +490,7 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
       c->err->msg[0] = 0;
       if (gir_value_numel(M) != 1 || M->dtype != GIR_I64) return imp_fail(c, "input 'M' must be one int64");
       if (K > 0) return imp_unsupported_node(c, n, "scan outputs with a trip count computed at run time");
-      m_rt = scalar_of(c, M);
+      m_rt = imp_scalar_of(c, M);
     }
   }
   if (trips > max_iters) return over_limit(c, n, trips, size);
@@ -521,7 +509,7 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
     return imp_fail(c, "cond must be a bool tensor of one element");
   if (cond_state < 0 && K > 0) return imp_unsupported_node(c, n, "scan outputs with a condition computed at run time");
   if (cond_state != 0 && (cond_state < 0 || m_rt)) {
-    active = cond_state < 0 ? scalar_of(c, cond0) : gir_const_scalar(c->g, GIR_BOOL, 1);
+    active = cond_state < 0 ? imp_scalar_of(c, cond0) : gir_const_scalar(c->g, GIR_BOOL, 1);
     if (m_rt)
       active = imp_binary(c, GIR_BINARY_AND, active, imp_binary(c, GIR_BINARY_LT, gir_const_scalar(c->g, GIR_I64, 0), m_rt));
   }
@@ -587,7 +575,7 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
       }
       active = gir_const_scalar(c->g, GIR_BOOL, 1);
     }
-    gir_value *go_on = scalar_of(c, co); /* the body's condition, and t+1 < M: computed in iteration t's branch */
+    gir_value *go_on = imp_scalar_of(c, co); /* the body's condition, and t+1 < M: computed in iteration t's branch */
     if (m_rt) {
       gir_value *more = imp_binary(c, GIR_BINARY_LT, gir_const_scalar(c->g, GIR_I64, (double)(it + 1)), m_rt);
       c->g->cur_guard = g_it;
@@ -602,20 +590,11 @@ int imp_cv_Loop(imp_ctx *c, imp_node *n) {
                                                     "(kiln compile --max-trips N builds more)", n->name, (long long)it);
     const gir_guard *past = gir_guard_new(c->g, active, 1, outer,
                                           gir_arena_printf(c->g->arena, "Loop '%s' past its bound", n->name));
-    for (int64_t i = 0; i < N && !c->err->msg[0]; i++) {
+    for (int64_t i = 0; i < N; i++) {
       if (carried[i].kind != IMP_TENSOR) continue; /* a sequence keeps its last value (its length is static) */
-      const gir_value *like = carried[i].v;
-      c->g->cur_guard = past;
-      gir_node *t = imp_new_node(c, GIR_OP_trap, NULL, 0, 1);
-      gir_attr_set_ints(c->g, t, "shape", like->shape.dims, like->shape.rank);
-      gir_attr_set_int(c->g, t, "to", like->dtype);
-      gir_attr_set_string(c->g, t, "message", msg);
-      int rc = gir_node_infer(c->g, t, c->err);
-      c->g->cur_guard = outer;
-      if (rc < 0) break;
-      carried[i].v = imp_where(c, active, t->out[0], carried[i].v);
+      gir_value *t = imp_trap(c, past, carried[i].v, msg);
+      if (!t || !(carried[i].v = imp_where(c, active, t, carried[i].v))) return -1;
     }
-    if (c->err->msg[0]) return -1;
   }
   for (int64_t i = 0; i < N; i++)
     if (set_out_item(c, n, (int)i, carried[i], first) < 0) return -1;

@@ -19,8 +19,7 @@ static gir_value *opt_scalar(imp_ctx *c, imp_node *n, int i, gir_dtype t, const 
     *bad = imp_fail(c, "input '%s' must hold one %s", what, gir_dtype_name(t));
     return NULL;
   }
-  int64_t none[1] = {0};
-  return imp_reshape(c, v, 0, none);
+  return imp_scalar_of(c, v);
 }
 
 int imp_cv_NonMaxSuppression(imp_ctx *c, imp_node *n) {

@@ -7,11 +7,6 @@
 #include "np_random.h"
 #include "ops.h"
 
-/* x (one element) as a scalar. */
-static gir_value *scalar_of_value(imp_ctx *c, gir_value *x) {
-  int64_t none[1] = {0};
-  return imp_reshape(c, x, 0, none);
-}
 
 int imp_cv_Constant(imp_ctx *c, imp_node *n) {
   const Onnx__AttributeProto *a = n->proto->n_attribute ? n->proto->attribute[0] : NULL;
@@ -64,14 +59,14 @@ static int dropout_training(imp_ctx *c, imp_node *n, gir_value *x, gir_value *ra
   imp_np_random_sample((uint32_t)imp_attr_int(n, "seed", 0), u, numel);
   gir_value *draws = gir_const_new(c->g, NULL, GIR_F64, &x->shape, u);
   free(u);
-  gir_value *r = ratio ? imp_cast(c, scalar_of_value(c, ratio), GIR_F32) : imp_scalar(c, GIR_F32, 0.5);
+  gir_value *r = ratio ? imp_cast(c, imp_scalar_of(c, ratio), GIR_F32) : imp_scalar(c, GIR_F32, 0.5);
   gir_value *mask = imp_binary(c, GIR_BINARY_GE, draws, imp_cast(c, r, GIR_F64));
   gir_value *scale = imp_binary(c, GIR_BINARY_DIV, imp_scalar(c, GIR_F32, 1.0),
                                 imp_binary(c, GIR_BINARY_SUB, imp_scalar(c, GIR_F32, 1.0), r));
   gir_value *y = imp_binary(c, GIR_BINARY_MUL, imp_binary(c, GIR_BINARY_MUL, imp_cast(c, mask, x->dtype), x),
                             imp_cast(c, scale, x->dtype));
   if (training) { /* decided at run time: the identity and an all-true mask when off */
-    gir_value *t = scalar_of_value(c, training);
+    gir_value *t = imp_scalar_of(c, training);
     y = imp_where(c, t, y, x);
     mask = imp_binary(c, GIR_BINARY_OR, mask, imp_unary(c, GIR_UNARY_NOT, t));
   }

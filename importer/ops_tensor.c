@@ -684,32 +684,24 @@ int imp_cv_EyeLike(imp_ctx *c, imp_node *n) {
  * outside [0, length] takes a trap, as ONNX Runtime's error. */
 static int topk_at_run_time(imp_ctx *c, imp_node *n, gir_value *x, gir_value *K, int64_t axis) {
   if (K->dtype != GIR_I64 || gir_value_numel(K) != 1) return imp_fail(c, "input 'K' must be one int64");
-  int64_t dim = x->shape.dims[axis], none[1] = {0};
+  int64_t dim = x->shape.dims[axis];
   gir_node *nd = imp_new_node(c, GIR_OP_topk, &x, 1, 2);
   gir_attr_set_int(c->g, nd, "k", dim);
   gir_attr_set_int(c->g, nd, "axis", axis);
   gir_attr_set_int(c->g, nd, "largest", imp_attr_int(n, "largest", 1) != 0);
   gir_attr_set_int(c->g, nd, "sorted", 1); /* the first K of all, in order: any K's answer */
   if (gir_node_infer(c->g, nd, c->err) < 0) return -1;
-  gir_value *k = imp_reshape(c, K, 0, none), *len = gir_const_scalar(c->g, GIR_I64, (double)dim);
+  gir_value *k = imp_scalar_of(c, K), *len = gir_const_scalar(c->g, GIR_I64, (double)dim);
   gir_value *bad = imp_binary(c, GIR_BINARY_OR, imp_binary(c, GIR_BINARY_LT, k, gir_const_scalar(c->g, GIR_I64, 0)),
                               imp_binary(c, GIR_BINARY_GT, k, len));
   gir_value *ext = imp_binary(c, GIR_BINARY_MAX, imp_binary(c, GIR_BINARY_MIN, k, len), gir_const_scalar(c->g, GIR_I64, 0));
   if (!bad || !ext) return -1;
-  const gir_guard *outer = c->g->cur_guard;
-  const gir_guard *g = gir_guard_new(c->g, bad, 1, outer, "TopK's K out of range");
+  const gir_guard *g = gir_guard_new(c->g, bad, 1, c->g->cur_guard, "TopK's K out of range");
   const char *msg = gir_arena_printf(c->g->arena, "%s: K is outside [0, %lld], the length of axis %lld",
                                      c->origin ? c->origin : n->name, (long long)dim, (long long)axis);
   for (int i = 0; i < 2; i++) {
-    c->g->cur_guard = g;
-    gir_node *t = imp_new_node(c, GIR_OP_trap, NULL, 0, 1);
-    gir_attr_set_ints(c->g, t, "shape", nd->out[i]->shape.dims, nd->out[i]->shape.rank);
-    gir_attr_set_int(c->g, t, "to", nd->out[i]->dtype);
-    gir_attr_set_string(c->g, t, "message", msg);
-    int rc = gir_node_infer(c->g, t, c->err);
-    c->g->cur_guard = outer;
-    if (rc < 0) return -1;
-    gir_value *y = imp_where(c, bad, t->out[0], nd->out[i]);
+    gir_value *t = imp_trap(c, g, nd->out[i], msg);
+    gir_value *y = t ? imp_where(c, bad, t, nd->out[i]) : NULL;
     if (!y) return -1;
     y->extent = ext;
     y->extent_axis = (int32_t)axis;

@@ -17,6 +17,7 @@
  * data-dependent extent, gir_value.extent). The order comes from ranks,
  * rank[i] = #{candidates j before i}, so it costs O(N²) per class, like the
  * suppression scan; both are bounded by the compiled shapes. */
+#include <string.h>
 #include "lower.h"
 #include "tir_passes.h"
 
@@ -36,32 +37,14 @@ static tir_stmt *loop(seq *s, tir_var *v, int64_t n, tir_stmt *body) {
 static tir_stmt *when(seq *s, tir_expr *c, tir_stmt *t) { return tir_if(s->b, c, t, NULL); }
 static tir_stmt *seqn(seq *s, tir_stmt *const *x, int32_t n) { return tir_seq(s->b, x, n); }
 
-/* Output q of node n: a parameter when the kernel hands it on (it is in outs, in
- * node order), else scratch the kernel allocates (*local, to wrap the body in). */
-static tir_buffer *out_buffer(tir_builder *b, const gir_node *n, int q, const gir_value *const *outs, int32_t n_outs,
-                              int32_t first_param, tir_buffer **local) {
-  const gir_value *v = n->out[q];
-  int32_t at = 0;
-  for (int32_t i = 0; i < n_outs; i++) {
-    if (outs[i] == v) return tir_buffer_new(b, v->name, v->dtype, gir_value_numel(v), TIR_GLOBAL, first_param + at);
-    at++;
-  }
-  int64_t size = gir_value_numel(v);
-  return *local = tir_buffer_new(b, v->name, v->dtype, size > 0 ? size : 1, TIR_LOCAL, -1);
-}
-
-/* The kernel's tir_func over params (the present inputs, then the outputs). */
-static tir_func *seq_func(tir_builder *b, const char *name, tir_buffer **params, int32_t n, tir_stmt *body) {
-  tir_func *f = gir_arena_calloc(b->arena, 1, sizeof *f);
-  if (!f) return NULL;
-  f->name = name;
-  f->n_params = n;
-  f->params = params;
-  f->body = body;
-  f->n_vars = b->next_var;
-  f->n_buffers = b->next_buffer;
-  return f;
-}
+/* The kernel's buffers: node n's present inputs (in[i], NULL when absent) and its
+ * outputs — parameters for those the kernel hands on (outs, in node order), scratch
+ * it allocates (local[q]) for the others. lower_sequential builds it; each op's
+ * builder returns the kernel's body over it. */
+#define SEQ_MAX_OPERANDS 8
+typedef struct frame {
+  tir_buffer *in[SEQ_MAX_OPERANDS], *out[SEQ_MAX_OPERANDS], *local[SEQ_MAX_OPERANDS];
+} frame;
 
 /* Coordinate k (0..3) of box i of batch bb. */
 static tir_expr *coord(seq *s, tir_buffer *boxes, int64_t n_boxes, tir_expr *bb, tir_expr *i, int k) {
@@ -105,31 +88,13 @@ static tir_expr *suppresses(seq *s, tir_buffer *boxes, int64_t n_boxes, int cent
   return bin(s, TE_AND, ok, bin(s, TE_GT, bin(s, TE_DIV, inter, safe), thr));
 }
 
-static int lower_nms(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
-                     lower_kernel *k, gir_err *err) {
-  seq S = {b}, *s = &S;
+static tir_stmt *nms_body(seq *s, const gir_node *n, const frame *fr) {
+  tir_builder *b = s->b;
   const gir_value *bx = n->in[0], *sc = n->in[1];
   int64_t B = bx->shape.dims[0], N = bx->shape.dims[1], C = sc->shape.dims[1];
   int64_t cap = n->out[0]->shape.dims[0];
   int center = (int)gir_attr_int(n, "center_point_box", 0);
-  /* parameters: the present inputs, then the two outputs */
-  k->in = gir_arena_calloc(b->arena, (size_t)n->n_in + 1, sizeof *k->in);
-  tir_buffer *in[5] = {0};
-  int32_t np = 0;
-  for (int i = 0; i < n->n_in; i++) {
-    if (!n->in[i]) continue;
-    in[i] = tir_buffer_new(b, n->in[i]->name, n->in[i]->dtype, gir_value_numel(n->in[i]), TIR_GLOBAL, np);
-    k->in[np++] = n->in[i];
-  }
-  tir_buffer *local[2] = {0};
-  tir_buffer *sel = out_buffer(b, n, 0, outs, n_outs, np, &local[0]);
-  tir_buffer *cnt_out = out_buffer(b, n, 1, outs, n_outs, np, &local[1]);
-  tir_buffer **params = gir_arena_calloc(b->arena, (size_t)np + 3, sizeof *params);
-  if (!k->in || !params) return gir_errf(err, "%s: out of memory", name);
-  for (int i = 0, j = 0; i < n->n_in; i++)
-    if (in[i]) params[j++] = in[i];
-  if (!local[0]) params[sel->param] = sel;
-  if (!local[1]) params[cnt_out->param] = cnt_out;
+  tir_buffer *const *in = fr->in, *sel = fr->out[0], *cnt_out = fr->out[1];
 
   /* scratch: the order of the candidates, the kept boxes, and three counters */
   int64_t n1 = N > 0 ? N : 1;
@@ -190,22 +155,7 @@ static int lower_nms(tir_builder *b, const gir_node *n, const gir_value *const *
   };
 #undef SCORE
 #undef CAND
-  tir_stmt *all = tir_allocate(b, order, tir_allocate(b, kept, tir_allocate(b, ctr, seqn(s, body, 4))));
-  for (int q = 0; q < 2; q++)
-    if (local[q]) all = tir_allocate(b, local[q], all);
-  tir_func *f = seq_func(b, name, params, np + n_outs, all);
-  if (!f) return gir_errf(err, "%s: out of memory", name);
-  k->fn = f;
-  k->node = n;
-  k->n_in = np;
-  k->n_out = n_outs;
-  k->out = (const gir_value **)outs;
-  k->flops = 0;
-  k->scheduled = f->body;
-  f->body = tir_optimize(b, f->body);
-  k->n_ws = 0;
-  k->ws_bytes = NULL;
-  return 0;
+  return tir_allocate(b, order, tir_allocate(b, kept, tir_allocate(b, ctr, seqn(s, body, 4))));
 }
 
 /* Unique: X as [outer, L, inner] (axis a: L = dims[a]; no axis: X flattened, L =
@@ -218,9 +168,8 @@ static int lower_nms(tir_builder *b, const gir_node *n, const gir_value *const *
  * as numpy.unique (return_index, return_inverse, return_counts) and ONNX's
  * reference; Y, indices and counts are sized by L and padded with zeros past K,
  * the count (their extent). O(L² · slice) comparisons. */
-static int lower_unique(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs,
-                        const char *name, lower_kernel *k, gir_err *err) {
-  seq S = {b}, *s = &S;
+static tir_stmt *unique_body(seq *s, const gir_node *n, const frame *fr) {
+  tir_builder *b = s->b;
   const gir_value *x = n->in[0];
   int64_t axis = gir_attr_int(n, "axis", -1), srt = gir_attr_int(n, "sorted", 1);
   int64_t outer = 1, L = gir_value_numel(x), inner = 1;
@@ -230,15 +179,7 @@ static int lower_unique(tir_builder *b, const gir_node *n, const gir_value *cons
     for (int d = (int)axis + 1; d < x->shape.rank; d++) inner *= x->shape.dims[d];
   }
   int64_t slice = outer * inner, L1 = L > 0 ? L : 1;
-  tir_buffer **p = gir_arena_calloc(b->arena, 6, sizeof *p), *local[5] = {0}, *o[5];
-  k->in = gir_arena_calloc(b->arena, 2, sizeof *k->in);
-  if (!p || !k->in) return gir_errf(err, "%s: out of memory", name);
-  tir_buffer *X = p[0] = tir_buffer_new(b, "x", x->dtype, gir_value_numel(x), TIR_GLOBAL, 0);
-  for (int q = 0; q < 5; q++) {
-    o[q] = out_buffer(b, n, q, outs, n_outs, 1, &local[q]);
-    if (!local[q]) p[o[q]->param] = o[q];
-  }
-  tir_buffer *Y = o[0], *IX = o[1], *INV = o[2], *CNT = o[3], *K = o[4];
+  tir_buffer *X = fr->in[0], *Y = fr->out[0], *IX = fr->out[1], *INV = fr->out[2], *CNT = fr->out[3], *K = fr->out[4];
   tir_buffer *first = tir_buffer_new(b, "first", GIR_I64, L1, TIR_LOCAL, -1);
   tir_buffer *uid = tir_buffer_new(b, "uid", GIR_I64, L1, TIR_LOCAL, -1);
   tir_buffer *c = tir_buffer_new(b, "state", GIR_I64, 8, TIR_LOCAL, -1); /* 0 decided 1 less 2 found 3 rank 4 K */
@@ -289,42 +230,19 @@ static int lower_unique(tir_builder *b, const gir_node *n, const gir_value *cons
 #undef C
 #undef SET
 #undef AT
-  tir_stmt *all = tir_allocate(b, first, tir_allocate(b, uid, tir_allocate(b, c, seqn(s, body, 7))));
-  for (int q = 0; q < 5; q++)
-    if (local[q]) all = tir_allocate(b, local[q], all);
-  tir_func *f = seq_func(b, name, p, 1 + n_outs, all);
-  if (!f) return gir_errf(err, "%s: out of memory", name);
-  k->fn = f;
-  k->node = n;
-  k->n_in = 1, k->in[0] = x;
-  k->n_out = n_outs;
-  k->out = (const gir_value **)outs;
-  k->flops = 0;
-  k->scheduled = f->body;
-  f->body = tir_optimize(b, f->body);
-  k->n_ws = 0;
-  k->ws_bytes = NULL;
-  return 0;
+  return tir_allocate(b, first, tir_allocate(b, uid, tir_allocate(b, c, seqn(s, body, 7))));
 }
 
 /* NonZero: the coordinates of x's non-zero elements (NaN counts), in C order, one
  * row per axis: indices[a][j] of the j-th such element; the count is the extent
  * along axis 1, and columns past it are zero. One pass. */
-static int lower_nonzero(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs,
-                         const char *name, lower_kernel *k, gir_err *err) {
-  seq S = {b}, *s = &S;
+static tir_stmt *nonzero_body(seq *s, const gir_node *n, const frame *fr) {
+  tir_builder *b = s->b;
   const gir_value *x = n->in[0];
   int64_t numel = gir_value_numel(x);
   int r = x->shape.rank;
-  tir_buffer **p = gir_arena_calloc(b->arena, 3, sizeof *p), *local[2] = {0}, *o[2];
-  k->in = gir_arena_calloc(b->arena, 2, sizeof *k->in);
+  tir_buffer *X = fr->in[0], *const *o = fr->out;
   tir_buffer *ctr = tir_buffer_new(b, "count", GIR_I64, 1, TIR_LOCAL, -1);
-  if (!p || !k->in) return gir_errf(err, "%s: out of memory", name);
-  tir_buffer *X = p[0] = tir_buffer_new(b, "x", x->dtype, numel, TIR_GLOBAL, 0);
-  for (int q = 0; q < 2; q++) {
-    o[q] = out_buffer(b, n, q, outs, n_outs, 1, &local[q]);
-    if (!local[q]) p[o[q]->param] = o[q];
-  }
   tir_var *e = tir_var_new(b, "e", GIR_I64);
   tir_expr *cnt = ld(s, ctr, i64(s, 0));
   tir_stmt *coords[GIR_MAX_RANK + 1];
@@ -344,22 +262,7 @@ static int lower_nonzero(tir_builder *b, const gir_node *n, const gir_value *con
       loop(s, e, numel, when(s, nz, seqn(s, coords, nc))),
       st(s, o[1], i64(s, 0), cnt),
   };
-  tir_stmt *all = tir_allocate(b, ctr, seqn(s, body, 4));
-  for (int q = 0; q < 2; q++)
-    if (local[q]) all = tir_allocate(b, local[q], all);
-  tir_func *f = seq_func(b, name, p, 1 + n_outs, all);
-  if (!f) return gir_errf(err, "%s: out of memory", name);
-  k->fn = f;
-  k->node = n;
-  k->n_in = 1, k->in[0] = x;
-  k->n_out = n_outs;
-  k->out = (const gir_value **)outs;
-  k->flops = 0;
-  k->scheduled = f->body;
-  f->body = tir_optimize(b, f->body);
-  k->n_ws = 0;
-  k->ws_bytes = NULL;
-  return 0;
+  return tir_allocate(b, ctr, seqn(s, body, 4));
 }
 
 int lower_is_sequential(gir_op op) { return op == GIR_OP_nms || op == GIR_OP_unique || op == GIR_OP_nonzero; }
@@ -371,10 +274,48 @@ int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *
     while (q < n->n_out && n->out[q] != outs[i]) q++;
     if (q == n->n_out) return gir_errf(err, "%s: output %s is not its node's, or out of order", name, outs[i]->name);
   }
+  if (n->n_in > SEQ_MAX_OPERANDS || n->n_out > SEQ_MAX_OPERANDS) return gir_errf(err, "%s: too many operands", name);
+  frame fr;
+  memset(&fr, 0, sizeof fr);
+  tir_buffer **params = gir_arena_calloc(b->arena, (size_t)(n->n_in + n_outs) + 1, sizeof *params);
+  k->in = gir_arena_calloc(b->arena, (size_t)n->n_in + 1, sizeof *k->in);
+  tir_func *f = gir_arena_calloc(b->arena, 1, sizeof *f);
+  if (!params || !k->in || !f) return gir_errf(err, "%s: out of memory", name);
+  int32_t np = 0;
+  for (int i = 0; i < n->n_in; i++) {
+    const gir_value *v = n->in[i];
+    if (!v) continue;
+    params[np] = fr.in[i] = tir_buffer_new(b, v->name, v->dtype, gir_value_numel(v), TIR_GLOBAL, np);
+    k->in[np++] = v;
+  }
+  for (int q = 0, at = 0; q < n->n_out; q++) {
+    const gir_value *v = n->out[q];
+    int64_t size = gir_value_numel(v);
+    if (at < n_outs && outs[at] == v)
+      params[np + at] = fr.out[q] = tir_buffer_new(b, v->name, v->dtype, size, TIR_GLOBAL, np + at), at++;
+    else
+      fr.out[q] = fr.local[q] = tir_buffer_new(b, v->name, v->dtype, size > 0 ? size : 1, TIR_LOCAL, -1);
+  }
+  seq S = {b};
+  tir_stmt *body;
   switch (n->op) {
-  case GIR_OP_nms: return lower_nms(b, n, outs, n_outs, name, k, err);
-  case GIR_OP_unique: return lower_unique(b, n, outs, n_outs, name, k, err);
-  case GIR_OP_nonzero: return lower_nonzero(b, n, outs, n_outs, name, k, err);
+  case GIR_OP_nms: body = nms_body(&S, n, &fr); break;
+  case GIR_OP_unique: body = unique_body(&S, n, &fr); break;
+  case GIR_OP_nonzero: body = nonzero_body(&S, n, &fr); break;
   default: return gir_errf(err, "%s: %s has no loop-IR kernel", name, gir_op_name(n->op));
   }
+  for (int q = 0; q < n->n_out; q++)
+    if (fr.local[q]) body = tir_allocate(b, fr.local[q], body);
+  *f = (tir_func){name, np + n_outs, params, body, b->next_var, b->next_buffer};
+  k->fn = f;
+  k->node = n;
+  k->n_in = np;
+  k->n_out = n_outs;
+  k->out = (const gir_value **)outs;
+  k->flops = 0;
+  k->scheduled = f->body;
+  f->body = tir_optimize(b, f->body);
+  k->n_ws = 0;
+  k->ws_bytes = NULL;
+  return 0;
 }

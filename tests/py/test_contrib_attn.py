@@ -281,11 +281,7 @@ def main():
                 continue
             path = os.path.join(d, "m%d.onnx" % i)
             case.save(path)
-            feeds, argv = case.feeds(), []
-            for name, a in feeds.items():
-                f = os.path.join(d, "m%d_%s.npy" % (i, name))
-                np.save(f, a)
-                argv += ["--input", "%s=%s" % (name, f)]
+            feeds = case.feeds()
             try:
                 ref, ref_path = case.ref or case, path + ".ref.onnx" if case.ref else path
                 if case.ref:
@@ -294,16 +290,11 @@ def main():
             except Exception as e:  # the reference must run: a failure here is the test's fault
                 checks.check(False, "%s: onnxruntime: %s" % (label, str(e).splitlines()[0]))
                 continue
-            bundle, out = os.path.join(d, "m%d.kiln" % i), os.path.join(d, "out%d" % i)
-            os.makedirs(out)
-            r = util.run_kiln(args.kiln, ["compile", path, "-o", bundle])
-            if not checks.check(r.rc == 0, "%s: compile %s: %s" % (label, r.describe(), r.err.strip())):
-                continue
-            r = util.run_kiln(args.kiln, ["run", bundle, "--output-dir", out] + argv)
-            if not checks.check(r.rc == 0, "%s: run %s: %s" % (label, r.describe(), r.err.strip())):
+            ys = util.compile_and_run(args.kiln, checks, label, path, feeds, d, "m%d" % i)
+            if ys is None:
                 continue
             for o in (o for o in case.outputs if o):
-                ok, why, _, _ = test_e2e.compare(np.load(os.path.join(out, o + ".npy")), wants[o], RTOL, ATOL)
+                ok, why, _, _ = test_e2e.compare(ys[o], wants[o], RTOL, ATOL)
                 checks.check(ok, "%s, output %s: %s" % (label, o, why))
         for i, (case, words) in enumerate(refusals(rng)):
             label = case.label()

@@ -141,20 +141,9 @@ def cases(rng):
 def run_case(args, d, i, label, ins, attrs, fins, checks):
     path = os.path.join(d, "m%d.onnx" % i)
     save(path, "DynamicQuantizeLSTM", "com.microsoft", ins, attrs)
-    feeds, argv = {}, []
-    for name, (arr, const) in ins.items():
-        if not const:
-            feeds[name] = arr
-            f = os.path.join(d, "m%d_%s.npy" % (i, name))
-            np.save(f, arr)
-            argv += ["--input", "%s=%s" % (name, f)]
-    bundle, out = os.path.join(d, "m%d.kiln" % i), os.path.join(d, "out%d" % i)
-    os.makedirs(out)
-    r = util.run_kiln(args.kiln, ["compile", path, "-o", bundle])
-    if not checks.check(r.rc == 0, "%s: compile %s: %s" % (label, r.describe(), r.err.strip())):
-        return
-    r = util.run_kiln(args.kiln, ["run", bundle, "--output-dir", out] + argv)
-    if not checks.check(r.rc == 0, "%s: run %s: %s" % (label, r.describe(), r.err.strip())):
+    feeds = {name: arr for name, (arr, const) in ins.items() if not const}
+    ys = util.compile_and_run(args.kiln, checks, label, path, feeds, d, "m%d" % i)
+    if ys is None:
         return
     want = ort_run(path, feeds)
     fpath = os.path.join(d, "f%d.onnx" % i)
@@ -162,7 +151,7 @@ def run_case(args, d, i, label, ins, attrs, fins, checks):
     fl = ort_run(fpath, {k: v for k, (v, c) in fins.items() if not c})
     worst, fworst, oks = 0.0, 0.0, []
     for k, name in enumerate(OUTS):
-        got = np.load(os.path.join(out, name + ".npy"))
+        got = ys[name]
         ok, why, mabs, _ = test_e2e.compare(got, want[k], 0.0, ATOL)
         oks.append(checks.check(ok, "%s: %s: %s" % (label, name, why)))
         worst = max(worst, mabs if mabs is not None else float("inf"))

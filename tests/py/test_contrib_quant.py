@@ -275,22 +275,11 @@ def main():
             data = [a for n, a, c in case.inputs if n and not c]
             save_model(path, case.op, case.inputs, case.attrs,
                        out_type=NP2ONNX[data[0].dtype] if case.tol[0] == "q" else TensorProto.FLOAT)
-            feeds, argv = {}, []
-            for name, arr, const in case.inputs:
-                if name and not const:
-                    feeds[name] = arr
-                    f = os.path.join(d, "m%d_%s.npy" % (i, name))
-                    np.save(f, arr)
-                    argv += ["--input", "%s=%s" % (name, f)]
-            bundle, out = os.path.join(d, "m%d.kiln" % i), os.path.join(d, "out%d" % i)
-            os.makedirs(out)
-            r = util.run_kiln(args.kiln, ["compile", path, "-o", bundle])
-            if not checks.check(r.rc == 0, "%s: compile %s: %s" % (case.label, r.describe(), r.err.strip())):
+            feeds = {name: arr for name, arr, const in case.inputs if name and not const}
+            ys = util.compile_and_run(args.kiln, checks, case.label, path, feeds, d, "m%d" % i)
+            if ys is None:
                 continue
-            r = util.run_kiln(args.kiln, ["run", bundle, "--output-dir", out] + argv)
-            if not checks.check(r.rc == 0, "%s: run %s: %s" % (case.label, r.describe(), r.err.strip())):
-                continue
-            got = np.load(os.path.join(out, "Y.npy"))
+            got = ys["Y"]
             if case.ref:  # another op (ORT has no CPU kernel for this one), its output transposed
                 rop, rins, rattrs, perm = case.ref
                 rpath = os.path.join(d, "r%d.onnx" % i)

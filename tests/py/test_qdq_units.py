@@ -135,13 +135,7 @@ def main():
         for i, case in enumerate(cases()):
             path = os.path.join(d, "m%d.onnx" % i)
             build(path, case)
-            feeds, argv = {}, []
-            for j, shape in enumerate(case.shapes):
-                x = qdata(rng, shape, case.dt)
-                feeds["X%d" % j] = x
-                f = os.path.join(d, "m%d_X%d.npy" % (i, j))
-                np.save(f, x)
-                argv += ["--input", "X%d=%s" % (j, f)]
+            feeds = {"X%d" % j: qdata(rng, shape, case.dt) for j, shape in enumerate(case.shapes)}
             want, ort_ops = ort_run(path, feeds, os.path.join(d, "m%d_ort.onnx" % i))
             fused = QOP[case.op] in ort_ops
             checks.check(fused == case.fused, "%s: ONNX Runtime %s the unit (%s)" % (
@@ -153,15 +147,10 @@ def main():
                     units = int(line.rsplit(":", 1)[1])
             checks.check(insp.rc == 0 and units == int(case.fused),
                          "%s: kiln inspect counts %d QDQ units, want %d" % (case.label, units, int(case.fused)))
-            bundle, out = os.path.join(d, "m%d.kiln" % i), os.path.join(d, "out%d" % i)
-            os.makedirs(out)
-            r = util.run_kiln(args.kiln, ["compile", path, "-o", bundle])
-            if not checks.check(r.rc == 0, "%s: compile %s: %s" % (case.label, r.describe(), r.err.strip())):
+            ys = util.compile_and_run(args.kiln, checks, case.label, path, feeds, d, "m%d" % i)
+            if ys is None:
                 continue
-            r = util.run_kiln(args.kiln, ["run", bundle, "--output-dir", out] + argv)
-            if not checks.check(r.rc == 0, "%s: run %s: %s" % (case.label, r.describe(), r.err.strip())):
-                continue
-            got = np.load(os.path.join(out, "Y.npy"))
+            got = ys["Y"]
             if not checks.check(got.shape == want.shape and got.dtype == want.dtype,
                                 "%s: kiln %s %s, onnxruntime %s %s" % (case.label, got.shape, got.dtype, want.shape,
                                                                        want.dtype)):

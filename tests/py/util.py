@@ -70,6 +70,27 @@ def run_kiln(kiln, args, timeout=60):
         return Run(argv, 127, "", "cannot run %s: %s" % (kiln, e), False, time.monotonic() - t0)
 
 
+def compile_and_run(kiln, checks, label, model, feeds, d, tag):
+    """`kiln compile` model into d/TAG.kiln, `kiln run` it on feeds ({name: array},
+    written as d/TAG_in_NAME.npy): {output name: array} from d/TAG/, or None after a
+    failed check ("LABEL: compile ..." / "LABEL: run ...")."""
+    import numpy as np
+    bundle, out = os.path.join(d, tag + ".kiln"), os.path.join(d, tag)
+    os.makedirs(out, exist_ok=True)
+    argv = []
+    for name, arr in feeds.items():
+        f = os.path.join(d, "%s_in_%s.npy" % (tag, name))
+        np.save(f, arr)
+        argv += ["--input", "%s=%s" % (name, f)]
+    r = run_kiln(kiln, ["compile", model, "-o", bundle])
+    if not checks.check(r.rc == 0, "%s: compile %s: %s" % (label, r.describe(), r.err.strip())):
+        return None
+    r = run_kiln(kiln, ["run", bundle, "--output-dir", out] + argv)
+    if not checks.check(r.rc == 0, "%s: run %s: %s" % (label, r.describe(), r.err.strip())):
+        return None
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}
+
+
 def parse_shape(text):
     """"1x3x224x224" → (1, 3, 224, 224); "scalar" → ()."""
     if text == "scalar":
