@@ -1,9 +1,12 @@
 /* compute_winograd.c — compute definitions of the Winograd transform ops
- * (graphir/winograd.h, layout/winograd.c). Each output point (ξ, ν) of a tile is
- * its own expression — the sum of the few input values whose coefficient in the
- * transform is not zero, the coefficients constants — chosen by a select on the
- * point's indices; the schedule (schedule/sched_winograd.c) unrolls those loops,
- * so the selects fold away and each point keeps only its own terms.
+ * (graphir/winograd.h, layout/winograd.c). Each output point of a tile is its own
+ * expression, chosen by a select on the point's indices; the schedule
+ * (schedule/sched_winograd.c) unrolls those loops, so the selects fold away. The
+ * two-sided transforms are written as two one-sided ones — (Bᵀ d)[ξ][j] then
+ * Σ_j Bᵀ[ν][j] (Bᵀ d)[ξ][j]; (v A)[ξ][j] then Σ_ξ Aᵀ[i][ξ] (v A)[ξ][j] — with the
+ * inner sums the same expressions in every point that uses them, so the unrolled
+ * tile computes each once (2a products per point instead of a²); zero coefficients
+ * drop out, ±1 are adds and subtracts.
  *
  * winograd_in:  v[ξ, ν, t, c] = Σ_ij Bᵀ[ξ][i] Bᵀ[ν][j] x[n, c/b, r·m + i − pt, q·m + j − pl, c%b]
  * winograd_out: y[n, o/ob, h, w, o%ob] = b[o] + Σ_ξν Aᵀ[h%m][ξ] Aᵀ[w%m][ν] v[ξ, ν, t(n, h/m, w/m), o]
@@ -68,21 +71,20 @@ int lower_compute_winograd_in(te_ctx *c, const gir_node *n, te_tensor *const *in
       te_expr *ok = te_and(c, te_in_range(c, h, H), te_in_range(c, wx, W));
       d[i][j] = te_select(c, ok, te_load(c, x, idx), te_const(c, GIR_F32, 0));
     }
-  /* (Bᵀ d)[ξ][j], then ((Bᵀ d) B)[ξ][ν] = Σ_j (Bᵀ d)[ξ][j] Bᵀ[ν][j] */
+  /* (Bᵀ d)[ξ][j] = Σ_i Bᵀ[ξ][i] d[i][j], then v[ξ][ν] = Σ_j Bᵀ[ν][j] (Bᵀ d)[ξ][j]: the
+   * same (Bᵀ d)[ξ][j] expression in each of the a points ν of row ξ, which the
+   * unrolled tile computes once (common subexpressions), 2a products per point
+   * instead of a² */
   te_expr *rows[GIR_WINOGRAD_MAX_A];
   for (int xi = 0; xi < a; xi++) {
-    te_expr *cols[GIR_WINOGRAD_MAX_A];
-    for (int nu = 0; nu < a; nu++) {
-      te_expr *terms[GIR_WINOGRAD_MAX_A * GIR_WINOGRAD_MAX_A];
-      double coef[GIR_WINOGRAD_MAX_A * GIR_WINOGRAD_MAX_A];
-      int k = 0;
-      for (int i = 0; i < a; i++)
-        for (int j = 0; j < a; j++) {
-          coef[k] = w.bt[xi][i] * w.bt[nu][j];
-          terms[k++] = d[i][j];
-        }
-      cols[nu] = lin(c, coef, terms, k);
+    te_expr *bd[GIR_WINOGRAD_MAX_A], *cols[GIR_WINOGRAD_MAX_A];
+    for (int j = 0; j < a; j++) {
+      double coef[GIR_WINOGRAD_MAX_A];
+      te_expr *terms[GIR_WINOGRAD_MAX_A];
+      for (int i = 0; i < a; i++) coef[i] = w.bt[xi][i], terms[i] = d[i][j];
+      bd[j] = lin(c, coef, terms, (int)a);
     }
+    for (int nu = 0; nu < a; nu++) cols[nu] = lin(c, w.bt[nu], bd, (int)a);
     rows[xi] = pick(c, ax[1], cols, (int)a);
   }
   out[0] = lower_stage(c, n, 0, ax, pick(c, ax[0], rows, (int)a));
@@ -103,22 +105,21 @@ int lower_compute_winograd_out(te_ctx *c, const gir_node *n, te_tensor *const *i
                       te_div(c, wx, te_int(c, m)));
   te_expr *o = te_add(c, te_mul(c, te_v(c, ax[1]), te_int(c, ob)), te_v(c, ax[4]));
   te_expr *hm = te_bin(c, TE_MOD, h, te_int(c, m)), *wm = te_bin(c, TE_MOD, wx, te_int(c, m));
+  /* (v A)[ξ][j] = Σ_ν Aᵀ[j][ν] v[ξ][ν], then y[i][j] = Σ_ξ Aᵀ[i][ξ] (v A)[ξ][j]: the same
+   * (v A)[ξ][j] in each output row i, computed once per tile (common subexpressions) */
+  te_expr *va[GIR_WINOGRAD_MAX_A][GIR_WINOGRAD_MAX_A];
+  for (int xi = 0; xi < a; xi++) {
+    te_expr *vrow[GIR_WINOGRAD_MAX_A];
+    for (int nu = 0; nu < a; nu++) {
+      te_expr *idx[4] = {te_int(c, xi), te_int(c, nu), t, o};
+      vrow[nu] = te_load(c, v, idx);
+    }
+    for (int j = 0; j < m; j++) va[j][xi] = lin(c, w.at[j], vrow, (int)a);
+  }
   te_expr *rows[GIR_WINOGRAD_MAX_A];
   for (int i = 0; i < m; i++) {
     te_expr *cols[GIR_WINOGRAD_MAX_A];
-    for (int j = 0; j < m; j++) {
-      te_expr *terms[GIR_WINOGRAD_MAX_A * GIR_WINOGRAD_MAX_A];
-      double coef[GIR_WINOGRAD_MAX_A * GIR_WINOGRAD_MAX_A];
-      int k = 0;
-      for (int xi = 0; xi < a; xi++)
-        for (int nu = 0; nu < a; nu++) {
-          coef[k] = w.at[i][xi] * w.at[j][nu];
-          te_expr *idx[4] = {te_int(c, xi), te_int(c, nu), t, o};
-          terms[k] = coef[k] != 0 ? te_load(c, v, idx) : NULL;
-          k++;
-        }
-      cols[j] = lin(c, coef, terms, k);
-    }
+    for (int j = 0; j < m; j++) cols[j] = lin(c, w.at[i], va[j], (int)a);
     rows[i] = pick_mod(c, wm, cols, (int)m);
   }
   te_expr *body = pick_mod(c, hm, rows, (int)m);
