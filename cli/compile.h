@@ -39,6 +39,7 @@ typedef struct kiln_compile_result {
   int64_t arena_bytes, arena_lower_bound, weights_bytes, workspace_bytes, code_bytes, flops;
   int64_t intermediate_bytes; /* written into intermediates per run */
   int32_t folded_nodes;
+  int32_t winograd_convs;     /* 3x3 convs rewritten as Winograd transforms (layout/winograd.c) */
   int32_t generic_conv, generic_matmul, generic_pool; /* groups whose conv / matmul / pooling stage no template
                                                          scheduled (the generic default schedule) */
   char generic_names[256];    /* the first of those kernels' names, space-separated */
