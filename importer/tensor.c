@@ -97,18 +97,18 @@ gir_value *imp_string_const(imp_ctx *c, const char *name, const gir_shape *s, co
                             const char *label) {
   int64_t w = imp_string_bytes(c), numel = gir_shape_numel(s, NULL);
   if (s->rank >= GIR_MAX_RANK) {
-    imp_fail(c, "string tensor '%s' has rank %d; kiln takes string tensors up to rank %d", label, s->rank,
+    imp_fail(c, "tensor '%s' is a string tensor of rank %d; kiln takes them up to rank %d", label, s->rank,
              GIR_MAX_RANK - 1);
     return NULL;
   }
   if (numel < 0 || numel > IMP_MAX_FILE_BYTES / w) {
-    imp_fail(c, "string tensor '%s' is too large (%lld strings of %lld-byte slots)", label, (long long)numel,
+    imp_fail(c, "tensor '%s' is too large (%lld strings of %lld-byte slots)", label, (long long)numel,
              (long long)w);
     return NULL;
   }
   for (int64_t i = 0; i < numel; i++)
     if (strs[i].len > w - 4) {
-      imp_fail(c, "string tensor '%s': element %lld is %lld bytes, over the %lld a string slot holds (raise "
+      imp_fail(c, "tensor '%s': element %lld is %lld bytes, over the %lld a string slot holds (raise "
                   "--max-string-bytes, now %lld, to at least %lld)", label, (long long)i, (long long)strs[i].len,
                (long long)(w - 4), (long long)w, (long long)strs[i].len + 4);
       return NULL;
