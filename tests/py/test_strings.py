@@ -25,7 +25,13 @@ byte for byte (kiln_model_output_string's slots), shapes included. Cases:
   - strings at the slot limit pass; an input one byte over is refused naming the
     input, the element and --max-string-bytes, and passes with a larger slot;
   - a test-data file whose string_data does not match its dims is refused clearly;
-  - a negative control: a wrong expected output makes kiln check fail.
+  - a negative control: a wrong expected output makes kiln check fail;
+  - the C API through ctypes on libkiln_runtime.so (next to the kiln binary; not
+    loadable into this Python from a sanitizer build: then skipped, saying so):
+    kiln_model_set_input_strings with any bytes (NUL, invalid UTF-8), an over-long
+    element (refused, naming it; the input left unset), NULL arrays, the wrong
+    call for the dtype both ways, kiln_model_output_string's range, a split's
+    run-time shape.
 No crash and no sanitizer report anywhere (the test also runs with the ASan build).
 
 Options: --kiln PATH [--filter TEXT]. Closing line: test_strings: N passed, M failed.
@@ -287,10 +293,108 @@ def limit_cases(s):
         [vi("y", T.STRING, [1])]), {"a": S("ab"), "b": S("c")}, [S("abd")], ["MISMATCH", "'abc'", "'abd'"])
 
 
+class Info(__import__("ctypes").Structure):
+    import ctypes as C
+    _fields_ = [("name", C.c_char_p), ("dtype", C.c_int), ("rank", C.c_int32), ("dims", C.c_int64 * 8),
+                ("elements", C.c_int64), ("bytes", C.c_int64)]
+
+
+KILN_DTYPE_STRING = 23  # runtime/kiln.h: after KILN_DTYPE_INT2
+KILN_OK, KILN_ERR_INVALID_ARGUMENT, KILN_ERR_DTYPE, KILN_ERR_RUN = 0, 5, 7, 11
+
+
+def c_api_cases(s):
+    import ctypes as C
+    if s.flt not in "c api":
+        return
+    lib_path = os.path.join(os.path.dirname(s.kiln), "libkiln_runtime.so")
+    try:
+        lib = C.CDLL(lib_path)
+    except OSError as e:
+        s.checks.skip("c api: cannot load %s into this Python (%s)" % (lib_path, str(e)[:120]))
+        return
+    d = os.path.join(s.tmp, "capi")
+    os.makedirs(d, exist_ok=True)
+    m = model([helper.make_node("StringConcat", ["a", "b"], ["c"]),
+               helper.make_node("StringSplit", ["c"], ["parts", "n"], delimiter="\0")],
+              [vi("a", T.STRING, [3]), vi("b", T.STRING, [3])],
+              [vi("c", T.STRING, [3]), vi("parts", T.STRING, None), vi("n", T.INT64, None)])
+    onnx.save(m, os.path.join(d, "m.onnx"))
+    r = util.run_kiln(s.kiln, ["compile", os.path.join(d, "m.onnx"), "-o", os.path.join(d, "m.kiln")], timeout=180)
+    if not s.checks.check(r.rc == 0, "c api: compile: %s %s" % (r.describe(), r.err)):
+        return
+    P = C.c_void_p
+    lib.kiln_model_open.argtypes = [C.c_char_p, P, C.POINTER(P), C.c_char_p, C.c_size_t]
+    lib.kiln_model_set_input_strings.argtypes = [P, C.c_char_p, C.c_int32, C.POINTER(C.c_int64),
+                                                 C.POINTER(C.c_char_p), C.POINTER(C.c_size_t)]
+    lib.kiln_model_set_input.argtypes = [P, C.c_char_p, C.c_int, C.c_int32, C.POINTER(C.c_int64), P, C.c_size_t]
+    lib.kiln_model_output_string.argtypes = [P, C.c_int32, C.c_int64, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t)]
+    lib.kiln_model_output.argtypes = [P, C.c_int32, C.POINTER(P), C.POINTER(Info)]
+    lib.kiln_model_input_info.argtypes = [P, C.c_int32, C.POINTER(Info)]
+    lib.kiln_model_string_bytes.argtypes = [P, C.c_int32, C.c_int32]
+    lib.kiln_model_string_bytes.restype = C.c_int64
+    lib.kiln_model_run.argtypes = [P]
+    lib.kiln_model_last_error.argtypes = [P]
+    lib.kiln_model_last_error.restype = C.c_char_p
+    lib.kiln_model_close.argtypes = [P]
+    h, err = P(), C.create_string_buffer(512)
+    st = lib.kiln_model_open(os.path.join(d, "m.kiln").encode(), None, C.byref(h), err, 512)
+    if not s.checks.check(st == KILN_OK, "c api: open: %d %s" % (st, err.value)):
+        return
+    last = lambda: lib.kiln_model_last_error(h).decode()  # noqa: E731
+    info = Info()
+    lib.kiln_model_input_info(h, 0, C.byref(info))
+    s.checks.check(info.dtype == KILN_DTYPE_STRING and info.rank == 1 and info.dims[0] == 3 and
+                   lib.kiln_model_string_bytes(h, 0, 0) == 64 and lib.kiln_model_string_bytes(h, 1, 2) == 0,
+                   "c api: input info: dtype %d rank %d slot %d" % (info.dtype, info.rank,
+                                                                    lib.kiln_model_string_bytes(h, 0, 0)))
+    dims = (C.c_int64 * 1)(3)
+
+    def set_strings(name, items):
+        arr = (C.c_char_p * len(items))(*items)
+        lens = (C.c_size_t * len(items))(*[len(x) for x in items])
+        return lib.kiln_model_set_input_strings(h, name, 1, dims, arr, lens)
+
+    a, b = [b"x\0y", b"\xff\xfe", b""], [b"\0z", b"", b"\xc3\xa9"]
+    s.checks.check(set_strings(b"a", a) == KILN_OK and set_strings(b"b", b) == KILN_OK, "c api: set: " + last())
+    s.checks.check(lib.kiln_model_run(h) == KILN_OK, "c api: run: " + last())
+
+    def out_str(i, e):
+        p, n = C.c_void_p(), C.c_size_t()
+        st = lib.kiln_model_output_string(h, i, e, C.byref(p), C.byref(n))
+        return st, (C.string_at(p.value, n.value) if st == KILN_OK and n.value else b"")
+
+    got = [out_str(0, e)[1] for e in range(3)]
+    s.checks.check(got == [x + y for x, y in zip(a, b)], "c api: concat of any bytes: %r" % got)
+    data = P()
+    st = lib.kiln_model_output(h, 1, C.byref(data), C.byref(info))
+    want = [x.split(b"\0") for x in got]
+    most = max(len(w) for w in want)
+    s.checks.check(st == KILN_OK and info.rank == 2 and list(info.dims[:2]) == [3, most],
+                   "c api: split shape %s, expected [3, %d]" % (list(info.dims[:info.rank]), most))
+    parts = [[out_str(1, r * most + k)[1] for k in range(most)] for r in range(3)]
+    s.checks.check(parts == [w + [b""] * (most - len(w)) for w in want], "c api: split parts %r" % parts)
+    st, _ = out_str(0, 3)
+    s.checks.check(st == KILN_ERR_INVALID_ARGUMENT and "out of range" in last(), "c api: element 3: %d %s" % (st, last()))
+    st, _ = out_str(2, 0)
+    s.checks.check(st == KILN_ERR_DTYPE and "int64" in last(), "c api: output_string of int64: %d %s" % (st, last()))
+    st = set_strings(b"a", [b"ok", b"q" * 61, b""])
+    s.checks.check(st == KILN_ERR_INVALID_ARGUMENT and "element 1 is 61 bytes" in last() and
+                   "--max-string-bytes" in last(), "c api: over-long: %d %s" % (st, last()))
+    st = lib.kiln_model_run(h)
+    s.checks.check(st == KILN_ERR_RUN and "'a' has not been set" in last(), "c api: run after refusal: %s" % last())
+    st = lib.kiln_model_set_input_strings(h, b"a", 1, dims, None, None)
+    s.checks.check(st == KILN_ERR_INVALID_ARGUMENT and "NULL" in last(), "c api: NULL arrays: %s" % last())
+    st = lib.kiln_model_set_input(h, b"a", KILN_DTYPE_STRING, 1, dims, None, 0)
+    s.checks.check(st == KILN_ERR_DTYPE and "kiln_model_set_input_strings" in last(), "c api: set_input: " + last())
+    lib.kiln_model_close(h)
+
+
 def main():
     a = util.parse_args(__doc__.splitlines()[0])
     s = Suite(os.path.abspath(a.kiln), a.filter)
-    for fn in (equal_cases, concat_cases, normalizer_cases, split_cases, regex_cases, label_cases, limit_cases):
+    for fn in (equal_cases, concat_cases, normalizer_cases, split_cases, regex_cases, label_cases, limit_cases,
+               c_api_cases):
         fn(s)
     s.checks.finish()
     sys.exit(1 if s.checks.failed else 0)
