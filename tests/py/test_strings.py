@@ -8,6 +8,7 @@ byte for byte (kiln_model_output_string's slots), shapes included. Cases:
   - Equal on strings: same shapes, broadcasting both ways, empty strings, UTF-8;
   - StringConcat: broadcasting, empty strings, UTF-8, a result exactly at the
     slot's limit; one byte over fails the run with a clear message;
+  - an If computed at run time choosing between two string results;
   - StringNormalizer: LOWER / UPPER / NONE, case-sensitive and -insensitive stop
     words, [C] and [1, C], everything removed ([""]), no stop words (locale "C":
     ASCII case mapping, as kiln's; ORT's default en_US.UTF-8 is not installed here);
@@ -175,6 +176,17 @@ def concat_cases(s):
             [S("", "")], ["StringConcat", "61 bytes", "over the 60", "--max-string-bytes"])
     s.case("concat over 60 with --max-string-bytes 128", m1, {"a": S("x" * 30, "y" * 60), "b": S("z" * 30, "w")},
            args=["--max-string-bytes", "128"])
+
+
+def if_cases(s):
+    """An If computed at run time selecting between two string results."""
+    then_g = helper.make_graph([helper.make_node("StringConcat", ["a", "b"], ["t"])], "then", [],
+                               [vi("t", T.STRING, [2])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["a"], ["e"])], "else", [], [vi("e", T.STRING, [2])])
+    m = model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+              [vi("c", T.BOOL, []), vi("a", T.STRING, [2]), vi("b", T.STRING, [2])], [vi("y", T.STRING, [2])])
+    for cond in (True, False):
+        s.case("if on strings, condition %s" % cond, m, {"c": np.array(cond), "a": S("x", "中"), "b": S("y", "")})
 
 
 def normalizer_cases(s):
@@ -393,7 +405,7 @@ def c_api_cases(s):
 def main():
     a = util.parse_args(__doc__.splitlines()[0])
     s = Suite(os.path.abspath(a.kiln), a.filter)
-    for fn in (equal_cases, concat_cases, normalizer_cases, split_cases, regex_cases, label_cases, limit_cases,
+    for fn in (equal_cases, concat_cases, if_cases, normalizer_cases, split_cases, regex_cases, label_cases, limit_cases,
                c_api_cases):
         fn(s)
     s.checks.finish()
