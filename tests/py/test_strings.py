@@ -8,6 +8,7 @@ byte for byte (kiln_model_output_string's slots), shapes included. Cases:
   - Equal on strings: same shapes, broadcasting both ways, empty strings, UTF-8;
   - StringConcat: broadcasting, empty strings, UTF-8, a result exactly at the
     slot's limit; one byte over fails the run with a clear message;
+  - strings handed on unchanged (Identity of an input, a constant output) at every -O;
   - an If computed at run time choosing between two string results;
   - StringNormalizer: LOWER / UPPER / NONE, case-sensitive and -insensitive stop
     words, [C] and [1, C], everything removed ([""]), no stop words (locale "C":
@@ -176,6 +177,18 @@ def concat_cases(s):
             [S("", "")], ["StringConcat", "61 bytes", "over the 60", "--max-string-bytes"])
     s.case("concat over 60 with --max-string-bytes 128", m1, {"a": S("x" * 30, "y" * 60), "b": S("z" * 30, "w")},
            args=["--max-string-bytes", "128"])
+
+
+def passthrough_cases(s):
+    """Strings handed on unchanged: an input through Identity, a constant (folded,
+    copied into the output by the plan), next to a kernel's result; every -O level."""
+    w = to_proto(S("k1", "", "中"), "w")
+    m = model([helper.make_node("Identity", ["x"], ["a"]), helper.make_node("Identity", ["a"], ["y"]),
+               helper.make_node("Identity", ["w"], ["k"]), helper.make_node("StringConcat", ["x", "w"], ["z"])],
+              [vi("x", T.STRING, [3])], [vi("y", T.STRING, [3]), vi("k", T.STRING, [3]), vi("z", T.STRING, [3])],
+              inits=[w])
+    for level in ("0", "1", "2", "3"):
+        s.case("identity and constant outputs -O%s" % level, m, {"x": S("p", "q", "")}, args=["-O", level])
 
 
 def if_cases(s):
@@ -412,7 +425,7 @@ def c_api_cases(s):
 def main():
     a = util.parse_args(__doc__.splitlines()[0])
     s = Suite(os.path.abspath(a.kiln), a.filter)
-    for fn in (equal_cases, concat_cases, if_cases, normalizer_cases, split_cases, regex_cases, label_cases, limit_cases,
+    for fn in (equal_cases, concat_cases, passthrough_cases, if_cases, normalizer_cases, split_cases, regex_cases, label_cases, limit_cases,
                c_api_cases):
         fn(s)
     s.checks.finish()
