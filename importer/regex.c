@@ -20,7 +20,8 @@
  * the next byte's class (word or not) or the end of the text is known, following
  * each assertion that holds between the two; so each state's row is computed with
  * two closures (next byte a word byte or not) and its accept flag with a third
- * (at the end). */
+ * (at the end). Compiling is bounded: at most IMP_REGEX_MAX_STATES states and a
+ * budget of NFA-state visits (MAX_WORK), each exceeded with a clear error. */
 #include <stdio.h>
 #include <string.h>
 #include "regex.h"
@@ -28,6 +29,7 @@
 #define MAX_AST 20000
 #define MAX_NFA 20000
 #define MAX_REPEAT 1000
+#define MAX_WORK (512ll << 20) /* NFA states visited while building the DFA: a bound on compile time */
 
 enum { R_EMPTY, R_SET, R_CAT, R_ALT, R_REP, R_ASSERT };
 enum { A_BOT, A_EOT, A_WORDB, A_NWORDB };
@@ -438,6 +440,7 @@ typedef struct dfa {
 static uint64_t hash_set(const uint64_t *s, int words, int prev) {
   uint64_t h = 1469598103934665603ull ^ (uint64_t)prev;
   for (int i = 0; i < words; i++) h = (h ^ s[i]) * 1099511628211ull;
+  h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33; /* the table index takes the low bits: mix the high ones in */
   return h;
 }
 
@@ -529,11 +532,19 @@ int imp_regex_compile(const char *pattern, size_t len, int32_t max_states, gir_a
     return fail(&r, "%s", "out of memory");
   k[start >> 6] |= 1ull << (start & 63);
   intern(&d, k, P_START);
+  long long work = 0;
   for (int q = 0; q < d.n; q++) {
     int32_t *row = table + (size_t)q * IMP_REGEX_COLS;
     int prev = d.prev[q];
     for (int next = X_WORD; next <= X_OTHER; next++) {
       int nc = close_over(&d, d.kernels + (size_t)q * d.words, prev, next);
+      work += (long long)nc * 257 + r.n_nfa + 512ll * d.words;
+      if (work > MAX_WORK) {
+        if (why && why_len)
+          snprintf(why, why_len, "the pattern is too complex to compile into a DFA (%d states built, each a set of "
+                                 "many NFA states)", d.n);
+        return -1;
+      }
       for (int c = 0; c < 256; c++) {
         if ((is_word(c) ? X_WORD : X_OTHER) != next) continue;
         memset(k, 0, (size_t)d.words * 8);

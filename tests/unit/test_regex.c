@@ -78,6 +78,17 @@ int main(void) {
   const char *big = "(a|b)*a(a|b){11}";
   CHECK(imp_regex_compile(big, strlen(big), 100, a, &d, why, sizeof why) < 0);
   CHECKF(strstr(why, "more than 100 DFA states") != NULL, "%s", why);
+  /* the work cap: sets of many NFA states in every DFA state (bounded compile time) */
+  const char *heavy[] = {"(a?){1000}a{1000}", ".{1000}", "(.?){1000}"};
+  for (int i = 0; i < 3; i++) {
+    why[0] = 0;
+    CHECK(imp_regex_compile(heavy[i], strlen(heavy[i]), 0, a, &d, why, sizeof why) < 0);
+    CHECKF(strstr(why, "too complex") || strstr(why, "more than"), "'%s': %s", heavy[i], why);
+  }
+  /* large but cheap ones compile */
+  const char *fine[] = {"(a?){500}a{500}", "a{1000}b{1000}c{1000}", "[\\w.]{0,1000}@x"};
+  for (int i = 0; i < 3; i++)
+    CHECKF(imp_regex_compile(fine[i], strlen(fine[i]), 0, a, &d, why, sizeof why) == 0, "'%s': %s", fine[i], why);
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
     why[0] = 0;
     int rc = imp_regex_compile(refused[i].pattern, strlen(refused[i].pattern), 0, a, &d, why, sizeof why);
