@@ -77,6 +77,7 @@ int imp_cv_StringSplit(imp_ctx *c, imp_node *n) {
   int64_t w = imp_string_bytes(c), cap = w - 4, maxsplit = imp_attr_int(n, "maxsplit", -1);
   if (nd > (size_t)cap) return imp_fail(c, "the delimiter is %zu bytes, longer than a string slot holds", nd);
   int64_t *delim = gir_arena_calloc(c->g->arena, nd + 1, sizeof *delim);
+  if (!delim) return imp_fail(c, "out of memory");
   for (size_t i = 0; i < nd; i++) delim[i] = da->s.data[i];
   /* the most pieces a string of cap bytes splits into */
   int64_t pieces = nd ? cap / (int64_t)nd + 1 : (cap + 1) / 2;
@@ -99,6 +100,10 @@ static gir_value *strings_const(imp_ctx *c, const imp_node *n, const char *name,
   *count = a ? (int32_t)a->n_strings : 0;
   if (!a) return NULL;
   imp_string *s = gir_arena_calloc(c->g->arena, a->n_strings + 1, sizeof *s);
+  if (!s) {
+    imp_fail(c, "out of memory");
+    return NULL;
+  }
   for (size_t i = 0; i < a->n_strings; i++) s[i] = (imp_string){a->strings[i].data, (int64_t)a->strings[i].len};
   gir_shape sh = {.rank = 1, .dims = {(int64_t)a->n_strings}};
   return imp_string_const(c, NULL, &sh, s, name);
@@ -185,7 +190,7 @@ int imp_cv_LabelEncoder(imp_ctx *c, imp_node *n) {
   } else {
     gir_shape one = {.rank = 1, .dims = {1}};
     def = gir_const_new(c->g, NULL, vals->dtype, &one, NULL);
-    if (vals->dtype == GIR_I64) gir_store_i64(GIR_I64, def->data, 0, imp_attr_int(n, "default_int64", -1));
+    if (gir_dtype_is_int(vals->dtype)) gir_store_i64(vals->dtype, def->data, 0, imp_attr_int(n, "default_int64", -1));
     else gir_store_f64(vals->dtype, def->data, 0, imp_attr_float(n, "default_float", -0.0));
   }
   if (!!x->string_bytes != !!keys->string_bytes || (!x->string_bytes && x->dtype != keys->dtype))
