@@ -17,6 +17,7 @@
 #include <string.h>
 #include "cli.h"
 #include "compile.h"
+#include "layout.h"
 
 #define ALL ((1u << CLI_CMD_COUNT) - 1)
 #define C(x) (1u << CLI_CMD_##x)
@@ -57,6 +58,11 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                            "build a Loop whose trip count or condition is computed at run time for at most N "
                            "iterations (default 64); a run that needs more fails, naming the Loop",
                            IMPORTERS},
+    [CLI_OPT_WINOGRAD] = {"--winograd", NULL, CLI_STRING, 0, 0, "auto|on|off",
+                          "3x3 stride-1 convs as Winograd F(4x4,3x3) or F(2x2,3x3) transforms around batched "
+                          "GEMMs: auto (default) where channels and tiles make it pay, on every 3x3 conv whose "
+                          "output is whole tiles, off never",
+                          C(COMPILE) | C(BENCH) | C(CHECK) | C(TUNE) | C(INSPECT)},
     [CLI_OPT_MAX_STRING_BYTES] = {"--max-string-bytes", NULL, CLI_INT, 8, 65536, "N",
                                   "the slot of each element of a string tensor, its 4-byte length included (default "
                                   "64: strings of up to 60 bytes); longer strings are refused, naming the input",
@@ -373,6 +379,15 @@ int cli_values(const cli_args *a, cli_opt o, const char **out, int max) {
   for (int i = 0; i < a->n_given; i++)
     if (a->given[i].opt == o && n < max) out[n++] = a->given[i].value;
   return n;
+}
+
+int cli_winograd_mode(const cli_args *a) {
+  const char *v = a->str[CLI_OPT_WINOGRAD];
+  if (!v || !strcmp(v, "auto")) return LAY_WINOGRAD_AUTO;
+  if (!strcmp(v, "on")) return LAY_WINOGRAD_ON;
+  if (!strcmp(v, "off")) return LAY_WINOGRAD_OFF;
+  fprintf(stderr, "kiln %s: --winograd takes auto, on or off, not '%s'\n", commands[a->cmd].name, v);
+  return -1;
 }
 
 int cli_args_import(const cli_args *a, cli_import *ci) {

@@ -134,6 +134,7 @@ typedef struct bench_opts {
   const char *model, *onnx, *python, *compare;
   int threads, repeat, warmup, profile_runs, opt_level, json;
   int64_t max_arena_bytes;
+  int winograd; /* --winograd, a lay_winograd_mode */
   cli_import ci;
   cli_args args; /* --input, --inputs */
 } bench_opts;
@@ -410,7 +411,8 @@ static int bench_main(bench_opts *o, bench *b) {
     bundle = bench_file(b, "model.kiln", 0);
     cli_import_finish(&o->ci);
     kiln_compile_options co = {.opt_level = o->opt_level, .model_path = o->model, .output_path = bundle,
-                               .import = &o->ci.opt, .threads_hint = 2, .max_arena_bytes = o->max_arena_bytes};
+                               .import = &o->ci.opt, .threads_hint = 2, .max_arena_bytes = o->max_arena_bytes,
+                               .winograd = o->winograd};
     kiln_compile_result cr;
     gir_err err = {{0}};
     double t0 = cli_now_ms();
@@ -540,6 +542,10 @@ int kiln_cmd_bench(int argc, char **argv) {
   o->opt_level = a->set[CLI_OPT_OPT_LEVEL] ? (int)a->num[CLI_OPT_OPT_LEVEL] : 2;
   o->threads = (int)a->num[CLI_OPT_THREADS];
   o->max_arena_bytes = a->num[CLI_OPT_MAX_ARENA];
+  if ((o->winograd = cli_winograd_mode(a)) < 0) {
+    free(o);
+    return 2;
+  }
   o->json = a->set[CLI_OPT_JSON] > 0;
   o->compare = a->str[CLI_OPT_COMPARE];
   o->onnx = a->str[CLI_OPT_ONNX];

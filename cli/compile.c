@@ -152,6 +152,11 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     if (lay_split_dilated_conv(g, NULL, err) < 0) return -1;   /* no taps on padding, blocked next */
     if (lay_separable_pool(g, NULL, err) < 0) return -1;       /* large max windows as rows, then columns */
     if (!lt.gpu && lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1; /* a GPU's threads want plain NCHW */
+    /* 3x3 convs as Winograd transforms around a batched GEMM, where the channels and
+     * tiles make it pay; narrow-vector targets (NEON, Cortex-M) only when asked */
+    lay_winograd_mode wm = o->winograd == LAY_WINOGRAD_AUTO && lt.vec_f32 < 8 ? LAY_WINOGRAD_OFF
+                                                                             : (lay_winograd_mode)o->winograd;
+    if (!lt.gpu && lay_winograd(g, wm, &res->winograd_convs, err) < 0) return -1;
     if (lay_flatten_reduce(g, NULL, err) < 0) return -1; /* what stayed plain: rows for the row template */
     int32_t packed = 0; /* constant matmul weights in the template's column panels */
     if (!lt.gpu && lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
@@ -560,6 +565,7 @@ int kiln_cmd_compile(int argc, char **argv) {
   if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
   o.aot = args.set[CLI_OPT_AOT] > 0;
   o.kernels = args.str[CLI_OPT_KERNELS];
+  if ((o.winograd = cli_winograd_mode(&args)) < 0) return 2;
   if (o.dump_after) {
     int known = 0;
     for (int i = 0; kiln_compile_steps[i]; i++) known |= !strcmp(kiln_compile_steps[i], o.dump_after);
@@ -616,6 +622,9 @@ int kiln_cmd_compile(int argc, char **argv) {
     printf("  code: %.1f KiB\n", res.code_bytes / 1024.0);
   }
   printf("  work: %.3f GFLOPs per run\n", res.flops / 1e9);
+  if (res.winograd_convs)
+    printf("  winograd: %d 3x3 convs as Winograd transforms around batched GEMMs (--winograd off: none)\n",
+           res.winograd_convs);
   printf("  generic schedules: %d groups (conv %d, matmul %d, pool %d)%s%s\n",
          res.generic_conv + res.generic_matmul + res.generic_pool, res.generic_conv, res.generic_matmul,
          res.generic_pool, res.generic_names[0] ? ": " : "", res.generic_names);

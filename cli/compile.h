@@ -30,6 +30,8 @@ typedef struct kiln_compile_options {
   const struct lower_tuning *tuning; /* sees every group lowered and may tune it (tuner/); NULL: the defaults */
   int aot;                      /* 1: output_path is a folder that gets a C project (pack/aot.h), no bundle */
   const char *kernels;          /* --aot on a Cortex-M target: "c" (NULL: the default) or "llvm" */
+  int winograd;                 /* 3x3 convs as Winograd F(m,3) (layout/winograd.c): a lay_winograd_mode,
+                                 * LAY_WINOGRAD_AUTO (0: where it pays, on targets with 8+ float lanes), ON, OFF */
 } kiln_compile_options;
 
 typedef struct kiln_compile_result {
@@ -37,6 +39,7 @@ typedef struct kiln_compile_result {
   int64_t arena_bytes, arena_lower_bound, weights_bytes, workspace_bytes, code_bytes, flops;
   int64_t intermediate_bytes; /* written into intermediates per run */
   int32_t folded_nodes;
+  int32_t winograd_convs;     /* 3x3 convs rewritten as Winograd transforms (layout/winograd.c) */
   int32_t generic_conv, generic_matmul, generic_pool; /* groups whose conv / matmul / pooling stage no template
                                                          scheduled (the generic default schedule) */
   char generic_names[256];    /* the first of those kernels' names, space-separated */

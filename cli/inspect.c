@@ -213,7 +213,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
     if (args.set[CLI_OPT_FOOTPRINT]) { /* compile for the target, keep nothing, print the flash and RAM */
       kiln_compile_options co = {.threads_hint = 2, .opt_level = 2, .model_path = model,
                                  .target = args.str[CLI_OPT_TARGET], .import = &ci.opt,
-                                 .kernels = args.str[CLI_OPT_KERNELS]};
+                                 .kernels = args.str[CLI_OPT_KERNELS], .winograd = cli_winograd_mode(&args)};
       gir_err ferr = {{0}};
       if (kiln_print_footprint(&co, stdout, &ferr) < 0) {
         fprintf(stderr, "kiln inspect: --footprint: %s\n", ferr.msg);

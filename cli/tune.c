@@ -100,7 +100,8 @@ int kiln_cmd_tune(int argc, char **argv) {
     return 1;
   }
   kiln_compile_options o = {.threads_hint = 2, .opt_level = 2, .model_path = args.positional, .target = t.name,
-                            .import = &ci.opt, .tuning = tun_probe_hook(probe)};
+                            .import = &ci.opt, .tuning = tun_probe_hook(probe),
+                            .winograd = cli_winograd_mode(&args)};
   kiln_front f;
   kiln_compile_result cres;
   memset(&cres, 0, sizeof cres);

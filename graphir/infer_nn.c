@@ -163,19 +163,20 @@ int gir_infer_matmul(gir_graph *g, gir_node *n, gir_err *err) {
   gir_dtype ot;
   if (product_types(n, &ot, err) < 0) return -1;
   int64_t m = a->dims[a->rank - 2], ka = a->dims[a->rank - 1], kb = b->dims[b->rank - 2], nn = b->dims[b->rank - 1];
-  int64_t nr = gir_attr_int(n, "packed", 0);
-  if (nr) { /* b in panels [ceil(N/nr), K, nr]; 8-bit: [ceil(N/nr), K/4, nr, 4] */
+  int64_t nr = gir_attr_int(n, "packed", 0), pb = gir_attr_int(n, "pbatch", 0);
+  if (nr) { /* b in panels [batch.., ceil(N/nr), K, nr] (pbatch batch dims); 8-bit: [ceil(N/nr), K/4, nr, 4] */
     nn = gir_attr_int(n, "n", 0);
-    int quad = b->rank == 4 && ot == GIR_I32 && b->dims[3] == 4;
-    if (nr < 0 || (b->rank != 3 && !quad) || b->dims[2] != nr || nn < 1 || b->dims[0] != (nn + nr - 1) / nr)
+    int quad = b->rank == 4 && ot == GIR_I32 && b->dims[3] == 4 && !pb;
+    const int64_t *p = b->dims + (pb > 0 && pb < b->rank ? pb : 0);
+    if (nr < 0 || pb < 0 || (b->rank != 3 + pb && !quad) || p[2] != nr || nn < 1 || p[0] != (nn + nr - 1) / nr)
       return gir_errf(err, "packed matmul: weight panels do not hold %lld columns of %lld", (long long)nn, (long long)nr);
-    kb = quad ? b->dims[1] * 4 : b->dims[1];
+    kb = quad ? p[1] * 4 : p[1];
   }
   if (ka != kb) return gir_errf(err, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
   gir_shape ba = {.rank = a->rank - 2}, bb = {.rank = b->rank - 2}, s;
   for (int i = 0; i < ba.rank; i++) ba.dims[i] = a->dims[i];
   for (int i = 0; i < bb.rank; i++) bb.dims[i] = b->dims[i];
-  if (nr) bb.rank = 0;
+  if (nr) bb.rank = (int32_t)pb;
   if (gir_broadcast(&ba, &bb, &s, err) < 0) return -1;
   s.dims[s.rank++] = m;
   s.dims[s.rank++] = nn;
@@ -305,4 +306,50 @@ int gir_infer_scatter_nd(gir_graph *g, gir_node *n, gir_err *err) {
   for (int i = 0; i < d->rank - q; i++)
     if (u->dims[ix->rank - 1 + i] != d->dims[q + i]) return gir_errf(err, "updates shape mismatch");
   return infer_scatter(n, err);
+}
+
+/* Winograd transforms (graphir/winograd.h): the tile counts along H and W. */
+static int winograd_tiles(const gir_node *n, int64_t *m, int64_t *th, int64_t *tw, gir_err *err) {
+  *m = gir_attr_int(n, "m", 0);
+  int64_t oh = gir_attr_int(n, "oh", 0), ow = gir_attr_int(n, "ow", 0);
+  if ((*m != 2 && *m != 4) || oh < 1 || ow < 1 || oh > INT32_MAX || ow > INT32_MAX)
+    return gir_errf(err, "%s: tile m=%lld over %lldx%lld outputs", gir_op_name(n->op), (long long)*m, (long long)oh,
+                    (long long)ow);
+  *th = (oh + *m - 1) / *m;
+  *tw = (ow + *m - 1) / *m;
+  return 0;
+}
+
+int gir_infer_winograd_in(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *x = &n->in[0]->shape;
+  int64_t m, th, tw;
+  if (winograd_tiles(n, &m, &th, &tw, err) < 0) return -1;
+  if (x->rank != 5 || n->in[0]->dtype != GIR_F32) return gir_errf(err, "winograd_in needs a 5-D float32 input");
+  int32_t np;
+  const int64_t *p = gir_attr_ints(n, "pads", &np);
+  if (!p || np != 2 || p[0] < 0 || p[1] < 0 || p[0] > 2 || p[1] > 2)
+    return gir_errf(err, "winograd_in: pads must be [top, left] in 0..2");
+  __int128 t = (__int128)x->dims[0] * th * tw;
+  if (t > INT32_MAX) return gir_errf(err, "winograd_in: too many tiles");
+  gir_shape s = {.rank = 4, .dims = {m + 2, m + 2, (int64_t)t, x->dims[1] * x->dims[4]}};
+  return gir_set_out(n, 0, GIR_F32, &s, err);
+}
+
+int gir_infer_winograd_out(gir_graph *g, gir_node *n, gir_err *err) {
+  (void)g;
+  const gir_shape *v = &n->in[0]->shape;
+  int64_t m, th, tw, ob = gir_attr_int(n, "ob", 0);
+  if (winograd_tiles(n, &m, &th, &tw, err) < 0) return -1;
+  if (v->rank != 4 || n->in[0]->dtype != GIR_F32 || v->dims[0] != m + 2 || v->dims[1] != m + 2 || v->dims[2] % (th * tw))
+    return gir_errf(err, "winograd_out needs a float32 [%lld, %lld, N*%lld, M] input", (long long)(m + 2),
+                    (long long)(m + 2), (long long)(th * tw));
+  if (ob < 1 || v->dims[3] % ob) return gir_errf(err, "winograd_out: block %lld does not divide %lld channels", (long long)ob, (long long)v->dims[3]);
+  if (n->n_in > 1 && n->in[1] &&
+      (n->in[1]->shape.rank != 2 || n->in[1]->shape.dims[0] != v->dims[3] / ob || n->in[1]->shape.dims[1] != ob ||
+       n->in[1]->dtype != GIR_F32))
+    return gir_errf(err, "winograd_out: bias must be float32 [M/ob, ob]");
+  gir_shape s = {.rank = 5,
+                 .dims = {v->dims[2] / (th * tw), v->dims[3] / ob, gir_attr_int(n, "oh", 0), gir_attr_int(n, "ow", 0), ob}};
+  return gir_set_out(n, 0, GIR_F32, &s, err);
 }

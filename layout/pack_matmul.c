@@ -28,18 +28,26 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     if (n->op != GIR_OP_matmul || gir_attr_int(n, "packed", 0)) continue;
     gir_value *a = n->in[0], *b = n->in[1];
     int q8 = (a->dtype == GIR_U8 || a->dtype == GIR_I8) && (b->dtype == GIR_U8 || b->dtype == GIR_I8);
-    if (!b->data || b->shape.rank != 2 || ((b->dtype != GIR_F32 || a->dtype != GIR_F32) && !q8)) continue;
-    int64_t K = b->shape.dims[0], N = b->shape.dims[1], M = a->shape.dims[a->shape.rank - 2];
+    /* float32 weights may be batched ([batch.., K, N]: a batch of GEMMs with constant
+     * weights, Winograd's per-point matrices): each batch's panels in turn */
+    int32_t pb = b->shape.rank - 2;
+    if (!b->data || pb < 0 || (pb && (q8 || b->dtype != GIR_F32)) ||
+        ((b->dtype != GIR_F32 || a->dtype != GIR_F32) && !q8))
+      continue;
+    int64_t K = b->shape.dims[pb], N = b->shape.dims[pb + 1], M = a->shape.dims[a->shape.rank - 2], nb = 1;
+    for (int i = 0; i < pb; i++) nb *= b->shape.dims[i];
     int64_t nr = panel_width(N, M, vec), Np = N;
     /* no panel of whole vectors divides N (a 1000-class classifier): the panels
      * pad the columns with zeros and a slice drops them from the output */
-    if ((!nr || nr < vec) && N >= 4 * (int64_t)vec) {
+    if ((!nr || nr < vec) && N >= 4 * (int64_t)vec && !pb) {
       nr = (M == 1 ? 4 : 2) * (int64_t)vec;
       Np = (N + nr - 1) / nr * nr;
     }
     if (!nr || K < 2) continue;
     int64_t np = Np / nr + (Np % nr != 0);
-    gir_shape ps = {.rank = 3, .dims = {np, K, nr}};
+    gir_shape ps = {.rank = 3 + pb};
+    for (int i = 0; i < pb; i++) ps.dims[i] = b->shape.dims[i];
+    ps.dims[pb] = np, ps.dims[pb + 1] = K, ps.dims[pb + 2] = nr;
     /* 8-bit weights with K a multiple of 4: each column's four consecutive k side by
      * side, [np, K/4, nr, 4] — the vector a 4-way dot product multiplies with four
      * bytes of A's row (tir/pass_dot4.c) */
@@ -50,17 +58,19 @@ int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err) {
     char *p = pv->data;
     memset(p, 0, (size_t)gir_value_nbytes(pv));
     const char *bd = b->data;
-    for (int64_t j = 0; j < np; j++)
-      for (int64_t kk = 0; kk < K; kk++)
-        for (int64_t i = 0; i < nr && j * nr + i < N; i++) {
-          int64_t dst = quad ? ((j * (K / 4) + kk / 4) * nr + i) * 4 + kk % 4 : (j * K + kk) * nr + i;
-          memcpy(p + dst * es, bd + (kk * N + j * nr + i) * es, es);
-        }
+    for (int64_t bi = 0; bi < nb; bi++)
+      for (int64_t j = 0; j < np; j++)
+        for (int64_t kk = 0; kk < K; kk++)
+          for (int64_t i = 0; i < nr && j * nr + i < N; i++) {
+            int64_t dst = quad ? ((j * (K / 4) + kk / 4) * nr + i) * 4 + kk % 4 : ((bi * np + j) * K + kk) * nr + i;
+            memcpy(p + dst * es, bd + ((bi * K + kk) * N + j * nr + i) * es, es);
+          }
     count++;
     if (Np == N) {
       n->in[1] = pv;
       gir_attr_set_int(g, n, "packed", nr);
       gir_attr_set_int(g, n, "n", N);
+      if (pb) gir_attr_set_int(g, n, "pbatch", pb);
       if (gir_node_infer(g, n, err) < 0) return -1;
       continue;
     }

@@ -64,7 +64,64 @@ lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *
    * then read once and stays in cache for every row tile, where rows outside
    * would stream all of B once per row tile */
   c.panel_outer = M > c.mr && N >= M;
+  /* weights in panels, each reused by a few row tiles only: the next panel comes from
+   * memory while this one computes (a batch of weight matrices larger than the caches) */
+  int64_t wbytes = panel && n->n_in > 1 ? gir_value_nbytes(n->in[1]) : 0;
+  c.prefetch = c.panel_outer && wbytes > ((int64_t)1 << 20);
   return c;
+}
+
+/* The packed weights: the placeholder of the node's second input's shape. */
+typedef struct find_b {
+  const gir_value *b;
+  te_tensor *t;
+} find_b;
+
+static void match_b(te_tensor *t, void *arg) {
+  find_b *f = arg;
+  if (f->t || t->kind != TE_PLACEHOLDER || t->rank != f->b->shape.rank) return;
+  for (int i = 0; i < t->rank; i++)
+    if (t->shape[i] != f->b->shape.dims[i]) return;
+  f->t = t;
+}
+
+/* cfg->prefetch: at each step of the k loop of a tile, the u-th share of the next
+ * panel's K·nr floats (the panel after this one in the packed weights — the next
+ * tile a thread takes with panels outside rows), u counting the k steps of this
+ * panel's row tiles: u = row tile · K/ku + k/ku. */
+static int sched_prefetch(sch_schedule *s, sch_stage *red, sch_iter *at, const lower_matmul_cfg *cfg) {
+  const gir_node *n = red->t->origin;
+  int64_t nr = n ? gir_attr_int(n, "packed", 0) : 0;
+  if (!nr || n->n_in < 2) return 0;
+  find_b f = {n->in[1], NULL};
+  te_visit_loads(red->body, match_b, &f);
+  if (!f.t) return 0;
+  te_ctx *c = s->te;
+  int r = red->n_root, pb = (int)gir_attr_int(n, "pbatch", 0);
+  int64_t K = red->reduce_axes[0]->extent, M = red->root_axes[r - 2]->extent, ku = cfg->k_unroll > 0 ? cfg->k_unroll : 1;
+  int64_t np = f.t->shape[pb], rows = (M + cfg->mr - 1) / cfg->mr, line = 16;
+#define V(x) te_v(c, (x)->root)
+  /* the panel: batch index (b's own batch axes, the output's last pb before m, n) · np + n / nr */
+  te_expr *panel = te_div(c, V(red->root_axes[r - 1]), te_int(c, nr));
+  te_expr *bflat = te_int(c, 0);
+  for (int i = 0; i < pb; i++) {
+    te_expr *bi = f.t->shape[i] == 1 ? te_int(c, 0) : V(red->root_axes[r - 2 - pb + i]);
+    bflat = te_add(c, te_mul(c, bflat, te_int(c, f.t->shape[i])), bi);
+  }
+  panel = te_add(c, te_mul(c, bflat, te_int(c, np)), panel);
+  te_expr *next = te_mul(c, te_add(c, panel, te_int(c, 1)), te_int(c, K * nr));
+  te_expr *u = te_add(c, te_mul(c, te_div(c, V(red->root_axes[r - 2]), te_int(c, cfg->mr)), te_int(c, K / ku)),
+                      te_div(c, V(red->reduce_axes[0]), te_int(c, ku)));
+#undef V
+  int64_t steps = rows * (K / ku), lines = (K * nr + line - 1) / line;
+  if (steps < 1) return 0;
+  if (lines <= steps)
+    return sch_prefetch(s, red, at, f.t,
+                        te_add(c, next, te_mul(c, te_div(c, te_mul(c, u, te_int(c, lines)), te_int(c, steps)), te_int(c, line))),
+                        1, line);
+  int64_t per = (lines + steps - 1) / steps;
+  if (per > 16) per = 16;
+  return sch_prefetch(s, red, at, f.t, te_add(c, next, te_mul(c, u, te_int(c, per * line))), (int32_t)per, line);
 }
 
 int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_matmul_cfg *cfg) {
@@ -98,7 +155,7 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
    * — one 4-way dot product (tir/pass_dot4.c) */
   const gir_node *mn = red->t->origin;
   if (red->t->dtype == GIR_I32 && cfg->vec > 1 && mn && mn->op == GIR_OP_matmul && mn->n_in > 1 &&
-      mn->in[1]->shape.rank == 4 && gir_attr_int(mn, "packed", 0)) {
+      mn->in[1]->shape.rank == 4 && gir_attr_int(mn, "packed", 0) && !gir_attr_int(mn, "pbatch", 0)) {
     sch_iter *ko, *kq;
     if (sch_split(s, red, k, 4, &ko, &kq) < 0) return -1;
     sch_iter *qorder[5] = {ko, m, n_o, kq, n_i};
@@ -112,10 +169,11 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
   if (sch_reorder(s, red, rorder, 4) < 0) return -1;
   if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, n_o, TIR_UNROLLED) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, red, n_i, TIR_VECTORIZED) < 0) return -1;
+  sch_iter *kstep = k;
   if (cfg->k_unroll > 1) {
-    sch_iter *ko, *ki;
-    if (sch_split(s, red, k, cfg->k_unroll, &ko, &ki) < 0) return -1;
+    sch_iter *ki;
+    if (sch_split(s, red, k, cfg->k_unroll, &kstep, &ki) < 0) return -1;
     if (sch_annotate(s, red, ki, TIR_UNROLLED) < 0) return -1;
   }
-  return 0;
+  return cfg->prefetch && panel_outer && red->t->dtype == GIR_F32 ? sched_prefetch(s, red, kstep, cfg) : 0;
 }

@@ -85,6 +85,7 @@ static int32_t vreduce_lanes(const sch_stage *st, const lower_target *t) {
 }
 
 int lower_apply_templates(sch_schedule *s, const lower_target *t) {
+  if (lower_sched_winograd(s, t) < 0) return -1;
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || !st->n_reduce || st->n_rels) continue;

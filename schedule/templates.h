@@ -79,6 +79,9 @@ typedef struct lower_matmul_cfg {
   int32_t panel_outer; /* tiles ordered column panel, then rows: each panel of B is read from memory once
                           and reused from cache by every row tile (else rows, then panels: B is read
                           once per row tile, from cache when it fits) */
+  int32_t prefetch;  /* with panel_outer and packed weights: while the row tiles of one panel compute,
+                        software-prefetch the next panel (batched weights streaming from memory, as
+                        Winograd's per-point matrices at batch 1) */
 } lower_matmul_cfg;
 
 lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *t);
@@ -133,6 +136,11 @@ int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, i
  * row_partial/row_stat/row_keep stages of compute_reduce.c), computed at their
  * consumer's parallel row loop with vector lanes (sched_rows.c). */
 int lower_sched_rows(sch_schedule *s, const lower_target *t);
+
+/* The Winograd transform kernels (sched_winograd.c): winograd_in's stage, and the
+ * root stage(s) of winograd_out's shape (the transform or the epilogue it is
+ * inlined into) — tiles in parallel, a tile's points unrolled, channels in vectors. */
+int lower_sched_winograd(sch_schedule *s, const lower_target *t);
 
 /* The tuning hook (tuning.c; `kiln tune`, `kiln compile --records`): a caller's
  * interface that sees each group before it is scheduled and may change a

@@ -27,6 +27,7 @@ static const lower_knob matmul_knobs[] = {
     {"vec", offsetof(lower_matmul_cfg, vec), 1, 64},
     {"k_unroll", offsetof(lower_matmul_cfg, k_unroll), 1, 64},
     {"panel_outer", offsetof(lower_matmul_cfg, panel_outer), 0, 1},
+    {"prefetch", offsetof(lower_matmul_cfg, prefetch), 0, 1},
 };
 
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {

@@ -203,21 +203,21 @@ int lower_compute_matmul(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   te_expr *oi[GIR_MAX_RANK];
   for (int i = 0; i < r; i++) oi[i] = te_v(c, ax[i]);
   int64_t nr = gir_attr_int(n, "packed", 0);
-  te_expr *bp[4];
-  if (nr) { /* b in panels: column j at [j / nr, k, j % nr]; in quads of k: [j / nr, k / 4, j % nr, k % 4] */
-    bp[0] = te_div(c, oi[r - 1], te_int(c, nr));
-    bp[1] = te_v(c, kv);
-    bp[2] = te_bin(c, TE_MOD, oi[r - 1], te_int(c, nr));
-    if (b->rank == 4) {
+  int pb = nr ? (int)gir_attr_int(n, "pbatch", 0) : 0;
+  /* batch dims broadcast: load with the output's batch index, then fix the last two */
+  te_expr *ai[GIR_MAX_RANK], *bi[GIR_MAX_RANK], *bp[GIR_MAX_RANK];
+  int ba = a->rank - 2, bb = nr ? pb : b->rank - 2, bo = r - 2;
+  for (int i = 0; i < ba; i++) ai[i] = a->shape[i] == 1 ? te_int(c, 0) : oi[bo - ba + i];
+  for (int i = 0; i < bb; i++) bp[i] = bi[i] = b->shape[i] == 1 ? te_int(c, 0) : oi[bo - bb + i];
+  if (nr) { /* b in panels: column j at [batch.., j / nr, k, j % nr]; in quads of k: [j / nr, k / 4, j % nr, k % 4] */
+    bp[pb] = te_div(c, oi[r - 1], te_int(c, nr));
+    bp[pb + 1] = te_v(c, kv);
+    bp[pb + 2] = te_bin(c, TE_MOD, oi[r - 1], te_int(c, nr));
+    if (b->rank == 4 && !pb) {
       bp[1] = te_div(c, te_v(c, kv), te_int(c, 4));
       bp[3] = te_bin(c, TE_MOD, te_v(c, kv), te_int(c, 4));
     }
   }
-  /* batch dims broadcast: load with the output's batch index, then fix the last two */
-  te_expr *ai[GIR_MAX_RANK], *bi[GIR_MAX_RANK];
-  int ba = a->rank - 2, bb = nr ? 0 : b->rank - 2, bo = r - 2;
-  for (int i = 0; i < ba; i++) ai[i] = a->shape[i] == 1 ? te_int(c, 0) : oi[bo - ba + i];
-  for (int i = 0; i < bb; i++) bi[i] = b->shape[i] == 1 ? te_int(c, 0) : oi[bo - bb + i];
   ai[ba] = oi[r - 2];
   ai[ba + 1] = te_v(c, kv);
   bi[bb] = te_v(c, kv);

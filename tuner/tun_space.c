@@ -118,7 +118,7 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
 }
 
 static int matmul_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
-  /* knob order = lower_template_knobs("matmul"): mr nr_vecs vec k_unroll panel_outer */
+  /* knob order = lower_template_knobs("matmul"): mr nr_vecs vec k_unroll panel_outer prefetch */
   const gir_value *y = n->out[0], *a = n->in[0];
   if (y->shape.rank < 2 || !a) return -1;
   int64_t M = dim(y, y->shape.rank - 2), N = dim(y, y->shape.rank - 1), K = dim(a, a->shape.rank - 1);
@@ -139,6 +139,9 @@ static int matmul_space(tun_space *s, const gir_node *n, const int32_t *def, con
   add_knob(s, "panel_outer");
   add_cand(s, def[4]);
   if (M > 1) add_cand(s, !def[4]);
+  add_knob(s, "prefetch");
+  add_cand(s, def[5]);
+  if (gir_attr_int(n, "packed", 0)) add_cand(s, !def[5]);
   return 0;
 }
 

@@ -47,6 +47,9 @@ LOOSER = {
                          "near zero come from cancellation, where float32 rounding of a different summation "
                          "order (NCHWc blocks vs ONNX Runtime's) leaves ~3e-5 absolute, about 1e-5 of the "
                          "output's scale"),
+    "deeplab": (1e-3, 1e-4, "its 3x3 convs run as Winograd F(4x4,3x3) (layout/winograd.c), whose transforms "
+                            "round at ~5e-6 of a layer's scale (tests/py/test_winograd.py); the output (std ~0.3) "
+                            "crosses zero, and a few elements there are ~1.4e-5 off ONNX Runtime"),
 }
 # Models kiln cannot compile or run yet: {model: why}. Counted as skipped, printed.
 EXCLUDED = {}

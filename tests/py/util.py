@@ -70,10 +70,10 @@ def run_kiln(kiln, args, timeout=60):
         return Run(argv, 127, "", "cannot run %s: %s" % (kiln, e), False, time.monotonic() - t0)
 
 
-def compile_and_run(kiln, checks, label, model, feeds, d, tag):
-    """`kiln compile` model into d/TAG.kiln, `kiln run` it on feeds ({name: array},
-    written as d/TAG_in_NAME.npy): {output name: array} from d/TAG/, or None after a
-    failed check ("LABEL: compile ..." / "LABEL: run ...")."""
+def compile_and_run(kiln, checks, label, model, feeds, d, tag, compile_args=()):
+    """`kiln compile` model (with compile_args) into d/TAG.kiln, `kiln run` it on feeds
+    ({name: array}, written as d/TAG_in_NAME.npy): {output name: array} from d/TAG/, or
+    None after a failed check ("LABEL: compile ..." / "LABEL: run ...")."""
     import numpy as np
     bundle, out = os.path.join(d, tag + ".kiln"), os.path.join(d, tag)
     os.makedirs(out, exist_ok=True)
@@ -82,7 +82,7 @@ def compile_and_run(kiln, checks, label, model, feeds, d, tag):
         f = os.path.join(d, "%s_in_%s.npy" % (tag, name))
         np.save(f, arr)
         argv += ["--input", "%s=%s" % (name, f)]
-    r = run_kiln(kiln, ["compile", model, "-o", bundle])
+    r = run_kiln(kiln, ["compile", model, "-o", bundle] + list(compile_args))
     if not checks.check(r.rc == 0, "%s: compile %s: %s" % (label, r.describe(), r.err.strip())):
         return None
     r = run_kiln(kiln, ["run", bundle, "--output-dir", out] + argv)
