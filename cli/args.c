@@ -63,6 +63,10 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                           "GEMMs: auto (default) where channels and tiles make it pay, on every 3x3 conv whose "
                           "output is whole tiles, off never",
                           C(COMPILE) | C(BENCH) | C(CHECK) | C(TUNE) | C(INSPECT)},
+    [CLI_OPT_MAX_STRING_BYTES] = {"--max-string-bytes", NULL, CLI_INT, 8, 65536, "N",
+                                  "the slot of each element of a string tensor, its 4-byte length included (default "
+                                  "64: strings of up to 60 bytes); longer strings are refused, naming the input",
+                                  IMPORTERS},
     [CLI_OPT_DUMP_AFTER] = {"--dump-after", NULL, CLI_STRING, 0, 0, "STEP",
                             "print the IR (or what the step made) after STEP of the pipeline", C(COMPILE)},
     [CLI_OPT_MAX_ARENA] = {"--max-arena-bytes", NULL, CLI_BYTES, 1, INT64_MAX, "BYTES",
@@ -388,6 +392,7 @@ int cli_winograd_mode(const cli_args *a) {
 
 int cli_args_import(const cli_args *a, cli_import *ci) {
   if (a->set[CLI_OPT_MAX_TRIPS]) ci->opt.max_trips = a->num[CLI_OPT_MAX_TRIPS];
+  if (a->set[CLI_OPT_MAX_STRING_BYTES]) ci->opt.max_string_bytes = a->num[CLI_OPT_MAX_STRING_BYTES];
   for (int i = 0; i < a->n_given; i++) {
     if (a->given[i].opt != CLI_OPT_INPUT_SHAPE) continue;
     if (ci->n_shapes == (int32_t)(sizeof ci->shapes / sizeof ci->shapes[0])) {

@@ -6,7 +6,7 @@
  * (kiln_model_open_memory), gets every input the bundle has by name, runs, and
  * each output as the runtime gives it is compared with DIR/output_N.pb (rtol
  * 1e-3, atol 1e-5 unless the dtype needs looser; integers, bools and
- * float8/float4 values exactly; NaN positions must match). Sequence and
+ * float8/float4 values exactly; strings byte for byte; NaN positions must match). Sequence and
  * optional inputs and outputs are compared element by element (importer.h names
  * the tensors they become; an empty sequence output compares as length 0). One
  * thread unless --threads says otherwise; --target runs code for another named
@@ -28,6 +28,21 @@ static int set_inputs(kiln_model *m, const cli_import *ci, gir_err *err) {
     kiln_model_input_info(m, i, &info);
     const imp_known_input *k = imp_known_find(&ci->opt, info.name);
     if (!k || k->is_list) return gir_errf(err, "no test data for input '%s'", info.name);
+    if (k->dtype == GIR_STRING) { /* imp_string elements (importer.h) */
+      int64_t n = gir_shape_numel(&k->shape, NULL);
+      const imp_string *s = k->data;
+      const char **ptrs = calloc((size_t)n + 1, sizeof *ptrs);
+      size_t *lens = calloc((size_t)n + 1, sizeof *lens);
+      kiln_status st = KILN_ERR_NOMEM;
+      if (ptrs && lens) {
+        for (int64_t e = 0; e < n; e++) ptrs[e] = (const char *)s[e].bytes, lens[e] = (size_t)s[e].len;
+        st = kiln_model_set_input_strings(m, info.name, k->shape.rank, k->shape.dims, ptrs, lens);
+      }
+      free(ptrs);
+      free(lens);
+      if (st != KILN_OK) return gir_errf(err, "the test data does not fit: %s", kiln_model_last_error(m));
+      continue;
+    }
     kiln_dtype dt;
     if (kiln_dtype_from_name(gir_dtype_name(k->dtype), &dt) != KILN_OK)
       return gir_errf(err, "input '%s': the runtime has no dtype %s", info.name, gir_dtype_name(k->dtype));
@@ -122,7 +137,7 @@ int kiln_cmd_check(int argc, char **argv) {
     const void *data;
     kiln_model_output(m, i, &data, &info);
     outs[i] = (cli_output){info.name, gir_dtype_from_name(kiln_dtype_name(info.dtype)),
-                           gir_shape_make(info.rank, info.dims), data};
+                           gir_shape_make(info.rank, info.dims), data, kiln_model_string_bytes(m, 1, i)};
   }
   rc = cli_compare_test_outputs(outs, n, dir, atol_scale, a);
 out:

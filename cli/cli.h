@@ -55,7 +55,8 @@ typedef enum cli_opt {
   CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR, CLI_OPT_ATOL_SCALE,
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
-  CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD, CLI_OPT_COUNT
+  CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD,
+  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a
@@ -113,6 +114,7 @@ typedef struct cli_output {
   gir_dtype dtype;
   gir_shape shape;
   const void *data;
+  int64_t string_bytes; /* dtype string: data is slots of this many bytes (a 4-byte length, the bytes) */
 } cli_output;
 /* g's outputs with data[i] as output i's bytes (data may be NULL: no data), in a. */
 cli_output *cli_graph_outputs(const gir_graph *g, void *const *data, gir_arena *a);

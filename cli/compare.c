@@ -20,6 +20,28 @@ int cli_compare_ref(const cli_output *v, const imp_tensor *ref, double rtol, dou
   }
   int64_t n = gir_shape_numel(&v->shape, NULL), bad = 0, first = -1;
   double worst = 0;
+  if (v->dtype == GIR_STRING) { /* slots against the reference's strings, byte for byte */
+    const imp_string *want = t.data;
+    const uint8_t *slots = data;
+    int64_t w = v->string_bytes;
+    for (int64_t k = 0; k < n && w >= 8 && slots; k++) {
+      const uint8_t *s = slots + k * w;
+      int64_t len = (int64_t)((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+      if (len > w - 4 || len != want[k].len || (len && memcmp(s + 4, want[k].bytes, (size_t)len))) {
+        if (bad++ == 0) first = k;
+        if (bad == 1)
+          printf("  output %s: element %lld is '%.*s' (%lld bytes), expected '%.*s': MISMATCH\n", v->name,
+                 (long long)k, (int)(len > w - 4 ? 0 : len), (const char *)s + 4, (long long)len,
+                 (int)(want[k].len > 200 ? 200 : want[k].len), (const char *)want[k].bytes);
+      }
+    }
+    if (bad || w < 8) {
+      if (w < 8) printf("  output %s: no string slots: MISMATCH\n", v->name);
+      return 0;
+    }
+    printf("  output %s: string[%s] matches\n", v->name, gir_shape_str(&v->shape, b1, sizeof b1));
+    return 1;
+  }
   for (int64_t k = 0; k < n; k++) {
     int ok;
     if (gir_dtype_is_float(v->dtype)) {
@@ -132,7 +154,7 @@ int cli_bind_test_inputs(const gir_graph *g, const cli_import *ci, const void **
 cli_output *cli_graph_outputs(const gir_graph *g, void *const *data, gir_arena *a) {
   cli_output *outs = gir_arena_calloc(a, (size_t)g->n_outputs + 1, sizeof *outs);
   for (int i = 0; outs && i < g->n_outputs; i++)
-    outs[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, g->outputs[i]->shape, data ? data[i] : NULL};
+    outs[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, g->outputs[i]->shape, data ? data[i] : NULL, 0};
   return outs;
 }
 

@@ -177,6 +177,12 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
       return gir_errf(err, "output '%s' has a data-dependent shape (NonMaxSuppression's selected boxes), which %s "
                            "does not support yet (the CPU runtime does)", g->outputs[i]->name,
                       lt.gpu ? "a GPU bundle" : "an --aot project");
+  for (int i = 0; i < g->n_inputs + g->n_outputs && (lt.gpu || o->aot); i++) { /* strings: the CPU runtime's */
+    const gir_value *v = i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs];
+    if (v->string_bytes)
+      return gir_errf(err, "%s '%s' is a string tensor, which %s does not support (the CPU runtime does)",
+                      i < g->n_inputs ? "input" : "output", v->name, lt.gpu ? "a GPU bundle" : "an --aot project");
+  }
   if (lt.gpu)
     for (int k = 0; k < g->n_nodes; k++) {
       if (g->nodes[k]->op == GIR_OP_trap)
@@ -283,7 +289,9 @@ static int check_values(const gir_graph *g, int64_t limit, gir_err *err) {
 
 /* The bundle's description of an input or output. */
 static pack_io io_of(const gir_value *v, const gir_input_range *r) {
-  pack_io io = {v->name, v->dtype, v->shape, PACK_VALUES_ANY, 0, 0, 0, 0, {.kind = PACK_ARG_KIND_COUNT}};
+  pack_io io = {v->name, v->dtype, v->shape, PACK_VALUES_ANY, 0, 0, 0, 0, {.kind = PACK_ARG_KIND_COUNT}, 0};
+  if (v->string_bytes) /* a string tensor: the bundle declares its ONNX shape and slot (FORMAT.md) */
+    io.dtype = GIR_STRING, io.shape.rank--, io.string_bytes = v->string_bytes;
   if (r && r->kind == GIR_VALUES_RANGE) io.values = PACK_VALUES_RANGE, io.lo = r->lo, io.hi = r->hi;
   if (r && r->kind == GIR_VALUES_GIVEN) io.values = PACK_VALUES_GIVEN;
   return io;

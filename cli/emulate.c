@@ -191,7 +191,7 @@ int cli_emulate_check(const kiln_compile_options *o, const cli_import *ci, const
         memmove((char *)outs[i] + k * e * inner, (char *)outs[i] + k * sh.dims[ax] * inner, (size_t)(e * inner));
       sh.dims[ax] = e;
     }
-    co[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, sh, outs[i]};
+    co[i] = (cli_output){g->outputs[i]->name, g->outputs[i]->dtype, sh, outs[i], 0};
   }
   rc = cli_compare_test_outputs(co, g->n_outputs, dir, atol_scale, a);
   if (rc != 0) rc = 1;

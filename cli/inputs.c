@@ -101,6 +101,14 @@ int cli_set_inputs(kiln_model *m, const cli_args *a, cli_input *ins, FILE *log) 
   npz_file npz = {0};
   const char *npz_path = a->str[CLI_OPT_INPUTS];
   memset(ins, 0, sizeof *ins * (size_t)n);
+  for (int32_t i = 0; i < n; i++) { /* .npy holds numbers; strings go through .pb test data or the C API */
+    kiln_tensor_info info;
+    kiln_model_input_info(m, i, &info);
+    if (info.dtype == KILN_DTYPE_STRING)
+      return fail(cmd, "input '%s' is a string tensor, which kiln %s does not feed (it reads and invents numbers): "
+                       "use kiln check MODEL --test-data DIR with .pb files, or kiln_model_set_input_strings",
+                  info.name, cmd);
+  }
   if (npz_path && npz_read(npz_path, MAX_NPZ_BYTES, &npz, why, sizeof why) < 0)
     return fail(cmd, "--inputs: %s", why);
   int rc = 0;

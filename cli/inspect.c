@@ -25,7 +25,14 @@ static void print_values(const char *title, gir_value *const *vs, int n) {
   printf("%s:\n", title);
   for (int i = 0; i < n; i++) {
     char b[160];
-    printf("  %-32s %-8s %s\n", vs[i]->name, gir_dtype_name(vs[i]->dtype), gir_shape_str(&vs[i]->shape, b, sizeof b));
+    gir_shape s = vs[i]->shape;
+    if (vs[i]->string_bytes) { /* a string tensor: its ONNX shape, and the slot of each string */
+      s.rank--;
+      printf("  %-32s %-8s %s (slots of %d bytes)\n", vs[i]->name, "string", gir_shape_str(&s, b, sizeof b),
+             vs[i]->string_bytes);
+      continue;
+    }
+    printf("  %-32s %-8s %s\n", vs[i]->name, gir_dtype_name(vs[i]->dtype), gir_shape_str(&s, b, sizeof b));
   }
 }
 

@@ -20,10 +20,20 @@
 #include "kiln.h"
 #include "npy.h"
 
-static void print_output(const kiln_tensor_info *info, const void *data) {
+static void print_output(kiln_model *m, int32_t index, const kiln_tensor_info *info, const void *data) {
   char shape[160] = "";
   size_t o = 0;
   for (int d = 0; d < info->rank; d++) o += (size_t)snprintf(shape + o, sizeof shape - o, d ? "x%lld" : "%lld", (long long)info->dims[d]);
+  if (info->dtype == KILN_DTYPE_STRING) { /* the first few, quoted */
+    printf("output %s: string[%s]\n  values:", info->name, info->rank ? shape : "scalar");
+    for (int64_t i = 0; i < info->elements && i < 8; i++) {
+      const char *s;
+      size_t n;
+      if (kiln_model_output_string(m, index, i, &s, &n) == KILN_OK) printf(" '%.*s'", (int)(n > 40 ? 40 : n), s);
+    }
+    printf(info->elements > 8 ? " …\n" : "\n");
+    return;
+  }
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   for (int64_t i = 0; i < info->elements; i++) {
     double v = cli_value_at(info->dtype, data, i);
@@ -73,6 +83,12 @@ static int write_outputs(kiln_model *m, const char *outdir, const char *npz) {
   for (int i = 0; rc == 0 && i < n; i++) {
     const void *data;
     kiln_model_output(m, i, &data, &infos[i]);
+    if (infos[i].dtype == KILN_DTYPE_STRING) {
+      fprintf(stderr, "kiln run: output '%s' is a string tensor, which .npy / .npz files from kiln do not hold (read it "
+                      "with kiln_model_output_string)\n", infos[i].name);
+      rc = 1;
+      break;
+    }
     arrays[i] = (npz_array){infos[i].name, infos[i].dtype, infos[i].rank, infos[i].dims, data};
     if (!outdir) continue;
     char path[4096];
@@ -156,7 +172,7 @@ int kiln_cmd_run(int argc, char **argv) {
       const void *data;
       kiln_tensor_info info;
       kiln_model_output(m, i, &data, &info);
-      print_output(&info, data);
+      print_output(m, i, &info, data);
     }
     if (outdir || npz_out) rc = write_outputs(m, outdir, npz_out);
   }

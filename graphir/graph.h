@@ -44,6 +44,17 @@ typedef enum gir_binary_fn {
   GIR_BINARY_COUNT
 } gir_binary_fn;
 
+/* The kernels of the strop op (ops.def; lower/lower_str.c). */
+typedef enum gir_str_fn {
+  GIR_STR_EQUAL,     /* ONNX Equal on strings */
+  GIR_STR_CONCAT,    /* StringConcat */
+  GIR_STR_REGEX,     /* RegexFullMatch: a DFA table (importer/regex.c) */
+  GIR_STR_SPLIT,     /* StringSplit */
+  GIR_STR_NORMALIZE, /* StringNormalizer */
+  GIR_STR_LABEL,     /* ai.onnx.ml LabelEncoder with string keys or values */
+  GIR_STR_FN_COUNT
+} gir_str_fn;
+
 typedef enum gir_reduce_fn {
 #define GIR_REDUCE(id, name) GIR_REDUCE_##id,
 #include "reduce.def"
@@ -90,6 +101,11 @@ typedef struct gir_value {
    * the runtime, which reports the actual shape. NULL otherwise. */
   struct gir_value *extent;
   int32_t extent_axis;
+  /* A string tensor (ONNX STRING, README "String tensors"): dtype uint8, its last
+   * axis the slot of each string — string_bytes bytes, a 4-byte little-endian
+   * length, then the UTF-8 bytes, zero padded. The ONNX shape is the others. 0 for
+   * every other value. */
+  int32_t string_bytes;
 } gir_value;
 
 typedef enum gir_attr_kind {

@@ -12,6 +12,7 @@ void gir_materialize_outputs(gir_graph *g) {
     gir_attr_set_ints(g, n, "shape", v->shape.dims, v->shape.rank);
     n->out[0]->dtype = v->dtype;
     n->out[0]->shape = v->shape;
+    n->out[0]->string_bytes = v->string_bytes; /* a string tensor stays one */
     n->out[0]->name = v->name; /* a graph input and an output may share a name: they are different buffers */
     n->out[0]->is_output = 1;
     v->is_output = 0;

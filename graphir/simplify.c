@@ -45,6 +45,7 @@ int gir_can_replace_uses(const gir_value *old, const gir_value *nv) {
 int gir_replace_uses(gir_graph *g, gir_value *old, gir_value *nv) {
   assert(old != nv && old->dtype == nv->dtype && gir_shape_equal(&old->shape, &nv->shape));
   if (!gir_can_replace_uses(old, nv)) return -1;
+  if (old->string_bytes) nv->string_bytes = old->string_bytes; /* the same bytes: string slots stay strings */
   if (old->is_output) {
     for (int i = 0; i < g->n_outputs; i++)
       if (g->outputs[i] == old) g->outputs[i] = nv;

@@ -105,6 +105,15 @@ gir_value *imp_attr_tensor(imp_ctx *c, const imp_node *n, const char *name);
 /* --- tensors (tensor.c) --- */
 gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const char *what);
 int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt, gir_shape *s);
+/* Strings (tensor.c; README "String tensors"). The slot size in force (options). */
+int64_t imp_string_bytes(const imp_ctx *c);
+/* t's string_data (t must be a STRING tensor) → *s and numel strings copied into a. 0 or -1. */
+int imp_tensor_strings(imp_ctx *c, const Onnx__TensorProto *t, const char *what, gir_arena *a, gir_shape *s,
+                       imp_string **out);
+/* A constant string tensor of ONNX shape s: uint8 slots, string_bytes set; NULL (error) when
+ * a string does not fit its slot. label names it in messages. */
+gir_value *imp_string_const(imp_ctx *c, const char *name, const gir_shape *s, const imp_string *strs,
+                            const char *label);
 
 /* --- building canonical nodes (build.c) --- */
 gir_node *imp_new_node(imp_ctx *c, gir_op op, gir_value *const *ins, int32_t n_in, int32_t n_out);

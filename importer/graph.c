@@ -107,6 +107,14 @@ static int convert_one(imp_ctx *c, const Onnx__NodeProto *np, size_t index) {
     list_in |= k != IMP_TENSOR;
   }
   c->origin = gir_arena_printf(c->g->arena, "%s '%s' (opset %lld)", op_type, name, (long long)c->opset);
+  for (size_t j = 0; j < np->n_input; j++)
+    if (n.in[j] && n.in[j]->string_bytes && !imp_takes_strings(op_type)) {
+      imp_unsupported_node(c, &n, "input '%s' is a string tensor, which %s does not take in kiln (Equal, "
+                                  "StringConcat, StringNormalizer, StringSplit, RegexFullMatch, LabelEncoder and "
+                                  "Identity do)", np->input[j], op_type);
+      c->err->msg[0] = 0;
+      return poison_outputs(c, np);
+    }
   if (!imp_extent_accepts(c, &n)) { /* a data-dependent size (gir_value.extent) through the ops of extent.c */
     for (size_t j = 0; j < np->n_input; j++)
       if (n.in[j] && n.in[j]->extent) {
@@ -211,6 +219,7 @@ static gir_value *named_output(imp_ctx *c, gir_value *v, const char *name) {
   gir_attr_set_ints(c->g, n, "shape", v->shape.dims, v->shape.rank);
   if (gir_node_infer(c->g, n, c->err) < 0) return NULL;
   n->out[0]->name = gir_arena_strdup(c->g->arena, name);
+  n->out[0]->string_bytes = v->string_bytes;
   return n->out[0];
 }
 
@@ -256,6 +265,10 @@ static gir_dtype declared_elem(const Onnx__TypeProto *tp) {
 
 /* One tensor graph input made from a known value. */
 static gir_value *known_tensor_input(imp_ctx *c, const char *name, const imp_known_input *k, gir_dtype declared) {
+  if (k->dtype == GIR_STRING) {
+    imp_fail(c, "input '%s': sequences and optionals of strings are not supported", name);
+    return NULL;
+  }
   if (declared != GIR_DTYPE_NONE && k->dtype != declared) {
     imp_fail(c, "input '%s': the model declares %s, the bound value is %s", name, gir_dtype_name(declared),
              gir_dtype_name(k->dtype));
@@ -363,7 +376,18 @@ int imp_import_graph(imp_ctx *c, const Onnx__GraphProto *gp, int top_level) {
     gir_dtype dt;
     gir_shape s = {0};
     if (imp_type_to_shape(c, vi, &dt, &s) < 0) return -1;
+    int64_t sb = 0;
+    if (dt == GIR_STRING) { /* uint8 slots along a last axis (README "String tensors") */
+      if (s.rank >= GIR_MAX_RANK)
+        return imp_fail(c, "input '%s' is a string tensor of rank %d; kiln takes them up to rank %d", vi->name, s.rank,
+                        GIR_MAX_RANK - 1);
+      sb = imp_string_bytes(c);
+      s.dims[s.rank++] = sb, dt = GIR_U8;
+      gir_err e = {{0}};
+      if (gir_shape_numel(&s, &e) < 0) return imp_fail(c, "input '%s': %s", vi->name, e.msg);
+    }
     gir_value *v = gir_value_new(c->g, vi->name, dt, &s);
+    v->string_bytes = (int32_t)sb;
     if (top_level) gir_graph_add_input(c->g, v);
     if (imp_scope_bind(c, vi->name, v) < 0) return -1;
   }

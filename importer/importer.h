@@ -37,6 +37,13 @@ typedef struct imp_input_shape {
  *   an absent optional NAME               → none
  * The length of a sequence input and the shapes of its elements come from its
  * known value (--test-data); without one the import fails. */
+/* One string of a string tensor read from a file (dtype GIR_STRING: data points to
+ * numel of these, in the arena; bytes are not NUL-terminated and may be any bytes). */
+typedef struct imp_string {
+  const uint8_t *bytes;
+  int64_t len;
+} imp_string;
+
 typedef struct imp_known_input {
   const char *name;
   gir_dtype dtype;
@@ -56,9 +63,14 @@ typedef struct imp_options {
   int64_t max_trips;           /* a Loop whose trip count or condition is computed at run time is
                                   built for this many iterations (0: IMP_DEFAULT_MAX_TRIPS); a run
                                   that needs more fails, saying so */
+  int64_t max_string_bytes;    /* the slot of one string element (gir_value.string_bytes), length prefix
+                                  included (0: IMP_DEFAULT_STRING_BYTES) */
 } imp_options;
 
 #define IMP_DEFAULT_MAX_TRIPS 64
+#define IMP_DEFAULT_STRING_BYTES 64
+#define IMP_MIN_STRING_BYTES 8
+#define IMP_MAX_STRING_BYTES 65536
 
 typedef struct imp_unsupported {
   const char *op_type, *domain, *node_name;

@@ -27,6 +27,7 @@ static const entry table[] = {
 #include "onnx_ops_sequence.def"
 #include "onnx_ops_misc2.def"
 #include "onnx_ops_random.def"
+#include "onnx_ops_string.def"
 #undef IMP_OP
 };
 

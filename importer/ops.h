@@ -15,10 +15,15 @@
 #include "onnx_ops_sequence.def"
 #include "onnx_ops_misc2.def"
 #include "onnx_ops_random.def"
+#include "onnx_ops_string.def"
 #include "onnx_ops_preview.def"
 #include "onnx_ops_ml.def"
 #include "onnx_ops_contrib.def"
 #undef IMP_OP
+
+/* Strings (ops_string.c): whether op_type takes string tensors; Equal on strings. */
+int imp_takes_strings(const char *op_type);
+int imp_cv_string_equal(imp_ctx *c, imp_node *n);
 
 /* The converter of an op of ai.onnx.preview, ai.onnx.preview.training or ai.onnx.ml
  * (ops.c), NULL if none. */

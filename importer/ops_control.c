@@ -291,7 +291,7 @@ static int set_out_item(imp_ctx *c, imp_node *n, int i, imp_item it, int32_t fir
 }
 
 static int same_type(const gir_value *a, const gir_value *b) {
-  return a->dtype == b->dtype && gir_shape_equal(&a->shape, &b->shape);
+  return a->dtype == b->dtype && a->string_bytes == b->string_bytes && gir_shape_equal(&a->shape, &b->shape);
 }
 
 /* Whether where(sel, a, b) can choose between two items at run time: tensors of
@@ -309,7 +309,11 @@ static int selectable(imp_item a, imp_item b) {
 
 /* where(sel, a, b) of two selectable items, element by element for sequences. */
 static imp_item select_item(imp_ctx *c, gir_value *sel, imp_item a, imp_item b) {
-  if (a.kind == IMP_TENSOR) return (imp_item){.kind = IMP_TENSOR, .v = a.v == b.v ? a.v : imp_where(c, sel, a.v, b.v)};
+  if (a.kind == IMP_TENSOR) {
+    gir_value *v = a.v == b.v ? a.v : imp_where(c, sel, a.v, b.v);
+    if (v && v != a.v) v->string_bytes = a.v->string_bytes; /* string slots select as bytes do */
+    return (imp_item){.kind = IMP_TENSOR, .v = v};
+  }
   if (a.kind != IMP_SEQUENCE || a.s == b.s) return a;
   gir_value **items = gir_arena_calloc(c->g->arena, (size_t)a.s->n + 1, sizeof *items);
   for (int32_t k = 0; k < a.s->n; k++)

@@ -39,6 +39,7 @@ static int legacy_broadcast_check(imp_ctx *c, imp_node *n) {
 
 int imp_cv_binary(imp_ctx *c, imp_node *n) {
   if (n->n_in != 2 || !n->in[0] || !n->in[1]) return imp_fail(c, "needs two inputs");
+  if (n->in[0]->string_bytes || n->in[1]->string_bytes) return imp_cv_string_equal(c, n); /* only Equal gets here */
   int rc = legacy_broadcast_check(c, n);
   if (rc) return rc;
   return imp_set_output(c, n, 0, imp_binary(c, imp_binary_fn_of(n->op_type), n->in[0], n->in[1]));

@@ -5,7 +5,9 @@
  * is checked against dims × element size before anything is copied. The 4-bit
  * types (int4, uint4, float4e2m1) come two to a byte and the 2-bit ones four,
  * low bits first, in all three places (int32_data: one packed byte per entry);
- * they are unpacked here to kiln's one element per byte (graphir/dtypes.def). */
+ * they are unpacked here to kiln's one element per byte (graphir/dtypes.def).
+ * Strings come from string_data only; a constant string tensor becomes uint8
+ * slots (gir_value.string_bytes), each string checked against the slot. */
 #include <string.h>
 #include "ctx.h"
 #include "extdata.h"
@@ -60,11 +62,81 @@ static void unpack(gir_dtype dt, const uint8_t *src, int64_t numel, uint8_t *dst
   }
 }
 
+int64_t imp_string_bytes(const imp_ctx *c) {
+  return c->opt && c->opt->max_string_bytes ? c->opt->max_string_bytes : IMP_DEFAULT_STRING_BYTES;
+}
+
+int imp_tensor_strings(imp_ctx *c, const Onnx__TensorProto *t, const char *what, gir_arena *a, gir_shape *s,
+                       imp_string **out) {
+  const char *label = tensor_label(t, what);
+  *s = (gir_shape){0};
+  if (read_dims(c, t->n_dims, t->dims, label, s) < 0) return -1;
+  if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__STRING) return imp_fail(c, "tensor '%s' is not a string tensor", label);
+  if ((t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+      (t->has_raw_data && t->raw_data.len > 0) || t->segment)
+    return imp_fail(c, "tensor '%s' is a string tensor with raw, external or segmented data (ONNX keeps strings in "
+                       "string_data)", label);
+  int64_t numel = gir_shape_numel(s, NULL);
+  if (numel < 0 || (uint64_t)numel != (uint64_t)t->n_string_data)
+    return imp_fail(c, "tensor '%s' holds %zu strings, its dims need %lld", label, t->n_string_data, (long long)numel);
+  imp_string *v = gir_arena_calloc(a, (size_t)numel + 1, sizeof *v);
+  if (!v) return imp_fail(c, "tensor '%s': out of memory", label);
+  for (int64_t i = 0; i < numel; i++) {
+    const ProtobufCBinaryData *d = &t->string_data[i];
+    if (d->len > (size_t)IMP_MAX_FILE_BYTES) return imp_fail(c, "tensor '%s': string %lld is too long", label, (long long)i);
+    uint8_t *b = gir_arena_alloc(a, d->len + 1);
+    if (!b) return imp_fail(c, "tensor '%s': out of memory", label);
+    if (d->len) memcpy(b, d->data, d->len);
+    v[i] = (imp_string){b, (int64_t)d->len};
+  }
+  *out = v;
+  return 0;
+}
+
+gir_value *imp_string_const(imp_ctx *c, const char *name, const gir_shape *s, const imp_string *strs,
+                            const char *label) {
+  int64_t w = imp_string_bytes(c), numel = gir_shape_numel(s, NULL);
+  if (s->rank >= GIR_MAX_RANK) {
+    imp_fail(c, "tensor '%s' is a string tensor of rank %d; kiln takes them up to rank %d", label, s->rank,
+             GIR_MAX_RANK - 1);
+    return NULL;
+  }
+  if (numel < 0 || numel > IMP_MAX_FILE_BYTES / w) {
+    imp_fail(c, "tensor '%s' is too large (%lld strings of %lld-byte slots)", label, (long long)numel,
+             (long long)w);
+    return NULL;
+  }
+  for (int64_t i = 0; i < numel; i++)
+    if (strs[i].len > w - 4) {
+      imp_fail(c, "tensor '%s': element %lld is %lld bytes, over the %lld a string slot holds (raise "
+                  "--max-string-bytes, now %lld, to at least %lld)", label, (long long)i, (long long)strs[i].len,
+               (long long)(w - 4), (long long)w, (long long)strs[i].len + 4);
+      return NULL;
+    }
+  gir_shape ss = *s;
+  ss.dims[ss.rank++] = w;
+  gir_value *v = gir_const_new(c->g, name, GIR_U8, &ss, NULL);
+  v->string_bytes = (int32_t)w;
+  uint8_t *d = v->data;
+  for (int64_t i = 0; i < numel; i++) {
+    uint8_t *slot = d + i * w;
+    uint32_t len = (uint32_t)strs[i].len;
+    for (int k = 0; k < 4; k++) slot[k] = (uint8_t)(len >> (8 * k));
+    if (len) memcpy(slot + 4, strs[i].bytes, len);
+  }
+  return v;
+}
+
 gir_value *imp_tensor_to_const(imp_ctx *c, const Onnx__TensorProto *t, const char *what) {
   const char *label = tensor_label(t, what);
   gir_shape s = {0};
   if (read_dims(c, t->n_dims, t->dims, label, &s) < 0) return NULL;
   gir_dtype dt = gir_dtype_from_onnx(t->data_type);
+  if (dt == GIR_STRING) {
+    imp_string *strs;
+    if (imp_tensor_strings(c, t, what, c->g->arena, &s, &strs) < 0) return NULL;
+    return imp_string_const(c, t->name && t->name[0] ? t->name : NULL, &s, strs, label);
+  }
   if (dt == GIR_DTYPE_NONE) {
     imp_fail(c, "tensor '%s' has unknown element type code %d", label, t->data_type);
     return NULL;
@@ -206,7 +278,7 @@ int imp_type_to_shape(imp_ctx *c, const Onnx__ValueInfoProto *vi, gir_dtype *dt,
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   *dt = gir_dtype_from_onnx(tt->elem_type);
   if (*dt == GIR_DTYPE_NONE) return imp_fail(c, "input '%s' has unknown element type code %d", name, tt->elem_type);
-  if (!gir_dtype_first_class(*dt))
+  if (!gir_dtype_first_class(*dt) && *dt != GIR_STRING)
     return imp_fail(c, "input '%s' has element type %s, which kiln does not support", name, gir_dtype_name(*dt));
   /* user-bound shape wins, if its rank is the declared one */
   for (int i = 0; c->opt && i < c->opt->n_shapes; i++)

@@ -8,7 +8,9 @@
  * sequence's elements, an optional's value), sequences = 5 (a sequence's
  * sequences, an optional's sequence). A file alone therefore cannot say which of
  * the two it holds; it becomes a list (imp_known_input.is_list) of tensors or of
- * lists, and the importer reads it by the type the model declares. */
+ * lists, and the importer reads it by the type the model declares.
+ * A string tensor is read as imp_string elements (importer.h), not slots: the
+ * slot size is the model's, not the file's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +26,20 @@ static int decode_tensor(const uint8_t *buf, size_t n, const char *label, gir_ar
   if (!t) return gir_errf(err, "'%s' is not a TensorProto", label);
   gir_graph *g = gir_graph_new("tensorfile");
   imp_ctx c = {.g = g, .err = err};
-  gir_value *v = g ? imp_tensor_to_const(&c, t, label) : NULL;
   int rc = -1;
+  if (g && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING) { /* strings: imp_string elements, any slot size */
+    imp_string *s;
+    if (imp_tensor_strings(&c, t, label, a, &out->shape, &s) == 0) {
+      out->name = gir_arena_strdup(a, t->name ? t->name : "");
+      out->dtype = GIR_STRING;
+      out->data = s;
+      rc = 0;
+    }
+    gir_graph_free(g);
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    return rc;
+  }
+  gir_value *v = g ? imp_tensor_to_const(&c, t, label) : NULL;
   if (!g) gir_errf(err, "out of memory");
   if (v) {
     int64_t nb = gir_value_nbytes(v);

@@ -42,6 +42,10 @@ int lower_is_sequential(gir_op op);
 /* k: the kernel of node n (such an op), named `name`, writing outs (all of n's outputs). */
 int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
                      lower_kernel *k, gir_err *err);
+/* The body of a strop kernel (lower_str.c) over node n's input and output buffers
+ * (in[i] NULL when absent); registers its run-time checks in k. */
+int lower_str_body(tir_builder *b, const gir_node *n, tir_buffer *const *in, tir_buffer *const *out,
+                   lower_kernel *k, tir_stmt **body, gir_err *err);
 /* One kernel for node n. */
 int lower_node(tir_builder *b, te_ctx *c, const gir_node *n, const char *name, const lower_target *t, lower_kernel *out,
                gir_err *err);

@@ -4,6 +4,8 @@
  * on run-time data (GIR_OP_nonzero). The kernel is serial
  * (one thread) and goes through the same loop passes, backends, plan and runtime
  * as any other; its buffers are the node's present inputs, then its outputs.
+ * The kernels on strings (GIR_OP_strop) are built over the same frame in
+ * lower_str.c.
  *
  * NonMaxSuppression follows ONNX's reference (onnx/reference/ops/
  * op_non_max_suppression.py) exactly: per batch and class, the candidates (every
@@ -265,7 +267,9 @@ static tir_stmt *nonzero_body(seq *s, const gir_node *n, const frame *fr) {
   return tir_allocate(b, ctr, seqn(s, body, 4));
 }
 
-int lower_is_sequential(gir_op op) { return op == GIR_OP_nms || op == GIR_OP_unique || op == GIR_OP_nonzero; }
+int lower_is_sequential(gir_op op) {
+  return op == GIR_OP_nms || op == GIR_OP_unique || op == GIR_OP_nonzero || op == GIR_OP_strop;
+}
 
 int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *outs, int32_t n_outs, const char *name,
                      lower_kernel *k, gir_err *err) {
@@ -302,6 +306,10 @@ int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *
   case GIR_OP_nms: body = nms_body(&S, n, &fr); break;
   case GIR_OP_unique: body = unique_body(&S, n, &fr); break;
   case GIR_OP_nonzero: body = nonzero_body(&S, n, &fr); break;
+  case GIR_OP_strop: /* lower_str.c */
+    k->n_checks = 0, k->checks = NULL;
+    if (lower_str_body(b, n, fr.in, fr.out, k, &body, err) < 0) return -1;
+    break;
   default: return gir_errf(err, "%s: %s has no loop-IR kernel", name, gir_op_name(n->op));
   }
   for (int q = 0; q < n->n_out; q++)

@@ -34,6 +34,7 @@ static cJSON *io_json(const pack_io *io, int32_t n) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", io[i].name);
     cJSON_AddStringToObject(o, "dtype", gir_dtype_name(io[i].dtype));
+    if (io[i].string_bytes) cJSON_AddNumberToObject(o, "string_bytes", io[i].string_bytes);
     cJSON *shape = cJSON_AddArrayToObject(o, "shape");
     for (int d = 0; d < io[i].shape.rank; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)io[i].shape.dims[d]));
     if (io[i].values == PACK_VALUES_RANGE) {
@@ -53,9 +54,11 @@ static cJSON *io_json(const pack_io *io, int32_t n) {
 }
 
 
-/* The format version b needs: 3 when a call is conditional or a trap or an output
- * has a data-dependent extent, else 2. */
+/* The format version b needs: 4 when an input or output is a string tensor, 3 when
+ * a call is conditional or a trap or an output has a data-dependent extent, else 2. */
 static int format_version(const pack_bundle *b) {
+  for (int i = 0; i < b->n_inputs + b->n_outputs; i++)
+    if ((i < b->n_inputs ? b->inputs[i] : b->outputs[i - b->n_inputs]).string_bytes) return PACK_FORMAT_VERSION_STRINGS;
   for (int k = 0; k < b->n_calls; k++)
     if (b->calls[k].n_when || b->calls[k].fail) return PACK_FORMAT_VERSION_GUARDS;
   for (int i = 0; i < b->n_outputs; i++)

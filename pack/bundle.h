@@ -15,6 +15,7 @@
 
 #define PACK_FORMAT_VERSION 2 /* 2: kernels may call kiln_ctx.fail (plan.json "checks") */
 #define PACK_FORMAT_VERSION_GUARDS 3 /* 3: kernels may run conditionally (plan.json "when", "fail") */
+#define PACK_FORMAT_VERSION_STRINGS 4 /* 4: inputs and outputs may be strings (manifest "string_bytes") */
 
 typedef enum pack_arg_kind { PACK_ARG_INPUT, PACK_ARG_OUTPUT, PACK_ARG_ARENA, PACK_ARG_PARAM, PACK_ARG_KIND_COUNT } pack_arg_kind;
 
@@ -61,6 +62,7 @@ typedef struct pack_io {
   uint8_t has_extent;  /* outputs: a data-dependent size along extent_axis, whose int64 value lives */
   int32_t extent_axis; /* at `extent` after a run (manifest "extent") */
   pack_arg extent;
+  int32_t string_bytes; /* dtype string: the slot of each element (manifest "string_bytes"), else 0 */
 } pack_io;
 
 typedef struct pack_bundle {

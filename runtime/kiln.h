@@ -24,7 +24,7 @@ extern "C" {
  * 2 added run-time checks (plan.json "checks", kiln_ctx.fail: kernels of a version 2
  * bundle may call it); version 1 bundles never do. 3 added conditional kernels
  * (plan.json "when", "fail": an If's branches). */
-#define KILN_BUNDLE_FORMAT_VERSION 3
+#define KILN_BUNDLE_FORMAT_VERSION 4
 #define KILN_BUNDLE_FORMAT_MIN_VERSION 1
 /* Largest tensor rank a bundle may declare. */
 #define KILN_MAX_RANK 8
@@ -78,12 +78,16 @@ typedef enum {
   KILN_DTYPE_FLOAT8E8M0,
   KILN_DTYPE_UINT2,
   KILN_DTYPE_INT2,
+  KILN_DTYPE_STRING, /* a string per element, in a slot of kiln_model_string_bytes bytes (a
+                        4-byte little-endian length, then the bytes): set and read with
+                        kiln_model_set_input_strings / kiln_model_output_string */
   KILN_DTYPE_COUNT
 } kiln_dtype;
 
 /* The bundle's name of a dtype ("float32", …); "invalid" when out of range. */
 const char *kiln_dtype_name(kiln_dtype dtype);
-/* Bytes per element; 0 when out of range. */
+/* Bytes per element; 0 when out of range, and for KILN_DTYPE_STRING (the model's
+ * slot: kiln_model_string_bytes). */
 size_t kiln_dtype_size(kiln_dtype dtype);
 /* Looks a dtype up by its bundle name; KILN_ERR_DTYPE when unknown. */
 kiln_status kiln_dtype_from_name(const char *name, kiln_dtype *out);
@@ -173,6 +177,24 @@ kiln_status kiln_model_input_range(const kiln_model *model, int32_t index, kiln_
  * non-NULL (KILN_ERR_INVALID_ARGUMENT). dims may be NULL when rank is 0. */
 kiln_status kiln_model_set_input(kiln_model *model, const char *name, kiln_dtype dtype, int32_t rank,
                                  const int64_t *dims, const void *data, size_t bytes);
+/* String tensors (dtype KILN_DTYPE_STRING, README "String tensors"). The slot of one
+ * element of input (is_output 0) or output index: a 4-byte length and at most
+ * slot - 4 bytes of string; 0 when that tensor is not a string tensor or the
+ * arguments are bad. */
+int64_t kiln_model_string_bytes(const kiln_model *model, int32_t is_output, int32_t index);
+/* Copies a string input into the model: strings[i] (lengths[i] bytes, any bytes,
+ * not NUL-terminated; NULL when the length is 0) for each element in C order.
+ * Checks as kiln_model_set_input does (name, dtype string, rank and dims), then
+ * each length against the slot: a longer string is KILN_ERR_INVALID_ARGUMENT,
+ * naming the input and the element (kiln compile --max-string-bytes raises the
+ * slot). The input is left unset on any error. */
+kiln_status kiln_model_set_input_strings(kiln_model *model, const char *name, int32_t rank, const int64_t *dims,
+                                         const char *const *strings, const size_t *lengths);
+/* Element `element` (C order, of the run's shape) of string output index after a
+ * successful run: *data (not NUL-terminated, valid until the next run or close)
+ * and *length. */
+kiln_status kiln_model_output_string(kiln_model *model, int32_t index, int64_t element, const char **data,
+                                     size_t *length);
 /* Runs every kernel in order. Every input must have been set (once is enough:
  * inputs keep their values across runs). Allocates nothing. */
 kiln_status kiln_model_run(kiln_model *model);

@@ -96,7 +96,13 @@ typedef struct {
   struct cJSON *extent_json; /* the argument, between manifest.c and plan.c */
   int32_t extent_arg;        /* index into kiln_model.arg_descs / .args */
   int64_t actual[KILN_MAX_RANK];
+  int64_t string_bytes; /* dtype string: the slot of each element (manifest "string_bytes"), else 0 */
 } krt_tensor;
+
+/* Bytes per element of t: its dtype's, or a string's slot. */
+static inline int64_t krt_elem_bytes(const krt_tensor *t) {
+  return t->dtype == KILN_DTYPE_STRING ? t->string_bytes : (int64_t)kiln_dtype_size(t->dtype);
+}
 
 typedef enum { KRT_ARG_INPUT, KRT_ARG_OUTPUT, KRT_ARG_ARENA, KRT_ARG_PARAM } krt_arg_kind;
 

@@ -152,7 +152,10 @@ static kiln_status parse_tensor(const cJSON *item, const char *where, krt_tensor
       return krt_fail(err, KILN_ERR_FORMAT, "%s: the element count overflows", where);
   }
   t->elements = elements;
-  if (!krt_mul_i64(elements, (int64_t)kiln_dtype_size(t->dtype), &t->bytes) || t->bytes > MAX_SIZE)
+  if (t->dtype == KILN_DTYPE_STRING && /* version 4: the slot of each string */
+      krt_json_int(item, "string_bytes", where, 8, 65536, &t->string_bytes, err) != KILN_OK)
+    return err->status;
+  if (!krt_mul_i64(elements, krt_elem_bytes(t), &t->bytes) || t->bytes > MAX_SIZE)
     return krt_fail(err, KILN_ERR_FORMAT, "%s: the byte size overflows", where);
   return krt_strdup(name, &t->name, err);
 }

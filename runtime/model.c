@@ -143,6 +143,11 @@ static kiln_status kernel_failed(kiln_model *m, int32_t k, int32_t rc) {
     return fail(m, KILN_ERR_RUN, "run: kernel %d '%s' failed with status %d", k, kn->name, (int)rc);
   const krt_check_failure *f = &m->failure;
   const char *what = f->check >= 0 && f->check < kn->check_count ? kn->checks[f->check] : "a run-time check";
+  if (!strncmp(what, "string:", 7)) /* a string result over its slot (lower/lower_str.c) */
+    return fail(m, KILN_ERR_RUN,
+                "run: kernel '%s': %s: a result string of %lld bytes is over the %lld a string slot holds (kiln "
+                "compile --max-string-bytes N, N >= %lld, raises it)",
+                kn->name, what + 7, (long long)f->value, (long long)f->hi - 1, (long long)f->value + 4);
   if (f->lo >= f->hi)
     return fail(m, KILN_ERR_RUN, "run: kernel '%s': %s: index %lld is out of range (the indexed axis is empty)",
                 kn->name, what, (long long)f->value);
@@ -339,6 +344,9 @@ kiln_status kiln_model_set_input(kiln_model *m, const char *name, kiln_dtype dty
   if (dtype != t->dtype)
     return fail(m, KILN_ERR_DTYPE, "set_input: input '%s' is %s, got %s", t->name, kiln_dtype_name(t->dtype),
                 kiln_dtype_name(dtype));
+  if (dtype == KILN_DTYPE_STRING)
+    return fail(m, KILN_ERR_DTYPE, "set_input: input '%s' is a string tensor: set it with kiln_model_set_input_strings",
+                t->name);
   char want[256], got[256];
   format_dims(want, sizeof want, t->rank, t->dims);
   if (rank < 0 || rank > KILN_MAX_RANK)
@@ -360,6 +368,81 @@ kiln_status kiln_model_set_input(kiln_model *m, const char *name, kiln_dtype dty
   return KILN_OK;
 }
 
+int64_t kiln_model_string_bytes(const kiln_model *m, int32_t is_output, int32_t index) {
+  if (!m || index < 0 || index >= (is_output ? m->output_count : m->input_count)) return 0;
+  return (is_output ? m->outputs : m->inputs)[index].string_bytes;
+}
+
+kiln_status kiln_model_set_input_strings(kiln_model *m, const char *name, int32_t rank, const int64_t *dims,
+                                         const char *const *strings, const size_t *lengths) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  if (!name) return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: name is NULL");
+  int32_t i = find(m->inputs, m->input_count, name);
+  if (i < 0) return unknown_input(m, name);
+  krt_tensor *t = &m->inputs[i];
+  if (t->dtype != KILN_DTYPE_STRING)
+    return fail(m, KILN_ERR_DTYPE, "set_input: input '%s' is %s, got strings", t->name, kiln_dtype_name(t->dtype));
+  char want[256], got[256];
+  format_dims(want, sizeof want, t->rank, t->dims);
+  if (rank < 0 || rank > KILN_MAX_RANK || (rank > 0 && !dims)) {
+    return fail(m, rank > 0 && !dims && rank <= KILN_MAX_RANK ? KILN_ERR_INVALID_ARGUMENT : KILN_ERR_SHAPE,
+                "set_input: input '%s' has shape %s, got rank %d%s", t->name, want, rank, dims ? "" : " and no dims");
+  }
+  int same = rank == t->rank;
+  for (int32_t d = 0; same && d < rank; d++) same = dims[d] == t->dims[d];
+  if (!same) {
+    format_dims(got, sizeof got, rank, dims);
+    return fail(m, KILN_ERR_SHAPE, "set_input: input '%s' has shape %s, got %s", t->name, want, got);
+  }
+  if (t->elements > 0 && (!strings || !lengths))
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: input '%s': strings or lengths is NULL", t->name);
+  int64_t w = t->string_bytes;
+  t->set = 0;
+  for (int64_t e = 0; e < t->elements; e++) { /* every length checked before anything is copied */
+    if (lengths[e] > (size_t)(w - 4))
+      return fail(m, KILN_ERR_INVALID_ARGUMENT,
+                  "set_input: input '%s': element %lld is %zu bytes, over the %lld a string slot of this model holds "
+                  "(kiln compile --max-string-bytes N, N >= %zu, raises it)",
+                  t->name, (long long)e, lengths[e], (long long)(w - 4), lengths[e] + 4);
+    if (lengths[e] > 0 && !strings[e])
+      return fail(m, KILN_ERR_INVALID_ARGUMENT, "set_input: input '%s': element %lld is NULL", t->name, (long long)e);
+  }
+  for (int64_t e = 0; e < t->elements; e++) {
+    unsigned char *slot = t->data + e * w;
+    uint32_t len = (uint32_t)lengths[e];
+    memset(slot, 0, (size_t)w);
+    for (int k = 0; k < 4; k++) slot[k] = (unsigned char)(len >> (8 * k));
+    if (len) memcpy(slot + 4, strings[e], len);
+  }
+  t->set = 1;
+  return KILN_OK;
+}
+
+kiln_status kiln_model_output_string(kiln_model *m, int32_t index, int64_t element, const char **data,
+                                     size_t *length) {
+  if (!m) return KILN_ERR_INVALID_ARGUMENT;
+  if (!data || !length) return fail(m, KILN_ERR_INVALID_ARGUMENT, "output_string: data or length is NULL");
+  *data = NULL, *length = 0;
+  if (index < 0 || index >= m->output_count)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "output_string: index %d is out of range (the model has %d outputs)",
+                index, m->output_count);
+  const krt_tensor *t = &m->outputs[index];
+  if (t->dtype != KILN_DTYPE_STRING)
+    return fail(m, KILN_ERR_DTYPE, "output_string: output '%s' is %s", t->name, kiln_dtype_name(t->dtype));
+  if (!m->outputs_ready) return fail(m, KILN_ERR_RUN, "output_string: no successful run yet");
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->rank; d++) n *= t->has_extent ? t->actual[d] : t->dims[d];
+  if (element < 0 || element >= n)
+    return fail(m, KILN_ERR_INVALID_ARGUMENT, "output_string: element %lld of output '%s' is out of range [0, %lld)",
+                (long long)element, t->name, (long long)n);
+  const unsigned char *slot = t->data + element * t->string_bytes;
+  uint32_t len = (uint32_t)slot[0] | (uint32_t)slot[1] << 8 | (uint32_t)slot[2] << 16 | (uint32_t)slot[3] << 24;
+  if (len > (uint32_t)(t->string_bytes - 4)) len = (uint32_t)(t->string_bytes - 4); /* never trusted */
+  *data = (const char *)slot + 4;
+  *length = len;
+  return KILN_OK;
+}
+
 /* After a run: each output with a data-dependent extent gets its actual dims, and
  * its data is moved to be that shape's C-order tensor (along axis 0 it already is:
  * a prefix; along a later axis each outer block moves down, in place, in order). */
@@ -375,7 +458,7 @@ static kiln_status settle_extents(kiln_model *m) {
                   (long long)e, (long long)t->dims[a]);
     memcpy(t->actual, t->dims, sizeof t->actual);
     t->actual[a] = e;
-    int64_t outer = 1, inner = (int64_t)kiln_dtype_size(t->dtype);
+    int64_t outer = 1, inner = krt_elem_bytes(t);
     for (int32_t d = 0; d < a; d++) outer *= t->dims[d];
     for (int32_t d = a + 1; d < t->rank; d++) inner *= t->dims[d];
     if (e < t->dims[a])
@@ -451,7 +534,7 @@ kiln_status kiln_model_output(kiln_model *m, int32_t index, const void **data, k
       memcpy(info->dims, t->actual, sizeof info->dims);
       info->elements = 1;
       for (int32_t d = 0; d < t->rank; d++) info->elements *= t->actual[d];
-      info->bytes = info->elements * (int64_t)kiln_dtype_size(t->dtype);
+      info->bytes = info->elements * krt_elem_bytes(t);
     }
   }
   return KILN_OK;

@@ -48,6 +48,7 @@ static const struct {
     [KILN_DTYPE_UINT4] = {"uint4", 1},               [KILN_DTYPE_INT4] = {"int4", 1},
     [KILN_DTYPE_FLOAT4E2M1] = {"float4e2m1", 1},     [KILN_DTYPE_FLOAT8E8M0] = {"float8e8m0", 1},
     [KILN_DTYPE_UINT2] = {"uint2", 1},               [KILN_DTYPE_INT2] = {"int2", 1},
+    [KILN_DTYPE_STRING] = {"string", 0},
 };
 
 const char *kiln_dtype_name(kiln_dtype dtype) {

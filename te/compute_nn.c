@@ -374,6 +374,12 @@ int lower_compute_unique(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   return gir_errf(c->err, "%s: Unique has no tensor-expression form (its kernel is written in loop IR)", n->name);
 }
 
+/* The kernels on strings, likewise (lower/lower_str.c). */
+int lower_compute_strop(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
+  (void)in, (void)out;
+  return gir_errf(c->err, "%s: the string kernels have no tensor-expression form (they are written in loop IR)", n->name);
+}
+
 int lower_compute_topk(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0];
   int r = x->rank;

@@ -66,6 +66,11 @@ int kilnpy_is_narrow(kiln_dtype t) {
 PyArray_Descr *kilnpy_descr(kiln_dtype t) {
   int num = numpy_type(t);
   if (num >= 0) return PyArray_DescrFromType(num);
+  if (t == KILN_DTYPE_STRING) {
+    PyErr_SetString(PyExc_TypeError, "string tensors are not supported by the Python package yet: use kiln check "
+                                      "with .pb test data, or the C API's kiln_model_set_input_strings");
+    return NULL;
+  }
   const char *name = ml_dtypes_name(t);
   if (!name) {
     PyErr_Format(PyExc_TypeError, "kiln dtype %d is unknown", (int)t);

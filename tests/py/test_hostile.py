@@ -232,8 +232,21 @@ def cases():
     add("graph input of unknown element type", ["'x'", "unknown element type code 1000"])(
         lambda d: save(d, "m.onnx", make_model([helper.make_node("Relu", ["x"], ["y"])],
                                                [vi("x", [2], 1000)], [vi("y", None)])))
-    add("string initializer", ["'w'", "string"])(
-        lambda d: save(d, "m.onnx", init_model(helper.make_tensor("w", TensorProto.STRING, [1], [b"a"]))))
+    # string tensors (README "String tensors"): string_data only, its count the dims', each string within a slot
+    def str_init(dims, strings, raw=None):
+        t = TensorProto(name="w", data_type=TensorProto.STRING, dims=dims, string_data=strings)
+        if raw is not None:
+            t.raw_data = raw
+        return t
+    add("string initializer count mismatch", ["'w'", "holds 1 strings", "need 2"])(
+        lambda d: save(d, "m.onnx", init_model(str_init([2], [b"a"]))))
+    add("string initializer longer than a slot", ["'w'", "element 1 is 100 bytes", "--max-string-bytes"])(
+        lambda d: save(d, "m.onnx", init_model(str_init([2], [b"a", b"x" * 100]))))
+    add("string initializer with raw_data", ["'w'", "string_data"])(
+        lambda d: save(d, "m.onnx", init_model(str_init([1], [], raw=b"abcd"))))
+    add("string initializer into a numeric op", ["Relu", "string tensor"])(
+        lambda d: save(d, "m.onnx", make_model([helper.make_node("Relu", ["w"], ["y"], name="r")], [], [vi("y", None)],
+                                               [str_init([1], [b"a"])])))
     add("Constant node with a bad tensor", ["Constant", "'k'", "raw_data holds 3 bytes"])(
         lambda d: save(d, "m.onnx", make_model(
             [helper.make_node("Constant", [], ["y"], name="k", value=raw_init("v", [2], raw=b"abc"))],

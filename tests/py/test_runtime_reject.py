@@ -355,8 +355,8 @@ def cases(lib):
         lambda d: save(d, with_manifest(lambda m: m.update(weights_bytes=128))))
 
     # --- manifest.json ---
-    add("format version 4", "VERSION", ["version 4", "versions 1 to 3"])(
-        lambda d: save(d, with_manifest(lambda m: m.update(format_version=4))))
+    add("format version 5", "VERSION", ["version 5", "versions 1 to 4"])(
+        lambda d: save(d, with_manifest(lambda m: m.update(format_version=5))))
     add("format version 1.5", "VERSION", ["version 1.5"])(
         lambda d: save(d, with_manifest(lambda m: m.update(format_version=1.5))))
     add("format version 0", "VERSION", "version 0")(lambda d: save(d, with_manifest(lambda m: m.update(format_version=0))))
@@ -414,6 +414,14 @@ def cases(lib):
         lambda d: save(d, with_manifest(tensor_edit("inputs", lambda t: t.update(shape=[1 << 31, 1 << 31], dtype="float64")))))
     add("shape is not an array", "FORMAT", "'shape' must be an array")(
         lambda d: save(d, with_manifest(tensor_edit("inputs", lambda t: t.update(shape=8)))))
+    # string tensors (format version 4): the slot must be given and sane
+    add("string input without string_bytes", "FORMAT", ["inputs[0]", "string_bytes"])(
+        lambda d: save(d, with_manifest(tensor_edit("inputs", lambda t: t.update(dtype="string")))))
+    add("string input with a 3-byte slot", "FORMAT", ["inputs[0]", "string_bytes"])(
+        lambda d: save(d, with_manifest(tensor_edit("inputs", lambda t: t.update(dtype="string", string_bytes=3)))))
+    add("string input whose bytes overflow", "FORMAT", ["inputs[0]", "overflows"])(
+        lambda d: save(d, with_manifest(tensor_edit("inputs", lambda t: t.update(
+            dtype="string", string_bytes=65536, shape=[1 << 26, 1 << 26])))))
     add("unknown dtype", "FORMAT", ["unknown dtype", "float8"])(
         lambda d: save(d, with_manifest(tensor_edit("inputs", lambda t: t.update(dtype="float8")))))
     add("empty input name", "FORMAT", "empty name")(

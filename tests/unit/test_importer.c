@@ -642,11 +642,33 @@ static void test_bad_tensors(void) {
   FAILED_WITH(&l, "bad_type");
   unload(&l);
 
-  t = tensor_head("strings", ONNX_STRING, DIMS(1));
+  /* a string initializer: uint8 slots (README "String tensors"), 32 bytes each here */
+  t = tensor_head("strings", ONNX_STRING, DIMS(2));
+  pb_bytes(&t, 6, "abc", 3);
+  pb_bytes(&t, 6, "", 0);
+  m = init_model(&t, "strings");
+  imp_options so = {.max_string_bytes = 32};
+  load_with(&l, &m, &so);
+  if (CHECKF(l.g && l.g->n_outputs == 1, "%s", l.err.msg)) {
+    const gir_value *v = l.g->outputs[0];
+    CHECK(v->dtype == GIR_U8 && v->string_bytes == 32 && v->shape.rank == 2 && v->shape.dims[0] == 2 &&
+          v->shape.dims[1] == 32 && v->data);
+    const uint8_t *d = v->data;
+    if (d) CHECK(d[0] == 3 && d[1] == 0 && !memcmp(d + 4, "abc", 3) && d[7] == 0 && d[32] == 0 && d[36] == 0);
+  }
+  unload(&l);
+  t = tensor_head("strings", ONNX_STRING, DIMS(2));
   pb_bytes(&t, 6, "abc", 3);
   m = init_model(&t, "strings");
   load_with(&l, &m, NULL);
-  FAILED_WITH(&l, "string");
+  FAILED_WITH(&l, "holds 1 strings, its dims need 2");
+  unload(&l);
+  t = tensor_head("strings", ONNX_STRING, DIMS(1));
+  pb_bytes(&t, 6, "abcdefghij", 10);
+  m = init_model(&t, "strings");
+  so.max_string_bytes = 12;
+  load_with(&l, &m, &so);
+  FAILED_WITH(&l, "element 0 is 10 bytes, over the 8 a string slot holds");
   unload(&l);
 
   t = tensor_raw("neg_dim", ONNX_F32, DIMS(-2), f2, sizeof f2);

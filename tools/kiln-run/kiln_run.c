@@ -145,6 +145,12 @@ static int feed_inputs(kiln_model *m, const options *o) {
     }
     kiln_tensor_info info;
     kiln_model_input_info(m, k, &info);
+    if (info.dtype == KILN_DTYPE_STRING) {
+      fprintf(stderr, "kiln-run: input '%s' is a string tensor, which kiln-run does not feed (.npy holds numbers; "
+                      "use the C API's kiln_model_set_input_strings)\n", name);
+      rc = -1;
+      break;
+    }
     npy_array arr;
     if (npy_read(eq + 1, info.dtype, &arr, why, sizeof why) < 0) {
       fprintf(stderr, "kiln-run: %s\n", why);
