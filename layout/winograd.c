@@ -27,6 +27,9 @@
 
 #define MIN_CHANNELS 32
 #define MIN_TILES 32
+/* transformed weights are (m+2)²/9 times the conv's: past this a conv stays direct
+ * (a 2048-channel 3x3 conv would need 600 MiB of them) */
+#define MAX_WEIGHT_BYTES ((__int128)256 << 20)
 
 /* The tile size for conv n (a conv_nchwc) under mode, or 0 to leave it direct. */
 static int32_t pick_m(const gir_node *n, lay_winograd_mode mode) {
@@ -49,7 +52,7 @@ static int32_t pick_m(const gir_node *n, lay_winograd_mode mode) {
   if (pd[0] > 2 || pd[1] > 2 || pd[0] < 0 || pd[1] < 0) return 0;
   int64_t C = xd[1] * xd[4], M = wd[0] * wd[5], OH = yd[2], OW = yd[3];
   for (int32_t m = 4; m >= 2; m -= 2) {
-    if (OH % m || OW % m) continue;
+    if (OH % m || OW % m || (__int128)(m + 2) * (m + 2) * C * M * 4 > MAX_WEIGHT_BYTES) continue;
     if (mode == LAY_WINOGRAD_ON) return m;
     if (C >= MIN_CHANNELS && M >= MIN_CHANNELS && yd[0] * (OH / m) * (OW / m) >= MIN_TILES) return m;
   }

@@ -131,8 +131,13 @@ static int task_cmp(const void *a, const void *b) {
 }
 
 /* Whether a group that no template covers is worth a generated space: float
- * outputs and enough elements for the schedule to matter. */
+ * outputs and enough elements for the schedule to matter. The Winograd transforms
+ * have a schedule of their own (schedule/sched_winograd.c: a tile's points unrolled,
+ * which is what folds their selects); a generated space has no such point and only
+ * spends compile time on their large unrolled bodies. */
 static int generic_worth(const probe_group *pg) {
+  for (int i = 0; i < pg->n_nodes; i++)
+    if (pg->nodes[i]->op == GIR_OP_winograd_in || pg->nodes[i]->op == GIR_OP_winograd_out) return 0;
   int64_t numel = 0;
   for (int i = 0; i < pg->n_outs; i++) {
     if (!gir_dtype_is_float(pg->outs[i]->dtype)) return 0;
