@@ -301,12 +301,20 @@ int sch_reads(const sch_stage *reader, const sch_stage *producer) {
   return want[1] != NULL;
 }
 
-/* r is computed at the same loop as p (or, while p is being attached, at some
- * loop: the caller checks which), after it: bound inference widens p's region to
- * what r reads there. */
+/* Loop `inner` of c is loop `outer` or one nested inside it. */
+static int at_or_inside(const sch_stage *c, const sch_iter *inner, const sch_iter *outer) {
+  int i = leaf_pos(c, inner), o = leaf_pos(c, outer);
+  return i >= 0 && o >= 0 && i >= o;
+}
+
+/* r is computed at the same loop as p or at one nested inside it (or, while p is
+ * being attached, at some loop: the caller checks which), after it: bound
+ * inference widens p's region to what r reads there, for every iteration of the
+ * loops between — a panel of B packed once at the panel loop and read by the
+ * register tile computed at the row loop inside it (sched_matmul.c). */
 static int sibling_after(const sch_stage *r, const sch_stage *p) {
   return r->attach == SCH_AT && r->id > p->id &&
-         (p->attach != SCH_AT || (r->at_stage == p->at_stage && r->at_iter == p->at_iter));
+         (p->attach != SCH_AT || (r->at_stage == p->at_stage && at_or_inside(r->at_stage, r->at_iter, p->at_iter)));
 }
 
 int sch_check_attachments(sch_schedule *s) {
@@ -330,7 +338,8 @@ int sch_compute_at(sch_schedule *s, sch_stage *p, sch_stage *c, sch_iter *at) {
   if (p->is_output) return gir_errf(s->err, "compute_at: output stage %s must stay at the root", p->t->name);
   for (int j = 0; j < s->n_stages; j++) {
     sch_stage *r = s->stages[j];
-    if (r != p && r != c && r->attach != SCH_INLINE && !(sibling_after(r, p) && r->at_stage == c && r->at_iter == at) &&
+    if (r != p && r != c && r->attach != SCH_INLINE &&
+        !(sibling_after(r, p) && r->at_stage == c && at_or_inside(c, r->at_iter, at)) &&
         sch_reads(r, p))
       return gir_errf(s->err, "compute_at: %s is also read by %s, which is not computed inside %s", p->t->name,
                       r->t->name, c->t->name);

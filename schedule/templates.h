@@ -82,6 +82,14 @@ typedef struct lower_matmul_cfg {
   int32_t prefetch;  /* with panel_outer and packed weights: while the row tiles of one panel compute,
                         software-prefetch the next panel (batched weights streaming from memory, as
                         Winograd's per-point matrices at batch 1) */
+  int32_t pack_b;     /* B a kernel input read as it lies ([.., K, N], an activation: no panels packed at
+                         compile time), with panel_outer: each column panel of B is copied at the panel
+                         loop into a contiguous K x nr buffer on the stack (GotoBLAS's packed B, at run
+                         time), which every row tile then reads from L1 with aligned loads, where B's rows
+                         of N floats cost unaligned loads a page of stride apart */
+  int32_t row_groups; /* with pack_b: the rows of each batch in this many groups, and the parallel loop
+                         over batches x groups (panels, then row tiles inside each): enough work units
+                         for the threads while each panel is still packed once per group */
 } lower_matmul_cfg;
 
 lower_matmul_cfg lower_matmul_default(const sch_stage *red, const lower_target *t);

@@ -28,6 +28,8 @@ static const lower_knob matmul_knobs[] = {
     {"k_unroll", offsetof(lower_matmul_cfg, k_unroll), 1, 64},
     {"panel_outer", offsetof(lower_matmul_cfg, panel_outer), 0, 1},
     {"prefetch", offsetof(lower_matmul_cfg, prefetch), 0, 1},
+    {"pack_b", offsetof(lower_matmul_cfg, pack_b), 0, 1},
+    {"row_groups", offsetof(lower_matmul_cfg, row_groups), 1, 4096},
 };
 
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {

@@ -118,7 +118,8 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
 }
 
 static int matmul_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
-  /* knob order = lower_template_knobs("matmul"): mr nr_vecs vec k_unroll panel_outer prefetch */
+  /* knob order = lower_template_knobs("matmul"):
+   * mr nr_vecs vec k_unroll panel_outer prefetch pack_b row_groups */
   const gir_value *y = n->out[0], *a = n->in[0];
   if (y->shape.rank < 2 || !a) return -1;
   int64_t M = dim(y, y->shape.rank - 2), N = dim(y, y->shape.rank - 1), K = dim(a, a->shape.rank - 1);
@@ -142,6 +143,17 @@ static int matmul_space(tun_space *s, const gir_node *n, const int32_t *def, con
   add_knob(s, "prefetch");
   add_cand(s, def[5]);
   if (gir_attr_int(n, "packed", 0)) add_cand(s, !def[5]);
+  /* B an activation (no constant panels): packed at run time or read as it lies,
+   * and the rows of each batch in 1, 2 or 4 groups of the parallel loop */
+  const gir_value *b = n->n_in > 1 ? n->in[1] : NULL;
+  int act_b = y->dtype == GIR_F32 && b && !b->data && !gir_attr_int(n, "packed", 0) && M > 1 && v > 1;
+  add_knob(s, "pack_b");
+  add_cand(s, def[6]);
+  if (act_b) add_cand(s, !def[6]);
+  add_knob(s, "row_groups");
+  add_cand(s, def[7]);
+  if (act_b)
+    for (int32_t g = 1; g <= 4 && g <= M; g *= 2) add_cand(s, g);
   return 0;
 }
 
@@ -196,6 +208,8 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
     if (mr * nr + nr + 2 > s->vec_regs)
       REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)mr, (long long)nr,
              s->vec_regs);
+    if (!val(s, v, "pack_b") && val(s, v, "row_groups") != 1) REJECT("row_groups does nothing without pack_b");
+    if (val(s, v, "pack_b") && !val(s, v, "panel_outer")) REJECT("pack_b packs panels only with panel_outer");
     return 0;
   }
   if (!strcmp(s->tmpl, "generic")) return tun_generic_check(s, v, why, why_len);
