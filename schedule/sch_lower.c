@@ -416,17 +416,6 @@ static void add_reads(lower_ctx *L, te_tensor *t, const te_expr *body, tir_expr 
  * [0, ext). var_val maps c's TE root/reduce variables to tir expressions of the
  * leaf variables. A sibling's variables range over its region: its root axis i
  * is min_i + j with j in [0, extent_i), its reduce axes over their extents. */
-/* Loop `inner` of c is loop `outer` or one nested inside it: a stage computed
- * there reads p's copy made at `outer` on every iteration of the loops between. */
-static int at_or_inside(const sch_stage *c, const sch_iter *inner, const sch_iter *outer) {
-  int i = -1, o = -1;
-  for (int k = 0; k < c->n_leaf; k++) {
-    if (c->leaf[k] == inner) i = k;
-    if (c->leaf[k] == outer) o = k;
-  }
-  return i >= 0 && o >= 0 && i >= o;
-}
-
 static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *const *vv, te_var *const *vars, int nv,
                          tir_var *const *inner_vars, const int64_t *inner_ext, int n_inner, region *out) {
   tir_builder *b = L->b;
@@ -440,7 +429,7 @@ static void infer_region(lower_ctx *L, sch_stage *p, sch_stage *c, tir_expr *con
   add_reads(L, t, c->body, vv, vars, nv, inner_vars, inner_ext, n_inner, &ra);
   for (int i = p->id + 1; i < L->s->n_stages; i++) {
     sch_stage *r = L->s->stages[i];
-    if (r->attach != SCH_AT || r->at_stage != c || !at_or_inside(c, r->at_iter, p->at_iter) || !sch_reads(r, p)) continue;
+    if (r->attach != SCH_AT || r->at_stage != c || !sch_loop_within(c, r->at_iter, p->at_iter) || !sch_reads(r, p)) continue;
     const region *rr = &L->info[r->id].reg;
     te_var *rv[2 * GIR_MAX_RANK + 8];
     tir_expr *rval[2 * GIR_MAX_RANK + 8];

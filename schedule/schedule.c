@@ -301,8 +301,7 @@ int sch_reads(const sch_stage *reader, const sch_stage *producer) {
   return want[1] != NULL;
 }
 
-/* Loop `inner` of c is loop `outer` or one nested inside it. */
-static int at_or_inside(const sch_stage *c, const sch_iter *inner, const sch_iter *outer) {
+int sch_loop_within(const sch_stage *c, const sch_iter *inner, const sch_iter *outer) {
   int i = leaf_pos(c, inner), o = leaf_pos(c, outer);
   return i >= 0 && o >= 0 && i >= o;
 }
@@ -314,7 +313,7 @@ static int at_or_inside(const sch_stage *c, const sch_iter *inner, const sch_ite
  * register tile computed at the row loop inside it (sched_matmul.c). */
 static int sibling_after(const sch_stage *r, const sch_stage *p) {
   return r->attach == SCH_AT && r->id > p->id &&
-         (p->attach != SCH_AT || (r->at_stage == p->at_stage && at_or_inside(r->at_stage, r->at_iter, p->at_iter)));
+         (p->attach != SCH_AT || (r->at_stage == p->at_stage && sch_loop_within(r->at_stage, r->at_iter, p->at_iter)));
 }
 
 int sch_check_attachments(sch_schedule *s) {
@@ -339,7 +338,7 @@ int sch_compute_at(sch_schedule *s, sch_stage *p, sch_stage *c, sch_iter *at) {
   for (int j = 0; j < s->n_stages; j++) {
     sch_stage *r = s->stages[j];
     if (r != p && r != c && r->attach != SCH_INLINE &&
-        !(sibling_after(r, p) && r->at_stage == c && at_or_inside(c, r->at_iter, at)) &&
+        !(sibling_after(r, p) && r->at_stage == c && sch_loop_within(c, r->at_iter, at)) &&
         sch_reads(r, p))
       return gir_errf(s->err, "compute_at: %s is also read by %s, which is not computed inside %s", p->t->name,
                       r->t->name, c->t->name);

@@ -127,6 +127,10 @@ int sch_prefetch(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_
 sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n);
 sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope);
 
+/* 1 if loop `inner` of c is loop `outer` or one nested inside it (a stage computed
+ * at `inner` then reads what a stage computed at `outer` made, on every iteration of
+ * the loops between). */
+int sch_loop_within(const sch_stage *c, const sch_iter *inner, const sch_iter *outer);
 /* 1 if reader's body loads producer's tensor. */
 int sch_reads(const sch_stage *reader, const sch_stage *producer);
 /* Checks that every stage computed at a consumer's loop is read by that consumer
