@@ -10,8 +10,10 @@ step off is printed per case):
                    y / y_scale + y_zero_point as ORT's pool kernel does: the scales here
                    make exact ties common, so the order matters)
                    QLinearAdd (kiln follows MLAS's AVX2 kernel, qladd_avx2.cpp: float32
-                   scale ratios, two FMAs; checked on every pair of 8-bit values too)
-  <= 1 step        QLinearMul (ORT: folded scale ratios), QLinearSigmoid (ORT: MLAS's logistic approximation),
+                   scale ratios, two FMAs; checked on every pair of 8-bit values too),
+                   QLinearMul (kiln follows MLAS's SSE2 kernel, qlmul.cpp: the integer
+                   product of the debiased operands times a float32 ratio, plus C_zp)
+  <= 1 step        QLinearSigmoid (ORT: MLAS's logistic approximation),
                    QLinearSoftmax (ORT: exp table and (e·F)/sum instead of (e/sum)·F),
                    QGemm with an 8-bit output (scale product in another order)
   float            DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm with a float output:
@@ -115,21 +117,23 @@ def cases(rng):
                            [("A", qdata(rng, sa, dt), False), ("A_scale", a_s, True), ("A_zero_point", a_z, True),
                             ("B", qdata(rng, sb, dt), False), ("B_scale", b_s, True), ("B_zero_point", b_z, True),
                             ("C_scale", c_s, True), ("C_zero_point", c_z, True)], None,
-                           ("q", 0 if op == "QLinearAdd" else 1))
-    # QLinearAdd on every pair of 8-bit values, scales and zero points drawn at random:
-    # kiln follows MLAS's AVX2 kernel (fma order, float32 ratios), so exactly
-    for dt in dts:
-        lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
-        grid_a, grid_b = np.meshgrid(np.arange(lo, hi), np.arange(lo, hi))
-        for k in range(8):  # the float formula (before) failed 3 of these 16, by 1-2 elements of 65536
-            (a_s, b_s, c_s), (za, zb, zc) = rng.uniform(0.005, 0.1, 3), rng.integers(lo, hi, 3)
-            yield Case("QLinearAdd %s every pair of values, parameters %d" % (dt.__name__, k), "QLinearAdd",
-                       [("A", grid_a.astype(dt), False), ("A_scale", np.array(a_s, np.float32), True),
-                        ("A_zero_point", np.array(za, dt), True),
-                        ("B", grid_b.astype(dt), False), ("B_scale", np.array(b_s, np.float32), True),
-                        ("B_zero_point", np.array(zb, dt), True),
-                        ("C_scale", np.array(c_s, np.float32), True), ("C_zero_point", np.array(zc, dt), True)],
-                       None, ("q", 0))
+                           ("q", 0))
+    # QLinearAdd and QLinearMul on every pair of 8-bit values, scales and zero points drawn
+    # at random: kiln follows MLAS's kernels (qladd_avx2.cpp, qlmul.cpp), so exactly
+    for op in ("QLinearAdd", "QLinearMul"):
+        for dt in dts:
+            lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
+            grid_a, grid_b = np.meshgrid(np.arange(lo, hi), np.arange(lo, hi))
+            for k in range(8):  # the float formulas (before): 6 Add, 1 Mul of these failed, 1-3 elements each
+                (a_s, b_s), (za, zb, zc) = rng.uniform(0.005, 0.1, 2), rng.integers(lo, hi, 3)
+                c_s = rng.uniform(0.005, 0.1) if op == "QLinearAdd" else rng.uniform(0.05, 0.5)
+                yield Case("%s %s every pair of values, parameters %d" % (op, dt.__name__, k), op,
+                           [("A", grid_a.astype(dt), False), ("A_scale", np.array(a_s, np.float32), True),
+                            ("A_zero_point", np.array(za, dt), True),
+                            ("B", grid_b.astype(dt), False), ("B_scale", np.array(b_s, np.float32), True),
+                            ("B_zero_point", np.array(zb, dt), True),
+                            ("C_scale", np.array(c_s, np.float32), True), ("C_zero_point", np.array(zc, dt), True)],
+                           None, ("q", 0))
     # unary lookup-table ops
     for dt in dts:
         zx, _, zy = zps(dt)
