@@ -10,12 +10,13 @@
  * to even(y / scale) + zero_point), per tensor (one scale and zero point each), the
  * float op the importer's own ai.onnx converter run on the node's attributes. ORT's
  * kernels compute most of them that way (QLinearConcat, QLinearAveragePool, the
- * 256-entry tables of QLinearSigmoid and QLinearLeakyRelu); where they take another
- * route (QLinearAdd/QLinearMul in fixed point or with folded scale ratios, the MLAS
- * logistic approximation, QLinearSoftmax's exp table) results may differ by one
- * quantization step here and there (tests/py/test_contrib_quant.py measures how
- * often). The ops:
- *   QLinearAdd, QLinearMul      C = q(dq(A) ∘ dq(B)), broadcasting
+ * 256-entry tables of QLinearSigmoid and QLinearLeakyRelu). QLinearAdd and QLinearMul
+ * with constant parameters follow MLAS's x86-64 kernels operation by operation
+ * (folded float32 scale ratios; see qladd_mlas and qlmul_mlas): identical results.
+ * Where ORT takes another route still (the MLAS logistic approximation,
+ * QLinearSoftmax's exp table) results may differ by one quantization step here and
+ * there (tests/py/test_contrib_quant.py measures how often). The ops:
+ *   QLinearAdd, QLinearMul      C = q(dq(A) ∘ dq(B)), broadcasting, in MLAS's order
  *   QLinearConcat               Y = concat(q_Y(dq(X_i))) along axis (an input whose
  *                               constant scale and zero point are Y's is copied)
  *   QLinearAveragePool          q(AveragePool(dq(X))), channels_last taken
