@@ -13,7 +13,9 @@
  * - Integer arithmetic wraps (two's complement); integer division and modulo
  *   by zero give 0 (never trap). TE_DIV on integers truncates toward zero,
  *   TE_FLOORDIV/TE_FLOORMOD round toward -inf. MIN/MAX on floats propagate NaN.
- * - Float arithmetic may be contracted into FMA; no other fast-math.
+ * - Float arithmetic may be contracted into FMA; no other fast-math. (The LLVM
+ *   backend does not contract in kernels that touch 8-bit integers: see
+ *   tgt_llvm_emit_func.)
  * - TIR_DOT4 (the building block of int8 kernels: x86 VNNI vpdpbusd, aarch64
  *   sdot/udot/usdot, Cortex-M smlad): acc is int32 with L lanes (L >= 1); a and b are
  *   8-bit integers (GIR_U8 or GIR_I8, independently); b has 4L lanes, a has 4L

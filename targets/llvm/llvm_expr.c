@@ -564,7 +564,7 @@ static LLVMValueRef fbin(tgt_lcg *g, te_binop op, gir_dtype t, LLVMValueRef a, L
   /* Contraction (FMA) is the one fast-math freedom the loop IR grants. Not on
    * float16/bfloat16: fusing across their per-operation rounding would make
    * results differ from the interpreter's for no gain (they are computed in float). */
-  if (op <= TE_DIV && (t == GIR_F32 || t == GIR_F64) && LLVMCanValueUseFastMathFlags(r))
+  if (op <= TE_DIV && (t == GIR_F32 || t == GIR_F64) && !g->no_contract && LLVMCanValueUseFastMathFlags(r))
     LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
   return round_to(g, t, r, lanes);
 }

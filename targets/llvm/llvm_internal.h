@@ -50,6 +50,8 @@ struct tgt_lcg {
   /* the kernel being translated */
   const tir_func *fn;
   int32_t n_tasks;
+  int no_contract; /* no FMA contraction in this kernel: it reads or writes 8-bit integers (see
+                      tgt_llvm_emit_func) */
 
   /* the LLVM function being emitted (the kernel's body or an outlined task) */
   LLVMValueRef cur;

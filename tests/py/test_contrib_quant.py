@@ -9,8 +9,11 @@ step off is printed per case):
                    MLAS's integer sum and scale), QLinearAveragePool (kiln rounds
                    y / y_scale + y_zero_point as ORT's pool kernel does: the scales here
                    make exact ties common, so the order matters)
-  <= 1 step        QLinearAdd, QLinearMul (ORT: fixed-point multipliers / folded scale
-                   ratios), QLinearSigmoid (ORT: MLAS's logistic approximation),
+                   QLinearAdd (kiln follows MLAS's AVX2 kernel, qladd_avx2.cpp: float32
+                   scale ratios, two FMAs; checked on every pair of 8-bit values too),
+                   QLinearMul (kiln follows MLAS's SSE2 kernel, qlmul.cpp: the integer
+                   product of the debiased operands times a float32 ratio, plus C_zp)
+  <= 1 step        QLinearSigmoid (ORT: MLAS's logistic approximation),
                    QLinearSoftmax (ORT: exp table and (e·F)/sum instead of (e/sum)·F),
                    QGemm with an 8-bit output (scale product in another order)
   float            DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm with a float output:
@@ -105,14 +108,32 @@ def cases(rng):
     for op in ("QLinearAdd", "QLinearMul"):
         for dt in dts:
             za, zb, zc = zps(dt)
-            for sa, sb in (((2, 3, 8, 8), (2, 3, 8, 8)), ((4, 16), (16,)), ((3, 1, 5), (1, 4, 5))):
+            for sa, sb in (((2, 3, 8, 8), (2, 3, 8, 8)), ((4, 16), (16,)), ((3, 1, 5), (1, 4, 5)),
+                           ((2, 3, 8, 8), (1,)), ((1,), (4, 16))):  # the last two: MLAS's scalar paths
                 a_s, a_z = qp(dt, 0.05, za)
                 b_s, b_z = qp(dt, 0.03, zb)
                 c_s, c_z = qp(dt, 0.09 if op == "QLinearAdd" else 0.4, zc)
                 yield Case("%s %s %s %s" % (op, dt.__name__, sa, sb), op,
                            [("A", qdata(rng, sa, dt), False), ("A_scale", a_s, True), ("A_zero_point", a_z, True),
                             ("B", qdata(rng, sb, dt), False), ("B_scale", b_s, True), ("B_zero_point", b_z, True),
-                            ("C_scale", c_s, True), ("C_zero_point", c_z, True)], None, ("q", 1))
+                            ("C_scale", c_s, True), ("C_zero_point", c_z, True)], None,
+                           ("q", 0))
+    # QLinearAdd and QLinearMul on every pair of 8-bit values, scales and zero points drawn
+    # at random: kiln follows MLAS's kernels (qladd_avx2.cpp, qlmul.cpp), so exactly
+    for op in ("QLinearAdd", "QLinearMul"):
+        for dt in dts:
+            lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
+            grid_a, grid_b = np.meshgrid(np.arange(lo, hi), np.arange(lo, hi))
+            for k in range(8):  # the float formulas (before): 6 Add, 1 Mul of these failed, 1-3 elements each
+                (a_s, b_s), (za, zb, zc) = rng.uniform(0.005, 0.1, 2), rng.integers(lo, hi, 3)
+                c_s = rng.uniform(0.005, 0.1) if op == "QLinearAdd" else rng.uniform(0.05, 0.5)
+                yield Case("%s %s every pair of values, parameters %d" % (op, dt.__name__, k), op,
+                           [("A", grid_a.astype(dt), False), ("A_scale", np.array(a_s, np.float32), True),
+                            ("A_zero_point", np.array(za, dt), True),
+                            ("B", grid_b.astype(dt), False), ("B_scale", np.array(b_s, np.float32), True),
+                            ("B_zero_point", np.array(zb, dt), True),
+                            ("C_scale", np.array(c_s, np.float32), True), ("C_zero_point", np.array(zc, dt), True)],
+                           None, ("q", 0))
     # unary lookup-table ops
     for dt in dts:
         zx, _, zy = zps(dt)
