@@ -22,6 +22,15 @@ inputs and thread count, alternating in batches of 5 (bench/README.md) — then
                       the ratios, per group and over all, and the classes over the bar
                       (ratio > 1.25) with where their time goes (the top kernels)
 
+--alone also times each runtime by itself, as bench/models.py's "alone" mode does: the
+class compiled once, then --rounds rounds of `kiln bench BUNDLE --json` (kiln alone, its
+own seeded inputs) and bench/ort_alone.py (ONNX Runtime alone in a fresh process, default
+session options, spinning on); each figure the mean of its rounds' medians. Alternating
+batches put every kiln batch right after ONNX Runtime's, when kiln's workers resume from
+sleep, which on a VM can cost a sub-millisecond class up to 2x; alone, each runtime's
+warm median is what a caller running the model back to back sees. The table then gets
+"kiln alone", "ORT alone" and "ratio alone" columns and a second geometric mean.
+
 --classes takes class names, group names (conv1d, conv, dwconv, deconv, matmul, pool,
 norm, resize, movement), `issue` (the classes of issue 15's table) or shell patterns.
 A class that fails is shown as failed and left out of the means; the script then exits 1.
@@ -88,13 +97,49 @@ def top_kernels(r, n=3):
     return "; ".join(parts)
 
 
+def run_json(argv, what):
+    """The one JSON object a command prints, or {"error": why}."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    err = p.stderr.decode("utf-8", "replace").strip()
+    if p.returncode != 0:
+        return {"error": "%s: %s" % (what, err.splitlines()[-1] if err else "exit status %d" % p.returncode)}
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        return {"error": "%s printed no JSON object: %s" % (what, e)}
+
+
+def alone(args, path, work):
+    """Each runtime by itself: --rounds x (kiln bench BUNDLE, then ort_alone.py); mean of medians."""
+    bundle = os.path.join(work, os.path.basename(path).replace(".onnx", ".kiln"))
+    p = subprocess.run([args.kiln, "compile", path, "-o", bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        return {"error": "kiln compile: exit %d" % p.returncode}
+    kiln_meds, ort_meds = [], []
+    for _ in range(args.rounds):
+        k = run_json([args.kiln, "bench", bundle, "--json", "--threads", str(args.threads), "--repeat", str(args.repeat),
+                      "--warmup", str(args.warmup), "--profile-runs", "0"], "kiln bench (alone)")
+        if "error" in k:
+            return k
+        kiln_meds.append(k["kiln_ms_median"])
+        o = run_json([args.python, os.path.join(HERE, "ort_alone.py"), path, "--threads", str(args.threads),
+                      "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--json"], "ort_alone.py")
+        if "error" in o:
+            return o
+        ort_meds.append(o["ms_median"])
+    kiln_ms, ort_ms = sum(kiln_meds) / len(kiln_meds), sum(ort_meds) / len(ort_meds)
+    return {"kiln_ms": kiln_ms, "ort_ms": ort_ms, "ratio": kiln_ms / ort_ms, "kiln_medians": kiln_meds,
+            "ort_medians": ort_meds}
+
+
 def markdown(classes, results, settings, gms):
     lines = ["# kiln vs ONNX Runtime, by shape class", "",
              "%s; %d threads, median of %d runs after %d warm-up runs (kiln and ONNX Runtime alternating, "
              "ONNX Runtime's spinning off); %s." % (settings["machine"]["cpu"], settings["threads"],
                                                     settings["repeat"], settings["warmup"], settings["date"]), "",
-             "| class | group | kiln ms | ORT ms | ratio | GFLOPS | % peak | MB | fits L2 | generic | max abs diff |",
-             "|---|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|"]
+             "| class | group | kiln ms | ORT ms | ratio | GFLOPS | % peak | MB | fits L2 | generic | max abs diff |" +
+             (" kiln alone | ORT alone | ratio alone |" if settings.get("alone") else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|" + ("---:|---:|---:|" if settings.get("alone") else "")]
     for c in classes:
         r = results[c.name]
         if "error" in r:
@@ -110,10 +155,22 @@ def markdown(classes, results, settings, gms):
             bench_run.fmt(ws / 1e6 if ws else None, ".2f", ""),
             {True: "yes", False: "no", None: ""}[r.get("fits_l2")],
             bench_run.fmt(r.get("generic_groups"), "d", "?"), bench_run.fmt(r.get("max_abs_diff"), ".2g")))
+        if settings.get("alone"):
+            a = r.get("alone") or {}
+            ra = a.get("ratio")
+            lines[-1] += " %s | %s | %s |" % (bench_run.fmt(a.get("kiln_ms"), ".3f", a.get("error", "")),
+                                              bench_run.fmt(a.get("ort_ms"), ".3f", ""),
+                                              "**%.2f**" % ra if ra is not None and ra > BAR else bench_run.fmt(ra, ".2f", ""))
     lines += ["", "Geometric mean of the ratios (kiln / ORT, below 1 = kiln faster): **%s** over %d classes" %
               (bench_run.fmt(gms.get("all"), ".3f"), sum(1 for r in results.values() if r.get("ratio"))), ""]
     per_group = ["%s %s" % (g, bench_run.fmt(gms[g], ".2f")) for g in gen_shape_models.GROUPS if g in gms]
     lines += ["By group: " + ", ".join(per_group) + ".", ""]
+    if settings.get("alone"):
+        al = [r["alone"]["ratio"] for r in results.values() if (r.get("alone") or {}).get("ratio")]
+        over_alone = [c.name for c in classes if ((results[c.name].get("alone") or {}).get("ratio") or 0) > BAR]
+        lines += ["Each runtime alone (mean of %d rounds' medians): geometric mean **%s** over %d classes; over the bar: %s." % (
+            settings["rounds"], bench_run.fmt(bench_run.geomean(al) if al else None, ".3f"), len(al),
+            ", ".join(over_alone) if over_alone else "none"), ""]
     over = [c for c in classes if (results[c.name].get("ratio") or 0) > BAR]
     if over:
         lines += ["Over the bar (ratio > %.2f), with where kiln's time goes:" % BAR, ""]
@@ -148,6 +205,8 @@ def main():
                     help="before each class, wait up to S seconds for the machine to be quiet (at most 15%% busy "
                          "over two 2-second windows); the busy %% is recorded (default 0: no wait)")
     ap.add_argument("--list", action="store_true", help="list the selected classes and exit")
+    ap.add_argument("--alone", action="store_true", help="also time each runtime by itself (see above)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of the --alone timing (default 2)")
     args = ap.parse_args()
     try:
         classes = gen_shape_models.select(args.classes)
@@ -162,6 +221,7 @@ def main():
     paths = gen_shape_models.generate(args.model_dir, classes, args.regenerate)
     l2 = l2_bytes(args.threads)
 
+    os.makedirs(args.out, exist_ok=True)
     results = {}
     for c in classes:
         print("%-30s ..." % c.name, end="", flush=True)
@@ -173,6 +233,8 @@ def main():
         if "error" in r:
             print(" failed: %s" % r["error"], flush=True)
             continue
+        if args.alone:
+            r["alone"] = alone(args, paths[c.name], args.out)
         r["pct_peak"] = pct_peak(r, c.group)
         r["working_set_bytes"] = working_set(paths[c.name])
         r["fits_l2"] = None if l2 is None else r["working_set_bytes"] <= l2
@@ -192,7 +254,7 @@ def main():
                 "profile_runs": args.profile_runs, "machine": bench_run.machine(), "l2_bytes": l2,
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "kiln": subprocess.run([args.kiln, "--version"], stdout=subprocess.PIPE).stdout.decode().strip(),
-                "bar": BAR, "quiet_wait": args.quiet_wait,
+                "bar": BAR, "quiet_wait": args.quiet_wait, "alone": args.alone, "rounds": args.rounds,
                 "not_quiet": [n for n, r in results.items() if r.get("quiet") is False]}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "shapes.json"), "w") as f:
