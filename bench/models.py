@@ -40,7 +40,6 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,18 +82,6 @@ def write_inputs(name, path, out):
     return out
 
 
-def run_json(argv, what):
-    """The one JSON object a command prints, or {"error": why}."""
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    err = p.stderr.decode("utf-8", "replace").strip()
-    if p.returncode != 0:
-        return {"error": "%s: %s" % (what, err.splitlines()[-1] if err else "exit status %d" % p.returncode)}
-    try:
-        return json.loads(p.stdout)
-    except ValueError as e:
-        return {"error": "%s printed no JSON object: %s" % (what, e)}
-
-
 def bench_with_inputs(args, path, npz):
     argv = [args.kiln, "bench", path, "--inputs", npz, "--compare", "onnxruntime", "--json", "--threads",
             str(args.threads), "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--profile-runs",
@@ -113,34 +100,6 @@ def bench_with_inputs(args, path, npz):
     result["bench_s"] = seconds
     result["warnings"] = [l for l in err.splitlines() if l.startswith("kiln bench:")]
     return result
-
-
-def alone(args, path, npz, work):
-    """Each runtime by itself: --rounds x (kiln bench BUNDLE, then ort_alone.py); mean of medians."""
-    bundle = os.path.join(work, os.path.basename(path).replace(".onnx", ".kiln"))
-    p = subprocess.run([args.kiln, "compile", path, "-o", bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        err = p.stderr.decode("utf-8", "replace").strip()
-        return {"error": "kiln compile: %s" % (err.splitlines()[-1] if err else "exit %d" % p.returncode)}
-    kiln_meds, ort_meds, version, kernels = [], [], None, None
-    for _ in range(args.rounds):
-        k = run_json([args.kiln, "bench", bundle, "--inputs", npz, "--json", "--threads", str(args.threads),
-                      "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--profile-runs",
-                      str(args.profile_runs if kernels is None else 0)], "kiln bench (alone)")
-        if "error" in k:
-            return k
-        kiln_meds.append(k["kiln_ms_median"])
-        kernels = kernels or k.get("kernels")
-        o = run_json([args.python, os.path.join(HERE, "ort_alone.py"), path, "--inputs", npz, "--threads",
-                      str(args.threads), "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--json"],
-                     "ort_alone.py")
-        if "error" in o:
-            return o
-        ort_meds.append(o["ms_median"])
-        version = o["version"]
-    kiln_ms, ort_ms = statistics.fmean(kiln_meds), statistics.fmean(ort_meds)
-    return {"kiln_ms": kiln_ms, "ort_ms": ort_ms, "ratio": kiln_ms / ort_ms, "kiln_medians": kiln_meds,
-            "ort_medians": ort_meds, "ort_version": version, "kernels": kernels}
 
 
 def top_kernels(kernels, n=5):
@@ -254,7 +213,7 @@ def main():
                 if args.mode == "both":
                     calm, busy = quiet.wait_quiet(args.quiet_wait)
                     r["quiet"] = None if calm is None else bool(r["quiet"] and calm)
-                r["alone"] = alone(args, paths[name], npz, work)
+                r["alone"] = bench_run.alone(args, paths[name], work, npz)
                 a = r["alone"]
                 print(" alone: %s" % (a["error"] if "error" in a else "kiln %.2f ms, ORT %.2f ms, ratio %.2f" % (
                     a["kiln_ms"], a["ort_ms"], a["ratio"])), end="", flush=True)

@@ -112,6 +112,50 @@ def bench_one(args, path):
     return result
 
 
+def run_json(argv, what):
+    """The one JSON object a command prints, or {"error": why}."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    err = p.stderr.decode("utf-8", "replace").strip()
+    if p.returncode != 0:
+        return {"error": "%s: %s" % (what, err.splitlines()[-1] if err else "exit status %d" % p.returncode)}
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        return {"error": "%s printed no JSON object: %s" % (what, e)}
+
+
+def alone(args, path, work, npz=None):
+    """Each runtime by itself, the bar issue 15 states: path compiled once into work, then
+    args.rounds x (`kiln bench BUNDLE --json`, then bench/ort_alone.py in a fresh process,
+    ONNX Runtime at its defaults, spinning on), both on npz's inputs (None: each its own
+    seeded ones); each runtime's figure the mean of its rounds' medians. kiln's per-kernel
+    profile (args.profile_runs runs) comes from the first round."""
+    bundle = os.path.join(work, os.path.basename(path).replace(".onnx", ".kiln"))
+    p = subprocess.run([args.kiln, "compile", path, "-o", bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        err = p.stderr.decode("utf-8", "replace").strip()
+        return {"error": "kiln compile: %s" % (err.splitlines()[-1] if err else "exit %d" % p.returncode)}
+    feed = ["--inputs", npz] if npz else []
+    kiln_meds, ort_meds, version, kernels = [], [], None, None
+    for _ in range(args.rounds):
+        k = run_json([args.kiln, "bench", bundle] + feed + ["--json", "--threads", str(args.threads),
+                      "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--profile-runs",
+                      str(args.profile_runs if kernels is None else 0)], "kiln bench (alone)")
+        if "error" in k:
+            return k
+        kiln_meds.append(k["kiln_ms_median"])
+        kernels = kernels or k.get("kernels")
+        o = run_json([args.python, os.path.join(HERE, "ort_alone.py"), path] + feed + ["--threads", str(args.threads),
+                      "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--json"], "ort_alone.py")
+        if "error" in o:
+            return o
+        ort_meds.append(o["ms_median"])
+        version = o["version"]
+    kiln_ms, ort_ms = sum(kiln_meds) / len(kiln_meds), sum(ort_meds) / len(ort_meds)
+    return {"kiln_ms": kiln_ms, "ort_ms": ort_ms, "ratio": kiln_ms / ort_ms, "kiln_medians": kiln_meds,
+            "ort_medians": ort_meds, "ort_version": version, "kernels": kernels}
+
+
 def fmt(v, spec, missing="n/a"):
     return missing if v is None else format(v, spec)
 

@@ -97,41 +97,6 @@ def top_kernels(r, n=3):
     return "; ".join(parts)
 
 
-def run_json(argv, what):
-    """The one JSON object a command prints, or {"error": why}."""
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    err = p.stderr.decode("utf-8", "replace").strip()
-    if p.returncode != 0:
-        return {"error": "%s: %s" % (what, err.splitlines()[-1] if err else "exit status %d" % p.returncode)}
-    try:
-        return json.loads(p.stdout)
-    except ValueError as e:
-        return {"error": "%s printed no JSON object: %s" % (what, e)}
-
-
-def alone(args, path, work):
-    """Each runtime by itself: --rounds x (kiln bench BUNDLE, then ort_alone.py); mean of medians."""
-    bundle = os.path.join(work, os.path.basename(path).replace(".onnx", ".kiln"))
-    p = subprocess.run([args.kiln, "compile", path, "-o", bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        return {"error": "kiln compile: exit %d" % p.returncode}
-    kiln_meds, ort_meds = [], []
-    for _ in range(args.rounds):
-        k = run_json([args.kiln, "bench", bundle, "--json", "--threads", str(args.threads), "--repeat", str(args.repeat),
-                      "--warmup", str(args.warmup), "--profile-runs", "0"], "kiln bench (alone)")
-        if "error" in k:
-            return k
-        kiln_meds.append(k["kiln_ms_median"])
-        o = run_json([args.python, os.path.join(HERE, "ort_alone.py"), path, "--threads", str(args.threads),
-                      "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--json"], "ort_alone.py")
-        if "error" in o:
-            return o
-        ort_meds.append(o["ms_median"])
-    kiln_ms, ort_ms = sum(kiln_meds) / len(kiln_meds), sum(ort_meds) / len(ort_meds)
-    return {"kiln_ms": kiln_ms, "ort_ms": ort_ms, "ratio": kiln_ms / ort_ms, "kiln_medians": kiln_meds,
-            "ort_medians": ort_meds}
-
-
 def markdown(classes, results, settings, gms):
     lines = ["# kiln vs ONNX Runtime, by shape class", "",
              "%s; %d threads, median of %d runs after %d warm-up runs (kiln and ONNX Runtime alternating, "
@@ -234,7 +199,7 @@ def main():
             print(" failed: %s" % r["error"], flush=True)
             continue
         if args.alone:
-            r["alone"] = alone(args, paths[c.name], args.out)
+            r["alone"] = bench_run.alone(args, paths[c.name], args.out)
         r["pct_peak"] = pct_peak(r, c.group)
         r["working_set_bytes"] = working_set(paths[c.name])
         r["fits_l2"] = None if l2 is None else r["working_set_bytes"] <= l2

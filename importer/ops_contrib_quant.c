@@ -189,6 +189,11 @@ static gir_value *mul_add64(imp_ctx *c, gir_value *x, double k, gir_value *y) {
   return imp_binary(c, GIR_BINARY_ADD, p, y);
 }
 
+/* The constant quantization parameters of a QLinearAdd / QLinearMul. */
+typedef struct qconst {
+  double sa, za, sb, zb, sc, zc;
+} qconst;
+
 /* QLinearAdd as ONNX Runtime's x86-64 kernel computes it (MlasQLinearAddKernelAvx2Helper,
  * onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp, which MLAS picks on every
  * AVX2 machine): with float32 ratios rA = A_scale / C_scale, rB = B_scale / C_scale and
@@ -203,16 +208,9 @@ static gir_value *mul_add64(imp_ctx *c, gir_value *x, double k, gir_value *y) {
  * takes) and rounded once to float32. Measured against ONNX Runtime 1.31.1 on every
  * pair of uint8 inputs for 30 random parameter sets: identical; the float formula
  * q((dq(a) + dq(b)) / C_scale) was off by one step for 6 of 1 966 080. Rounding only:
- * one float64 fma pair per element more than the float formula. NULL: not constant
- * parameters (the caller takes the float formula). */
-static gir_value *qladd_mlas(imp_ctx *c, gir_value *a, gir_value *b, const qparam *qa, const qparam *qb,
-                             const qparam *qc, gir_dtype t) {
-  int k[6];
-  double sa = const_value(qa->s, &k[0]), za = const_value(qa->zp, &k[1]);
-  double sb = const_value(qb->s, &k[2]), zb = const_value(qb->zp, &k[3]);
-  double sc = const_value(qc->s, &k[4]), zc = const_value(qc->zp, &k[5]);
-  for (int i = 0; i < 6; i++)
-    if (!k[i]) return NULL;
+ * one float64 fma pair per element more than the float formula. */
+static gir_value *qladd_mlas(imp_ctx *c, gir_value *a, gir_value *b, const qconst *q, gir_dtype t) {
+  double sa = q->sa, za = q->za, sb = q->sb, zb = q->zb, sc = q->sc, zc = q->zc;
   float ra = (float)sa / (float)sc, rb = (float)sb / (float)sc;
   float fixed = (float)zc - fmaf(ra, (float)za, rb * (float)zb);
   int sa1 = gir_value_numel(a) == 1, sb1 = gir_value_numel(b) == 1;
@@ -244,24 +242,23 @@ static gir_value *debias_i32(imp_ctx *c, gir_value *x, double zp) {
  * with the float32 ratio r = A_scale · B_scale / C_scale (left to right), the multiply
  * and the add rounded separately (no FMA in that file). The float formula
  * q(dq(a) · dq(b)) rounds the scaled operands first and was one step off for some
- * int8 values (test_contrib_quant). NULL: not constant parameters. */
-static gir_value *qlmul_mlas(imp_ctx *c, gir_value *a, gir_value *b, const qparam *qa, const qparam *qb,
-                             const qparam *qc, gir_dtype t) {
-  int k[6];
-  double sa = const_value(qa->s, &k[0]), za = const_value(qa->zp, &k[1]);
-  double sb = const_value(qb->s, &k[2]), zb = const_value(qb->zp, &k[3]);
-  double sc = const_value(qc->s, &k[4]), zc = const_value(qc->zp, &k[5]);
-  for (int i = 0; i < 6; i++)
-    if (!k[i]) return NULL;
+ * int8 values (test_contrib_quant). */
+static gir_value *qlmul_mlas(imp_ctx *c, gir_value *a, gir_value *b, const qconst *q, gir_dtype t) {
+  double sa = q->sa, za = q->za, sb = q->sb, zb = q->zb, sc = q->sc;
   float r = (float)sa * (float)sb;
   r = r / (float)sc;
   gir_value *p = imp_binary(c, GIR_BINARY_MUL, debias_i32(c, a, za), debias_i32(c, b, zb));
   gir_value *y = imp_binary(c, GIR_BINARY_MUL, imp_cast(c, p, GIR_F32), imp_scalar(c, GIR_F32, r));
-  if (zc != 0) y = imp_binary(c, GIR_BINARY_ADD, y, imp_scalar(c, GIR_F32, zc));
+  if (q->zc != 0) y = imp_binary(c, GIR_BINARY_ADD, y, imp_scalar(c, GIR_F32, q->zc));
   return requant(c, y, NULL, t);
 }
 
-int imp_cv_ms_QLinearMul(imp_ctx *c, imp_node *n) {
+typedef gir_value *(*mlas_binary)(imp_ctx *c, gir_value *a, gir_value *b, const qconst *q, gir_dtype t);
+
+/* QLinearAdd / QLinearMul: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp, computed
+ * as MLAS's x86 kernel does (mlas), else (parameters it does not take) through
+ * qlinear_binary's float formula. */
+static int qlinear_binary_mlas(imp_ctx *c, imp_node *n, mlas_binary mlas, gir_binary_fn fn) {
   gir_value *a = imp_in(n, 0), *b = imp_in(n, 3);
   if (q8_input(c, a, "A") < 0 || q8_input(c, b, "B") < 0) return -1;
   if (a->dtype != b->dtype) return imp_fail(c, "A and B must have one type");
@@ -270,24 +267,19 @@ int imp_cv_ms_QLinearMul(imp_ctx *c, imp_node *n) {
       qparam_of(c, n, 4, 5, a->dtype, "B_scale", "B_zero_point", &qb) < 0 ||
       qparam_of(c, n, 6, 7, a->dtype, "C_scale", "C_zero_point", &qc) < 0)
     return -1;
-  gir_value *y = qlmul_mlas(c, a, b, &qa, &qb, &qc, a->dtype);
+  int k[6];
+  qconst q = {const_value(qa.s, &k[0]), const_value(qa.zp, &k[1]), const_value(qb.s, &k[2]),
+              const_value(qb.zp, &k[3]), const_value(qc.s, &k[4]), const_value(qc.zp, &k[5])};
+  for (int i = 0; i < 6; i++)
+    if (!k[i]) return qlinear_binary(c, n, fn); /* parameters computed at run time */
+  gir_value *y = mlas(c, a, b, &q, a->dtype);
   if (y) return imp_set_output(c, n, 0, y);
-  return qlinear_binary(c, n, GIR_BINARY_MUL);
+  return qlinear_binary(c, n, fn);
 }
 
-int imp_cv_ms_QLinearAdd(imp_ctx *c, imp_node *n) {
-  gir_value *a = imp_in(n, 0), *b = imp_in(n, 3);
-  if (q8_input(c, a, "A") < 0 || q8_input(c, b, "B") < 0) return -1;
-  if (a->dtype != b->dtype) return imp_fail(c, "A and B must have one type");
-  qparam qa, qb, qc;
-  if (qparam_of(c, n, 1, 2, a->dtype, "A_scale", "A_zero_point", &qa) < 0 ||
-      qparam_of(c, n, 4, 5, a->dtype, "B_scale", "B_zero_point", &qb) < 0 ||
-      qparam_of(c, n, 6, 7, a->dtype, "C_scale", "C_zero_point", &qc) < 0)
-    return -1;
-  gir_value *y = qladd_mlas(c, a, b, &qa, &qb, &qc, a->dtype);
-  if (y) return imp_set_output(c, n, 0, y);
-  return qlinear_binary(c, n, GIR_BINARY_ADD);
-}
+int imp_cv_ms_QLinearMul(imp_ctx *c, imp_node *n) { return qlinear_binary_mlas(c, n, qlmul_mlas, GIR_BINARY_MUL); }
+
+int imp_cv_ms_QLinearAdd(imp_ctx *c, imp_node *n) { return qlinear_binary_mlas(c, n, qladd_mlas, GIR_BINARY_ADD); }
 
 /* X, X_scale, X_zero_point, Y_scale, Y_zero_point: q(f(dq(X))). */
 static int qlinear_unary(imp_ctx *c, imp_node *n, gir_unary_fn fn, double alpha) {

@@ -143,13 +143,8 @@ static te_tensor *packed_weights(const te_expr *e) {
   }
 }
 
-/* Fetch-ahead of a reuse window: at each of the `steps` iterations of loop `at`
- * that make up the current window (u counts them, 0 ≤ u < steps), prefetch the
- * u-th share of the `elems` elements of t from element `next` on (the next
- * window's data), so that the lines arrive spread evenly over the window: a line
- * every few steps, or a few lines per step. */
-static int prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *next, te_expr *u,
-                          int64_t steps, int64_t elems) {
+int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *next, te_expr *u,
+                         int64_t steps, int64_t elems) {
   te_ctx *c = s->te;
   int64_t line = 64 / (int64_t)gir_dtype_size(t->dtype);
   if (line < 1) line = 1;
@@ -163,7 +158,7 @@ static int prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tenso
 }
 
 /* cfg->prefetch: at each kernel column (kw loop) of the reduction, the u-th share
- * of the next window's weights (prefetch_ahead), where u counts the kernel
+ * of the next window's weights (lower_prefetch_ahead), where u counts the kernel
  * columns of the current window:
  *   rows of a block (the tile is one row piece of output block mo; the next window
  *   is block mo + 1, S floats on): u = ((oh·OWO + owo)·CB + ib)·KH·KW + kh·KW + kw;
@@ -183,14 +178,14 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
   if (cfg->image_tile) {
     te_expr *next = te_mul(c, te_add(c, te_add(c, te_mul(c, mo, te_int(c, CB)), ib), te_int(c, 1)), te_int(c, KH * KW * blk));
     te_expr *u = te_add(c, te_mul(c, oh, te_int(c, KH * KW)), col);
-    return prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * KH * KW, KH * KW * blk);
+    return lower_prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * KH * KW, KH * KW * blk);
   }
   if (MO < 2) return 0;
   te_expr *tile = te_add(c, te_mul(c, oh, te_int(c, OWO)), te_div(c, V(red->root_axes[3]), te_int(c, cfg->ow_tile)));
   te_expr *next = te_mul(c, te_add(c, mo, te_int(c, 1)), te_int(c, S));
   te_expr *u = te_add(c, te_mul(c, te_add(c, te_mul(c, tile, te_int(c, CB)), ib), te_int(c, KH * KW)), col);
 #undef V
-  return prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * OWO * CB * KH * KW, S);
+  return lower_prefetch_ahead(s, red, red->reduce_axes[2], w, next, u, OH * OWO * CB * KH * KW, S);
 }
 
 /* vec_ow: rows (n, oh) in parallel, the row's tiles of ow_tile pixels in a loop of

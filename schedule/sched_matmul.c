@@ -175,7 +175,7 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, sch_iter *at, const l
   te_ctx *c = s->te;
   int r = red->n_root, pb = (int)gir_attr_int(n, "pbatch", 0);
   int64_t K = red->reduce_axes[0]->extent, M = red->root_axes[r - 2]->extent, ku = cfg->k_unroll > 0 ? cfg->k_unroll : 1;
-  int64_t np = f.t->shape[pb], rows = (M + cfg->mr - 1) / cfg->mr, line = 16;
+  int64_t np = f.t->shape[pb], rows = (M + cfg->mr - 1) / cfg->mr;
 #define V(x) te_v(c, (x)->root)
   /* the panel: batch index (b's own batch axes, the output's last pb before m, n) · np + n / nr */
   te_expr *panel = te_div(c, V(red->root_axes[r - 1]), te_int(c, nr));
@@ -189,15 +189,7 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, sch_iter *at, const l
   te_expr *u = te_add(c, te_mul(c, te_div(c, V(red->root_axes[r - 2]), te_int(c, cfg->mr)), te_int(c, K / ku)),
                       te_div(c, V(red->reduce_axes[0]), te_int(c, ku)));
 #undef V
-  int64_t steps = rows * (K / ku), lines = (K * nr + line - 1) / line;
-  if (steps < 1) return 0;
-  if (lines <= steps)
-    return sch_prefetch(s, red, at, f.t,
-                        te_add(c, next, te_mul(c, te_div(c, te_mul(c, u, te_int(c, lines)), te_int(c, steps)), te_int(c, line))),
-                        1, line);
-  int64_t per = (lines + steps - 1) / steps;
-  if (per > 16) per = 16;
-  return sch_prefetch(s, red, at, f.t, te_add(c, next, te_mul(c, u, te_int(c, per * line))), (int32_t)per, line);
+  return lower_prefetch_ahead(s, red, at, f.t, next, u, rows * (K / ku), K * nr);
 }
 
 int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_matmul_cfg *cfg) {

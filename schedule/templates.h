@@ -129,6 +129,13 @@ typedef struct lower_conv_cfg {
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
+/* Fetch-ahead of a reuse window (the conv and matmul templates' prefetch knobs): at each
+ * of the `steps` iterations of loop `at` that make up the current window (u counts
+ * them, 0 ≤ u < steps), prefetch the u-th share of the `elems` elements of t from
+ * element `next` on (the next window's data), so that the lines arrive spread evenly
+ * over the window: a line every few steps, or a few lines per step (at most 16). */
+int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *next, te_expr *u,
+                         int64_t steps, int64_t elems);
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg);
 
 /* Reductions that keep the innermost axis (pooling in NCHW[x]c, spatial means):

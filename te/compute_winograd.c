@@ -33,13 +33,7 @@ static te_expr *lin(te_ctx *c, const double *coef, te_expr *const *term, int n) 
 }
 
 /* select(i == 0, e[0], select(i == 1, e[1], …)) */
-static te_expr *pick(te_ctx *c, te_var *i, te_expr *const *e, int n) {
-  te_expr *r = e[n - 1];
-  for (int k = n - 2; k >= 0; k--) r = te_select(c, te_bin(c, TE_EQ, te_v(c, i), te_int(c, k)), e[k], r);
-  return r;
-}
-
-static te_expr *pick_mod(te_ctx *c, te_expr *i, te_expr *const *e, int n) {
+static te_expr *pick(te_ctx *c, te_expr *i, te_expr *const *e, int n) {
   te_expr *r = e[n - 1];
   for (int k = n - 2; k >= 0; k--) r = te_select(c, te_bin(c, TE_EQ, i, te_int(c, k)), e[k], r);
   return r;
@@ -85,9 +79,9 @@ int lower_compute_winograd_in(te_ctx *c, const gir_node *n, te_tensor *const *in
       bd[j] = lin(c, coef, terms, (int)a);
     }
     for (int nu = 0; nu < a; nu++) cols[nu] = lin(c, w.bt[nu], bd, (int)a);
-    rows[xi] = pick(c, ax[1], cols, (int)a);
+    rows[xi] = pick(c, te_v(c, ax[1]), cols, (int)a);
   }
-  out[0] = lower_stage(c, n, 0, ax, pick(c, ax[0], rows, (int)a));
+  out[0] = lower_stage(c, n, 0, ax, pick(c, te_v(c, ax[0]), rows, (int)a));
   return 0;
 }
 
@@ -120,9 +114,9 @@ int lower_compute_winograd_out(te_ctx *c, const gir_node *n, te_tensor *const *i
   for (int i = 0; i < m; i++) {
     te_expr *cols[GIR_WINOGRAD_MAX_A];
     for (int j = 0; j < m; j++) cols[j] = lin(c, w.at[i], va[j], (int)a);
-    rows[i] = pick_mod(c, wm, cols, (int)m);
+    rows[i] = pick(c, wm, cols, (int)m);
   }
-  te_expr *body = pick_mod(c, hm, rows, (int)m);
+  te_expr *body = pick(c, hm, rows, (int)m);
   if (bias) {
     te_expr *bi[2] = {te_v(c, ax[1]), te_v(c, ax[4])};
     body = te_add(c, body, te_load(c, bias, bi));
