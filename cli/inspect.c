@@ -147,6 +147,8 @@ int kiln_cmd_inspect(int argc, char **argv) {
   if (r) return r < 0 ? 2 : 0;
   cli_import ci = {0};
   if (cli_args_import(&args, &ci) < 0) return 2;
+  int winograd = cli_winograd_mode(&args);
+  if (winograd < 0) return 2;
   const char *model = args.positional, *dot = args.str[CLI_OPT_DOT], *test_data = args.str[CLI_OPT_TEST_DATA];
   int print_ir = args.set[CLI_OPT_PRINT] > 0, fused = args.set[CLI_OPT_FUSED] > 0;
   gir_arena *scratch = gir_arena_new();
@@ -213,7 +215,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
     if (args.set[CLI_OPT_FOOTPRINT]) { /* compile for the target, keep nothing, print the flash and RAM */
       kiln_compile_options co = {.threads_hint = 2, .opt_level = 2, .model_path = model,
                                  .target = args.str[CLI_OPT_TARGET], .import = &ci.opt,
-                                 .kernels = args.str[CLI_OPT_KERNELS], .winograd = cli_winograd_mode(&args)};
+                                 .kernels = args.str[CLI_OPT_KERNELS], .winograd = winograd};
       gir_err ferr = {{0}};
       if (kiln_print_footprint(&co, stdout, &ferr) < 0) {
         fprintf(stderr, "kiln inspect: --footprint: %s\n", ferr.msg);

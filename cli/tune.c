@@ -94,6 +94,8 @@ int kiln_cmd_tune(int argc, char **argv) {
     fprintf(stderr, "kiln tune: %s\n", err.msg);
     return 1;
   }
+  int winograd = cli_winograd_mode(&args);
+  if (winograd < 0) return 2;
   tun_probe *probe = tun_probe_new(&t);
   if (!probe) {
     fprintf(stderr, "kiln tune: out of memory\n");
@@ -101,7 +103,7 @@ int kiln_cmd_tune(int argc, char **argv) {
   }
   kiln_compile_options o = {.threads_hint = 2, .opt_level = 2, .model_path = args.positional, .target = t.name,
                             .import = &ci.opt, .tuning = tun_probe_hook(probe),
-                            .winograd = cli_winograd_mode(&args)};
+                            .winograd = winograd};
   kiln_front f;
   kiln_compile_result cres;
   memset(&cres, 0, sizeof cres);
