@@ -437,8 +437,8 @@ static int phased_for(launch *L, const tir_stmt *s) {
       char a[64], b[64];
       coords(a, sizeof a, 0, L->dim);
       coords(b, sizeof b, t, L->dim);
-      rc = block_fail(L, "barrier (or warp shuffle) in a loop whose trip count differs between threads: loop over %s runs "
-                      "[%lld, +%lld) in "
+      rc = block_fail(L, "barrier in a loop whose trip count differs between threads (a barrier or a warp shuffle): loop "
+                      "over %s runs [%lld, +%lld) in "
                       "thread %s, [%lld, +%lld) in thread %s", v->name, (long long)mins[0].i, (long long)exts[0].i, a,
                       (long long)mins[t].i, (long long)exts[t].i, b);
     }
