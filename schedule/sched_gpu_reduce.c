@@ -111,7 +111,7 @@ static int sched_red(sch_schedule *s, sch_stage *red, const lower_gpu_reduce_cfg
  * of them to threadIdx.y; with `point` (no columns: one value a row) a loop of one
  * thread along x inside, so that one thread stores it. *at: the loop a row's
  * reductions are computed at. */
-static int sched_rows(sch_schedule *s, sch_stage *st, sch_iter *last, const lower_gpu_reduce_cfg *c, int point,
+static int bind_rows(sch_schedule *s, sch_stage *st, sch_iter *last, const lower_gpu_reduce_cfg *c, int point,
                       sch_iter **at) {
   sch_iter *row = lower_fuse_through(s, st, last), *bo, *bi = NULL, *one = NULL;
   if (!row) return -1;
@@ -128,7 +128,7 @@ static int sched_alone(sch_schedule *s, sch_stage *red, const lower_target *t) {
   lower_gpu_reduce_cfg c = lower_gpu_reduce_default(numel(red->t), reduce_extent(red), t);
   lower_tune_knobs(t, "gpu_reduce", &c, sizeof c);
   sch_iter *at;
-  if (sched_rows(s, red, red->root_axes[red->n_root - 1], &c, 0, &at) < 0) return -1;
+  if (bind_rows(s, red, red->root_axes[red->n_root - 1], &c, 0, &at) < 0) return -1;
   return sched_red(s, red, &c);
 }
 
@@ -194,7 +194,7 @@ static int sched_consumer(sch_schedule *s, sch_stage *E, sch_stage **fam, int n,
   lower_tune_knobs(t, "gpu_reduce", &c, sizeof c);
   sch_iter *at;
   int point = p == E->n_root;
-  if (sched_rows(s, E, E->leaf[p - 1], &c, point, &at) < 0) return -1;
+  if (bind_rows(s, E, E->leaf[p - 1], &c, point, &at) < 0) return -1;
   if (!point) { /* the columns: threads along x, each a strided share */
     int pos = 0;
     while (E->leaf[pos] != at) pos++;
