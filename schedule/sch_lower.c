@@ -348,8 +348,9 @@ static void add_reads(lower_ctx *L, te_tensor *t, const te_expr *body, tir_expr 
     for (int d = 0; d < t->rank; d++) {
       if (full[d]) continue;
       tir_expr *ix = lower_expr(L, ld->u.load.idx[d], vv, vars, nv);
-      for (int j = 0; j < n_inner; j++) /* a loop of one iteration: its value is 0 (a div/mod of it stays a point) */
-        if (inner_ext[j] == 1 && uses_any(ix, &inner_vars[j], 1)) ix = tir_substitute_expr(L->b, ix, inner_vars[j], tir_i64(L->b, 0));
+      for (int j = 0; j < n_inner; j++) /* a loop of one iteration is 0 (a div/mod of it stays a point) */
+        if (inner_ext[j] == 1 && uses_any(ix, &inner_vars[j], 1))
+          ix = tir_substitute_expr(L->b, ix, inner_vars[j], tir_i64(L->b, 0));
       lin l = lin_of(ix);
       if (!l.ok) {
         /* not linear, but made of loops outside the attach point only (a fused
@@ -675,43 +676,54 @@ static int with_prefetches(lower_ctx *L, const sch_stage *st, int k, tir_var *co
  * loop: each thread has its copy), by thread 0 into a shared or global one. The
  * spatial guard covers the loads and the store, never the shuffles (every lane
  * reaches them). NULL with a message where the stage does not fit. */
-static tir_stmt *allreduce(lower_ctx *L, sch_stage *st, tir_var *const *lv, const int64_t *ext, int first, int xr,
-                           tir_expr *src, tir_expr *cond, tir_expr *guard, tir_expr *rguard, tir_expr *off) {
-  tir_builder *b = L->b;
+/* 0 if stage st (its reduce leaf xr bound to a thread index, `first` its first
+ * reduce leaf) fits allreduce, else -1 with the reason. */
+static int allreduce_fits(lower_ctx *L, sch_stage *st, tir_var *const *lv, const int64_t *ext, int first, int xr,
+                          int plain) {
   const char *name = st->t->name;
   sch_iter *tx = st->leaf[xr];
   int64_t T = ext[tx->id];
   gir_dtype t = st->t->dtype;
-  te_combiner comb = st->body->u.red.comb;
-  if (!src) return gir_errf(L->err, "stage %s: an arg-reduction cannot run across threads", name), NULL;
+  if (!plain) return gir_errf(L->err, "stage %s: an arg-reduction cannot run across threads", name);
   if (xr != first || tx->kind != TIR_THREAD_X)
     return gir_errf(L->err, "stage %s: a reduce loop bound across threads must be the outermost reduce loop, bound to "
-                    "threadIdx.x", name), NULL;
-  for (int k = first + 1; k < st->n_leaf; k++)
-    if (!st->leaf[k]->reduce || tir_for_kind_is_gpu(st->leaf[k]->kind) || st->leaf[k]->kind == TIR_PARALLEL ||
-        st->leaf[k]->kind == TIR_VECTORIZED)
-      return gir_errf(L->err, "stage %s: only serial reduce loops may lie inside a cross-thread reduce loop", name), NULL;
+                    "threadIdx.x", name);
+  for (int k = first + 1; k < st->n_leaf; k++) {
+    tir_for_kind kk = st->leaf[k]->kind;
+    if (!st->leaf[k]->reduce || tir_for_kind_is_gpu(kk) || kk == TIR_PARALLEL || kk == TIR_VECTORIZED)
+      return gir_errf(L->err, "stage %s: only serial reduce loops may lie inside a cross-thread reduce loop", name);
+  }
   if (t != GIR_F32 && t != GIR_F64 && t != GIR_I32 && t != GIR_I64)
     return gir_errf(L->err, "stage %s: a cross-thread reduction of %s (warp shuffles take f32, f64, i32, i64)", name,
-                    gir_dtype_name(t)), NULL;
+                    gir_dtype_name(t));
   if (T % 32 || T < 32 || T > 1024)
-    return gir_errf(L->err, "stage %s: a cross-thread reduction over %lld threads (a multiple of 32, at most 1024)", name,
-                    (long long)T), NULL;
+    return gir_errf(L->err, "stage %s: a cross-thread reduction over %lld threads (a multiple of 32, at most 1024)",
+                    name, (long long)T);
   int rows = 0; /* other thread indices around: several rows a block */
   for (int j = 0; j < L->n_thr; j++) {
     if (L->thr_kind[j] == TIR_THREAD_X)
-      return gir_errf(L->err, "stage %s: a cross-thread reduction inside a threadIdx.x loop", name), NULL;
+      return gir_errf(L->err, "stage %s: a cross-thread reduction inside a threadIdx.x loop", name);
     rows = 1;
   }
   for (int k = 0; k < first; k++) rows |= st->leaf[k]->kind == TIR_THREAD_Y || st->leaf[k]->kind == TIR_THREAD_Z;
   if (rows && T > 32)
-    return gir_errf(L->err, "stage %s: a cross-thread reduction over several warps in a block of several rows", name),
-           NULL;
+    return gir_errf(L->err, "stage %s: a cross-thread reduction over several warps in a block of several rows", name);
   for (int k = first; k < st->n_leaf; k++) {
     tir_stmt *att;
-    if (attached_at(L, st, st->leaf[k], lv, ext, &att) < 0) return NULL;
-    if (att) return gir_errf(L->err, "stage %s: a stage computed inside a cross-thread reduction", name), NULL;
+    if (attached_at(L, st, st->leaf[k], lv, ext, &att) < 0) return -1;
+    if (att) return gir_errf(L->err, "stage %s: a stage computed inside a cross-thread reduction", name);
   }
+  return 0;
+}
+
+static tir_stmt *allreduce(lower_ctx *L, sch_stage *st, tir_var *const *lv, const int64_t *ext, int first, int xr,
+                           tir_expr *src, tir_expr *cond, tir_expr *guard, tir_expr *rguard, tir_expr *off) {
+  if (allreduce_fits(L, st, lv, ext, first, xr, src != NULL) < 0) return NULL;
+  tir_builder *b = L->b;
+  sch_iter *tx = st->leaf[xr];
+  int64_t T = ext[tx->id];
+  gir_dtype t = st->t->dtype;
+  te_combiner comb = st->body->u.red.comb;
   tir_buffer *acc = tir_buffer_new(b, "red_acc", t, 1, TIR_LOCAL, -1);
   tir_expr *zero = tir_i64(b, 0), *a0 = tir_load(b, acc, zero), *txv = tir_var_ref(b, lv[first]);
   tir_stmt *s = tir_store(b, acc, zero, combine(L, comb, a0, src));
