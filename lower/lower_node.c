@@ -122,6 +122,7 @@ static void inline_scalars(te_ctx *c, gir_arena *a, te_tensor **params, const gi
 int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
                 int32_t n_outs, const char *name, const lower_target *t, lower_kernel *k, gir_err *err) {
   gir_arena *a = b->arena;
+  c->gpu = t && t->gpu;
   if (n_nodes == 1 && lower_is_sequential(nodes[0]->op)) /* opaque: always alone */
     return lower_sequential(b, nodes[0], outs, n_outs, name, k, err);
   vmap m = {.a = a};

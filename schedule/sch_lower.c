@@ -23,6 +23,10 @@
  * reads), and its computation sits between two barriers (the block's threads are
  * done reading the previous contents; the new ones are complete before use).
  *
+ * A reduction whose outermost reduce loop is bound to threadIdx.x runs across the
+ * block's threads (allreduce below: strided partials, a warp-shuffle butterfly,
+ * the warps combined through shared memory).
+ *
  * A stage whose body is a reduction gets an init nest (the identity, over the
  * spatial loops inside the first reduce loop) and an update nest; argmax/argmin
  * keep their running best value in a second buffer. Root intermediates become
@@ -31,6 +35,7 @@
 #include <math.h>
 #include <string.h>
 #include "schedule.h"
+#include "tir_simplify.h"
 
 typedef struct region {
   tir_expr *min[GIR_MAX_RANK]; /* per axis, an index expression valid at the attach point */
@@ -343,6 +348,9 @@ static void add_reads(lower_ctx *L, te_tensor *t, const te_expr *body, tir_expr 
     for (int d = 0; d < t->rank; d++) {
       if (full[d]) continue;
       tir_expr *ix = lower_expr(L, ld->u.load.idx[d], vv, vars, nv);
+      for (int j = 0; j < n_inner; j++) /* a loop of one iteration is 0 (a div/mod of it stays a point) */
+        if (inner_ext[j] == 1 && uses_any(ix, &inner_vars[j], 1))
+          ix = tir_substitute_expr(L->b, ix, inner_vars[j], tir_i64(L->b, 0));
       lin l = lin_of(ix);
       if (!l.ok) {
         /* not linear, but made of loops outside the attach point only (a fused
@@ -655,6 +663,108 @@ static int with_prefetches(lower_ctx *L, const sch_stage *st, int k, tir_var *co
   return 0;
 }
 
+/* ---- cross-thread reductions ---- */
+
+/* A reduction whose outermost reduce leaf (first) is bound to threadIdx.x (T
+ * threads, a multiple of the warp's 32): TVM's cross-thread allreduce. Each thread
+ * folds its strided share of the reduce loops into a register (acc), the warp
+ * combines its lanes with a butterfly of shuffles (every lane ends with the warp's
+ * result, bit for bit the same: each step combines the same two values), and with
+ * several warps each warp's lane 0 puts its result in shared memory between two
+ * barriers, where every thread combines them in warp order. Then the result is
+ * stored: by every thread into a LOCAL buffer (the stage computed at a consumer's
+ * loop: each thread has its copy), by thread 0 into a shared or global one. The
+ * spatial guard covers the loads and the store, never the shuffles (every lane
+ * reaches them). NULL with a message where the stage does not fit. */
+/* 0 if stage st (its reduce leaf xr bound to a thread index, `first` its first
+ * reduce leaf) fits allreduce, else -1 with the reason. */
+static int allreduce_fits(lower_ctx *L, sch_stage *st, tir_var *const *lv, const int64_t *ext, int first, int xr,
+                          int plain) {
+  const char *name = st->t->name;
+  sch_iter *tx = st->leaf[xr];
+  int64_t T = ext[tx->id];
+  gir_dtype t = st->t->dtype;
+  if (!plain) return gir_errf(L->err, "stage %s: an arg-reduction cannot run across threads", name);
+  if (xr != first || tx->kind != TIR_THREAD_X)
+    return gir_errf(L->err, "stage %s: a reduce loop bound across threads must be the outermost reduce loop, bound to "
+                    "threadIdx.x", name);
+  for (int k = first + 1; k < st->n_leaf; k++) {
+    tir_for_kind kk = st->leaf[k]->kind;
+    if (!st->leaf[k]->reduce || tir_for_kind_is_gpu(kk) || kk == TIR_PARALLEL || kk == TIR_VECTORIZED)
+      return gir_errf(L->err, "stage %s: only serial reduce loops may lie inside a cross-thread reduce loop", name);
+  }
+  if (t != GIR_F32 && t != GIR_F64 && t != GIR_I32 && t != GIR_I64)
+    return gir_errf(L->err, "stage %s: a cross-thread reduction of %s (warp shuffles take f32, f64, i32, i64)", name,
+                    gir_dtype_name(t));
+  if (T % 32 || T < 32 || T > 1024)
+    return gir_errf(L->err, "stage %s: a cross-thread reduction over %lld threads (a multiple of 32, at most 1024)",
+                    name, (long long)T);
+  int rows = 0; /* other thread indices around: several rows a block */
+  for (int j = 0; j < L->n_thr; j++) {
+    if (L->thr_kind[j] == TIR_THREAD_X)
+      return gir_errf(L->err, "stage %s: a cross-thread reduction inside a threadIdx.x loop", name);
+    rows = 1;
+  }
+  for (int k = 0; k < first; k++) rows |= st->leaf[k]->kind == TIR_THREAD_Y || st->leaf[k]->kind == TIR_THREAD_Z;
+  if (rows && T > 32)
+    return gir_errf(L->err, "stage %s: a cross-thread reduction over several warps in a block of several rows", name);
+  for (int k = first; k < st->n_leaf; k++) {
+    tir_stmt *att;
+    if (attached_at(L, st, st->leaf[k], lv, ext, &att) < 0) return -1;
+    if (att) return gir_errf(L->err, "stage %s: a stage computed inside a cross-thread reduction", name);
+  }
+  return 0;
+}
+
+static tir_stmt *allreduce(lower_ctx *L, sch_stage *st, tir_var *const *lv, const int64_t *ext, int first, int xr,
+                           tir_expr *src, tir_expr *cond, tir_expr *guard, tir_expr *rguard, tir_expr *off) {
+  if (allreduce_fits(L, st, lv, ext, first, xr, src != NULL) < 0) return NULL;
+  tir_builder *b = L->b;
+  sch_iter *tx = st->leaf[xr];
+  int64_t T = ext[tx->id];
+  gir_dtype t = st->t->dtype;
+  te_combiner comb = st->body->u.red.comb;
+  tir_buffer *acc = tir_buffer_new(b, "red_acc", t, 1, TIR_LOCAL, -1);
+  tir_expr *zero = tir_i64(b, 0), *a0 = tir_load(b, acc, zero), *txv = tir_var_ref(b, lv[first]);
+  tir_stmt *s = tir_store(b, acc, zero, combine(L, comb, a0, src));
+  if (cond) s = tir_if(b, cond, s, NULL);
+  if (guard) s = tir_if(b, guard, s, NULL);
+  if (rguard) s = tir_if(b, rguard, s, NULL);
+  for (int k = st->n_leaf - 1; k > first; k--) {
+    sch_iter *it = st->leaf[k];
+    s = tir_for(b, lv[k], zero, tir_i64(b, ext[it->id]), it->kind == TIR_UNROLLED ? TIR_UNROLLED : TIR_SERIAL, s);
+  }
+  tir_stmt *xs[16];
+  int n = 0;
+  xs[n++] = tir_store(b, acc, zero, reduce_identity(L, comb, t));
+  xs[n++] = s;
+  for (int32_t o = 16; o >= 1; o /= 2) /* the warp's butterfly */
+    xs[n++] = tir_store(b, acc, zero, combine(L, comb, a0, tir_shuffle(b, TIR_SHFL_XOR, a0, o)));
+  tir_buffer *sh = NULL;
+  if (T > 32) { /* the warps' results through shared memory */
+    int64_t nw = T / 32;
+    sh = tir_buffer_new(b, "red_warps", t, nw, TIR_SHARED, -1);
+    tir_expr *lane0 = tir_bin(b, TE_EQ, tir_bin(b, TE_MOD, txv, tir_i64(b, 32)), zero);
+    xs[n++] = tir_barrier(b); /* the last use of red_warps is over */
+    xs[n++] = tir_if(b, lane0, tir_store(b, sh, tir_bin(b, TE_DIV, txv, tir_i64(b, 32)), a0), NULL);
+    xs[n++] = tir_barrier(b);
+    tir_expr *r = tir_load(b, sh, zero);
+    for (int64_t w = 1; w < nw; w++) r = combine(L, comb, r, tir_load(b, sh, tir_i64(b, w)));
+    xs[n++] = tir_store(b, acc, zero, r);
+  }
+  tir_buffer *out = L->info[st->id].buf;
+  tir_expr *wc = guard;
+  if (out->scope != TIR_LOCAL) {
+    tir_expr *t0 = tir_bin(b, TE_EQ, txv, zero);
+    wc = wc ? tir_bin(b, TE_AND, wc, t0) : t0;
+  }
+  tir_stmt *w = tir_store(b, out, off, a0);
+  xs[n++] = wc ? tir_if(b, wc, w, NULL) : w;
+  s = tir_allocate(b, acc, tir_seq(b, xs, n));
+  s = leaf_loop(L, st, tx, lv[first], T, TIR_THREAD_X, s);
+  return s && sh ? tir_allocate(b, sh, s) : s;
+}
+
 static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   tir_builder *b = L->b;
   stage_info *si = &L->info[st->id];
@@ -730,11 +840,13 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   const te_expr *body = st->body;
   tir_stmt *init = NULL, *update;
   int first_red = st->n_leaf;
+  tir_expr *red_src = NULL, *red_cond = NULL; /* a plain reduction's, for a cross-thread one */
   if (body->kind == TE_REDUCE) {
     te_combiner comb = body->u.red.comb;
     int arg = comb == TE_ARGMAX || comb == TE_ARGMIN;
     tir_expr *src = lower_expr(L, body->u.red.src, sv.vals, sv.vars, sv.n);
     tir_expr *cond = body->u.red.cond ? lower_expr(L, body->u.red.cond, sv.vals, sv.vars, sv.n) : NULL;
+    if (!arg) red_src = src, red_cond = cond;
     gir_dtype sdt = body->u.red.src->dtype;
     if (arg) {
       /* linear index over the reduce axes */
@@ -772,6 +884,21 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
     if (init) init = tir_if(b, guard, init, NULL);
   }
   if (rguard) update = tir_if(b, rguard, update, NULL);
+
+  /* a reduce loop bound to a thread index: a cross-thread reduction inside the
+   * spatial loops */
+  for (int k = first_red; init && k < st->n_leaf; k++)
+    if (st->leaf[k]->reduce && tir_for_kind_is_gpu(st->leaf[k]->kind)) {
+      tir_stmt *s = allreduce(L, st, lv, ext, first_red, k, red_src, red_cond, guard, rguard, off);
+      for (int j = first_red - 1; s && j >= 0; j--) {
+        sch_iter *it = st->leaf[j];
+        tir_stmt *att;
+        if (attached_at(L, st, it, lv, ext, &att) < 0) return NULL;
+        if (att) s = alloc_attached(L, st, it, tir_seq2(b, att, s));
+        s = leaf_loop(L, st, it, lv[j], ext[it->id], it->kind, s);
+      }
+      return s;
+    }
 
   /* update nest: all leaves from first_red inward (or the whole nest) */
   tir_stmt *s = update;

@@ -1,5 +1,6 @@
 /* sched_gpu.c — the default schedule for a GPU (targets/cuda): every stage that
- * is not inlined computes one output element per thread, its output axes fused and
+ * is not inlined and no template takes (matmuls, convs, reductions over long rows:
+ * sched_gpu_*.c) computes one output element per thread, its output axes fused and
  * split into blocks of up to 256 threads (blockIdx.x, threadIdx.x), reductions in a
  * serial loop inside the thread; a reduction feeding an element-wise epilogue of
  * its shape (conv → bias → relu) is computed at the epilogue's thread loop, so its
@@ -90,6 +91,8 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
     else lower_tune_knobs(t, "gpu_conv", &cc, sizeof cc);
     if ((matmul ? lower_sched_gpu_matmul(s, st, epi, &mc) : lower_sched_gpu_conv(s, st, epi, &cc)) < 0) return -1;
   }
+  /* reductions over long rows: threads split each row (sched_gpu_reduce.c) */
+  if (lower_sched_gpu_reduce(s, t) < 0) return -1;
   /* reductions with an epilogue: attached there after the epilogue is bound */
   sch_stage **epi = gir_arena_calloc(s->arena, (size_t)s->n_stages + 1, sizeof *epi);
   if (!epi) return gir_errf(s->err, "out of memory");

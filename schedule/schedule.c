@@ -284,7 +284,11 @@ int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *tag) {
   tir_for_kind k = tir_for_kind_of_tag(tag);
   if (k == TIR_FOR_KIND_COUNT || k == TIR_SERIAL)
     return gir_errf(s->err, "bind: '%s' is not blockIdx.x/y/z or threadIdx.x/y/z", tag ? tag : "(null)");
-  if (it->reduce) return gir_errf(s->err, "bind: %s is a reduce loop: its iterations depend on each other", it->name);
+  /* a reduce loop bound to threadIdx.x is a cross-thread reduction (sch_lower.c's
+   * allreduce); across blocks, or along y and z, its iterations could not meet */
+  if (it->reduce && k != TIR_THREAD_X)
+    return gir_errf(s->err, "bind: %s is a reduce loop: its iterations depend on each other (only threadIdx.x may "
+                    "split a reduction, across the threads of a block)", it->name);
   it->thread_tag = tag;
   it->kind = k; /* the loop's kind in loop IR (tir.h) */
   return 0;

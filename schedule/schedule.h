@@ -105,6 +105,9 @@ int sch_reorder(sch_schedule *s, sch_stage *st, sch_iter *const *order, int32_t 
 int sch_tile(sch_schedule *s, sch_stage *st, sch_iter *x, sch_iter *y, int64_t fx, int64_t fy, sch_iter **xo,
              sch_iter **yo, sch_iter **xi, sch_iter **yi);
 int sch_annotate(sch_schedule *s, sch_stage *st, sch_iter *it, tir_for_kind kind); /* vectorize/unroll/parallel */
+/* A reduce loop may be bound to threadIdx.x only: it must then be the stage's
+ * outermost reduce loop with serial reduce loops inside, and lowers to a
+ * cross-thread reduction (TVM's allreduce; sch_lower.c). */
 int sch_bind(sch_schedule *s, sch_stage *st, sch_iter *it, const char *thread_tag);
 /* Every other reader of producer must be inlined or already computed at the same
  * loop `at` (a sibling after it: its reads widen producer's region). */

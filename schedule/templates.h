@@ -53,6 +53,30 @@ int lower_gpu_conv_fits(const sch_stage *red);
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use); /* as matmul's */
 int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *cfg);
 
+/* The GPU reduction template (sched_gpu_reduce.c): a block per output row (or, with
+ * 32 threads a row, a warp per row and `rows` rows a block along threadIdx.y), the
+ * row's reduction split over `threads` threads along threadIdx.x (strided partials,
+ * then a warp-shuffle butterfly and, with several warps, a combine through shared
+ * memory: sch_lower.c), its element-wise consumer computed by the same block. */
+typedef struct lower_gpu_reduce_cfg {
+  int32_t threads; /* threads a row: a multiple of 32, at most 1024 */
+  int32_t rows;    /* rows a block: 1, or up to 32 with threads == 32 */
+} lower_gpu_reduce_cfg;
+/* The rule: a plain reduction (sum, product, max, min of f32, f64, i32, i64) over
+ * 32 or more elements a row that either walks its input's innermost axis (one
+ * output per thread would read a run of memory per thread, uncoalesced) or has too
+ * few outputs to give every multiprocessor a block of 256 threads. Shorter rows,
+ * and many rows reduced across the innermost axis (a warp's threads then read
+ * neighbouring elements), keep one output per thread. */
+int lower_gpu_reduce_fits(const sch_stage *red, const lower_target *t);
+/* Default knobs: threads the smallest of 32, 64, 128, 256 giving each thread at
+ * most 8 elements of a row of k (256 for longer rows); a warp per row packs up to 8
+ * rows a block. */
+lower_gpu_reduce_cfg lower_gpu_reduce_default(int64_t rows, int64_t k, const lower_target *t);
+/* Schedules every reduction that fits, with the element-wise consumer of its rows
+ * where there is one (the reductions computed at its row loop), else by itself. */
+int lower_sched_gpu_reduce(sch_schedule *s, const lower_target *t);
+
 /* Shared by the GPU templates (sched_gpu.c): ceil(a / b); the distinct tensors st's
  * body loads (their count; the first max in t); a copy into shared memory computed
  * inside a block's thread loops, its axes fused and spread over the tz × ty × tx

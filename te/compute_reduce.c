@@ -144,18 +144,20 @@ int lower_compute_arg_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in,
  * a masked load once vectorized) instead of the whole row going scalar. A float
  * sum, max or min over a row of 64 or more takes L = 32, two vectors' worth of
  * lanes, so that its steps form two independent chains (a vector max's compare
- * and blend, an add: each step waits for the last one otherwise). */
+ * and blend, an add: each step waits for the last one otherwise). On a GPU
+ * (c->gpu) the statistic is one plain reduction: threads, not lanes, split the row. */
 static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
                            te_expr *elem, te_var *const *v) {
   int rank = x->rank;
   int64_t R = x->shape[axis], L = 0, shape[GIR_MAX_RANK] = {0};
-  for (int64_t l = 16; l >= 4 && axis == rank - 1; l /= 2)
+  for (int64_t l = 16; l >= 4 && axis == rank - 1 && !c->gpu; l /= 2)
     if (R % l == 0 && R >= 2 * l) {
       L = l;
       break;
     }
   int foldable = axis == rank - 1 && gir_dtype_is_float(t) && (comb == TE_SUM || comb == TE_RMAX || comb == TE_RMIN);
   int ragged = 0;
+  if (c->gpu) foldable = 0; /* threads split the row (sched_gpu_reduce.c) */
   if (foldable && R >= 64) L = 32; /* two vectors of lanes: two dependency chains, not one */
   else if (foldable && !L && R >= 32) L = 16;
   ragged = L && R % L != 0;

@@ -21,6 +21,7 @@ void te_ctx_init(te_ctx *c, gir_arena *a, gir_err *err) {
   c->err = err;
   c->next_var = 0;
   c->next_tensor = 0;
+  c->gpu = 0;
 }
 
 static void *alloc(te_ctx *c, size_t n) {

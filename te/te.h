@@ -104,6 +104,8 @@ typedef struct te_ctx {
   gir_arena *arena;
   gir_err *err;
   int32_t next_var, next_tensor;
+  int32_t gpu; /* computing for a GPU: a row statistic is one plain reduction (the GPU schedule
+                  spreads a row over threads), not the lane partials CPUs vectorize */
 } te_ctx;
 
 void te_ctx_init(te_ctx *c, gir_arena *a, gir_err *err);

@@ -184,6 +184,10 @@ int arith_expr_cmp(const tir_expr *a, const tir_expr *b) {
     if ((r = arith_expr_cmp(a->u.dot4.acc, b->u.dot4.acc))) return r;
     if ((r = arith_expr_cmp(a->u.dot4.a, b->u.dot4.a))) return r;
     return arith_expr_cmp(a->u.dot4.b, b->u.dot4.b);
+  case TIR_SHUFFLE:
+    if (a->u.shfl.mode != b->u.shfl.mode) return a->u.shfl.mode < b->u.shfl.mode ? -1 : 1;
+    if (a->u.shfl.offset != b->u.shfl.offset) return a->u.shfl.offset < b->u.shfl.offset ? -1 : 1;
+    return arith_expr_cmp(a->u.shfl.value, b->u.shfl.value);
   default: return 0;
   }
 }
@@ -203,6 +207,7 @@ int arith_uses_var(const tir_expr *e, const tir_var *v) {
   case TIR_BROADCAST: return arith_uses_var(e->u.bcast.value, v);
   case TIR_DOT4:
     return arith_uses_var(e->u.dot4.acc, v) || arith_uses_var(e->u.dot4.a, v) || arith_uses_var(e->u.dot4.b, v);
+  case TIR_SHUFFLE: return arith_uses_var(e->u.shfl.value, v);
   default: return 0;
   }
 }

@@ -177,7 +177,7 @@ static tir_stmt *walk(unsw *u, tir_stmt *s);
 
 /* A loop's body, unswitched on its invariant tests (if it has any). */
 static tir_stmt *unswitch_body(unsw *u, tir_stmt *body) {
-  if (tir_stmt_has_barrier(body)) return walk(u, body); /* a test may differ between a GPU block's threads */
+  if (tir_stmt_has_sync(body)) return walk(u, body); /* a test may differ between a GPU block's threads */
   fit(u);
   mark_bound(u, body, 1);
   u->n = 0;

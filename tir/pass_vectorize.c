@@ -42,7 +42,7 @@ static int depends(const tir_expr *e, const vctx *x) {
   case TIR_CAST: case TIR_BITCAST: return depends(e->u.cast.a, x);
   case TIR_RAMP: return depends(e->u.ramp.base, x) || depends(e->u.ramp.stride, x);
   case TIR_BROADCAST: return depends(e->u.bcast.value, x);
-  case TIR_DOT4: return 1; /* treated as varying, so that vec meets it and refuses the loop */
+  case TIR_DOT4: case TIR_SHUFFLE: return 1; /* treated as varying, so that vec meets it and refuses the loop */
   default: return 0;
   }
 }

@@ -159,6 +159,34 @@ tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x) {
   return e;
 }
 
+tir_expr *tir_shuffle(tir_builder *b, tir_shfl_mode mode, tir_expr *value, int32_t offset) {
+  assert(value->lanes == 1 && offset >= 1 && offset < 32 &&
+         (value->dtype == GIR_F32 || value->dtype == GIR_F64 || value->dtype == GIR_I32 || value->dtype == GIR_I64));
+  tir_expr *e = expr(b, TIR_SHUFFLE, value->dtype, 1);
+  e->u.shfl.value = value;
+  e->u.shfl.offset = offset;
+  e->u.shfl.mode = mode;
+  return e;
+}
+
+int tir_expr_has_shuffle(const tir_expr *e) {
+  if (!e) return 0;
+  switch (e->kind) {
+  case TIR_SHUFFLE: return 1;
+  case TIR_LOAD: return tir_expr_has_shuffle(e->u.load.index);
+  case TIR_UNARY: return tir_expr_has_shuffle(e->u.un.a);
+  case TIR_BINARY: return tir_expr_has_shuffle(e->u.bin.a) || tir_expr_has_shuffle(e->u.bin.b);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE:
+    return tir_expr_has_shuffle(e->u.sel.c) || tir_expr_has_shuffle(e->u.sel.a) || tir_expr_has_shuffle(e->u.sel.b);
+  case TIR_CAST: case TIR_BITCAST: return tir_expr_has_shuffle(e->u.cast.a);
+  case TIR_RAMP: return tir_expr_has_shuffle(e->u.ramp.base) || tir_expr_has_shuffle(e->u.ramp.stride);
+  case TIR_BROADCAST: return tir_expr_has_shuffle(e->u.bcast.value);
+  case TIR_DOT4:
+    return tir_expr_has_shuffle(e->u.dot4.acc) || tir_expr_has_shuffle(e->u.dot4.a) || tir_expr_has_shuffle(e->u.dot4.b);
+  default: return 0;
+  }
+}
+
 static tir_stmt *stmt(tir_builder *b, tir_stmt_kind k) {
   tir_stmt *s = alloc(b, sizeof *s);
   s->kind = k;
@@ -220,17 +248,21 @@ tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo,
 
 tir_stmt *tir_barrier(tir_builder *b) { return stmt(b, TIR_BARRIER); }
 
-int tir_stmt_has_barrier(const tir_stmt *s) {
+int tir_stmt_has_sync(const tir_stmt *s) {
   if (!s) return 0;
   switch (s->kind) {
   case TIR_BARRIER: return 1;
-  case TIR_FOR: return tir_stmt_has_barrier(s->u.loop.body);
-  case TIR_LET: return tir_stmt_has_barrier(s->u.let.body);
-  case TIR_IF: return tir_stmt_has_barrier(s->u.ifs.then_s) || tir_stmt_has_barrier(s->u.ifs.else_s);
-  case TIR_ALLOCATE: return tir_stmt_has_barrier(s->u.alloc.body);
+  case TIR_FOR:
+    return tir_expr_has_shuffle(s->u.loop.min) || tir_expr_has_shuffle(s->u.loop.extent) ||
+           tir_stmt_has_sync(s->u.loop.body);
+  case TIR_LET: return tir_expr_has_shuffle(s->u.let.value) || tir_stmt_has_sync(s->u.let.body);
+  case TIR_IF:
+    return tir_expr_has_shuffle(s->u.ifs.cond) || tir_stmt_has_sync(s->u.ifs.then_s) || tir_stmt_has_sync(s->u.ifs.else_s);
+  case TIR_STORE: return tir_expr_has_shuffle(s->u.store.index) || tir_expr_has_shuffle(s->u.store.value);
+  case TIR_ALLOCATE: return tir_stmt_has_sync(s->u.alloc.body);
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)
-      if (tir_stmt_has_barrier(s->u.seq.s[i])) return 1;
+      if (tir_stmt_has_sync(s->u.seq.s[i])) return 1;
     return 0;
   default: return 0;
   }
@@ -333,6 +365,11 @@ void tir_print_expr(const tir_expr *e, FILE *f) {
     fputc(')', f);
     break;
   case TIR_DOT4: print_call3(f, "dot4", e->u.dot4.acc, e->u.dot4.a, e->u.dot4.b); break;
+  case TIR_SHUFFLE:
+    fputs(e->u.shfl.mode == TIR_SHFL_XOR ? "shfl_xor(" : "shfl_down(", f);
+    tir_print_expr(e->u.shfl.value, f);
+    fprintf(f, ", %d)", e->u.shfl.offset);
+    break;
   default: fputs("?", f);
   }
 }

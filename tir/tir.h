@@ -25,6 +25,15 @@
  *   where ext zero-extends u8 and sign-extends i8, and the arithmetic wraps in
  *   int32. It appears only in code that is already vector (or scalar, L = 1);
  *   the vectorize pass does not widen it.
+ * - TIR_SHUFFLE (GPU code only): the threads of a block form warps of 32 (linear
+ *   thread index / 32; the lane is its remainder); the result in lane l is `value`
+ *   (a scalar f32, f64, i32 or i64) as lane l ^ offset (XOR) or l + offset (DOWN; l
+ *   itself past lane 31) evaluated it, at the same point of the program. Every
+ *   lane of the warp must evaluate the shuffle together (CUDA's shfl.sync with a
+ *   full mask): it is a cross-lane operation like TIR_BARRIER, so passes never put
+ *   it under a condition or in a loop whose trip count may differ between the
+ *   threads, never duplicate it into branches or hoist it (tir_stmt_has_sync),
+ *   and a block holding one has a multiple of 32 threads. 1 <= offset < 32.
  * - TIR_FOR runs var over [min, min + extent); kind says how: serial, parallel
  *   (outlined into a task and run through ctx->parallel_for), vectorized (the
  *   vectorize pass rewrites it; a target may also run it serially) or unrolled.
@@ -42,8 +51,13 @@ typedef enum tir_expr_kind {
   TIR_BROADCAST, /* value repeated (lanes) */
   TIR_BITCAST,   /* the bits of a read as dtype, which has a's element size (u.cast) */
   TIR_DOT4,      /* 4-way 8-bit dot product accumulated into int32 lanes (u.dot4; see below) */
+  TIR_SHUFFLE,   /* GPU warp shuffle: value as another lane of the warp computed it (u.shfl; see below) */
   TIR_EXPR_KIND_COUNT
 } tir_expr_kind;
+
+/* TIR_SHUFFLE's lane: lane ^ offset (a butterfly) or lane + offset (down; a lane past
+ * the warp's last gets its own value), as CUDA's __shfl_xor_sync / __shfl_down_sync. */
+typedef enum tir_shfl_mode { TIR_SHFL_XOR, TIR_SHFL_DOWN } tir_shfl_mode;
 
 typedef enum tir_scope { TIR_GLOBAL, TIR_LOCAL, TIR_SHARED, TIR_SCOPE_COUNT } tir_scope;
 
@@ -80,6 +94,7 @@ struct tir_expr {
     struct { tir_expr *base, *stride; } ramp;
     struct { tir_expr *value; } bcast;
     struct { tir_expr *acc, *a, *b; } dot4;
+    struct { tir_expr *value; int32_t offset; tir_shfl_mode mode; } shfl;
   } u;
 };
 
@@ -170,6 +185,10 @@ tir_expr *tir_bitcast(tir_builder *b, gir_dtype t, tir_expr *a);
 tir_expr *tir_ramp(tir_builder *b, tir_expr *base, tir_expr *stride, int32_t lanes);
 tir_expr *tir_broadcast(tir_builder *b, tir_expr *value, int32_t lanes);
 tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x); /* x: the b operand; see TIR_DOT4 */
+/* A warp shuffle of scalar value (f32, f64, i32 or i64) by offset (1..31); see TIR_SHUFFLE. */
+tir_expr *tir_shuffle(tir_builder *b, tir_shfl_mode mode, tir_expr *value, int32_t offset);
+/* 1 if e holds a TIR_SHUFFLE. */
+int tir_expr_has_shuffle(const tir_expr *e);
 /* Whether acc, a and x make a dot4 of `lanes` lanes (the constructor asserts it; the
  * backends check loop IR they are given with it). */
 int tir_dot4_operands_ok(const tir_expr *acc, const tir_expr *a, const tir_expr *x, int32_t lanes);
@@ -182,9 +201,10 @@ tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index);
 tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo, tir_expr *hi); /* scalar int64s */
 tir_stmt *tir_barrier(tir_builder *b); /* the threads of a GPU block wait for each other */
-/* 1 if s holds a TIR_BARRIER: passes must not put such code under a condition that may
- * differ between the threads of a block (unswitching, for one). */
-int tir_stmt_has_barrier(const tir_stmt *s);
+/* 1 if s holds a TIR_BARRIER or a TIR_SHUFFLE (code that the threads of a block, or of
+ * a warp, must reach together): passes must not put such code under a condition that
+ * may differ between the threads (unswitching, for one). */
+int tir_stmt_has_sync(const tir_stmt *s);
 tir_stmt *tir_seq(tir_builder *b, tir_stmt *const *s, int32_t n); /* flattens nested seqs, drops NULLs */
 tir_stmt *tir_seq2(tir_builder *b, tir_stmt *x, tir_stmt *y);
 

@@ -130,6 +130,12 @@ tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane) {
     }
     return ival(tir_wrap_int(GIR_I32, (int64_t)sum));
   }
+  case TIR_SHUFFLE: /* the emulator evaluates the lanes' values first (tir_eval_gpu.c) */
+    if (!env->gpu) {
+      fail(env, "warp shuffle outside the threads of a GPU launch", NULL);
+      return ival(0);
+    }
+    return tir_gpu_shuffled(env, e);
   default: fail(env, "unknown expression kind", NULL); return ival(0);
   }
 }

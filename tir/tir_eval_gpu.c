@@ -35,6 +35,16 @@
  * bind in each thread. SHARED buffers are allocated once per block, zeroed,
  * when the first thread reaches their ALLOCATE.
  *
+ * Warp shuffles (TIR_SHUFFLE) are run like barriers: a statement holding one is
+ * reached by the block's threads together (the same checks: no divergent if,
+ * loop or smaller threadIdx loop around it — stricter than a GPU, which asks it
+ * of a warp's lanes only), and before the statement runs, each shuffle in its own
+ * expressions (let value, store, if condition, loop bounds; inner shuffles first)
+ * has its operand evaluated in every thread, and each thread gets the value its
+ * source lane computed (warps: 32 consecutive linear thread indices; a block
+ * holding a shuffle is whole warps). A shuffle under an if_then_else's branch is
+ * divergent: an error.
+ *
  * Races: each SHARED and GLOBAL buffer the launch touches gets a shadow array
  * (16 bytes an element, malloc'ed for the launch and freed at its end) holding
  * the last writer and reader of each element and their phases. Two accesses
@@ -55,7 +65,7 @@
 #include <string.h>
 #include "tir_eval_gpu.h"
 
-enum { MAX_THREADS = 1024, MAX_THREADS_Z = 64 };
+enum { MAX_THREADS = 1024, MAX_THREADS_Z = 64, WARP = 32, MAX_SHUFFLES = 16 };
 
 /* An element's last accesses. Ids: 0 none; > 0 one thread, 1 + block * threads
  * + thread; -1 threads of several blocks; <= -2 several threads of block -id-2. */
@@ -70,6 +80,10 @@ struct tir_gpu_thread {
   launch *L;
   int32_t t;        /* linear index in the block */
   int64_t c[3];     /* threadIdx.x, y, z */
+  /* the shuffles of the statement being run: their results in this lane */
+  const tir_expr *shfl[MAX_SHUFFLES];
+  tir_value shfl_val[MAX_SHUFFLES];
+  int32_t n_shfl;
 };
 
 struct launch {
@@ -409,7 +423,8 @@ static int phased_for(launch *L, const tir_stmt *s) {
     if (L->env->failed) return -1;
     if (extent < L->dim[axis(k)])
       return block_fail(L, "barrier in divergent code: a %s loop of extent %lld, in a block of %lld threads along %c, "
-                        "holds a barrier", kind_name(k), (long long)extent, (long long)L->dim[axis(k)], 'x' + axis(k));
+                        "holds a barrier or a warp shuffle", kind_name(k), (long long)extent, (long long)L->dim[axis(k)],
+                        'x' + axis(k));
     return phased_bind(L, v, NULL, axis(k), s->u.loop.body);
   }
   tir_value *mins = malloc(sizeof *mins * (size_t)L->nthreads * 2);
@@ -422,7 +437,8 @@ static int phased_for(launch *L, const tir_stmt *s) {
       char a[64], b[64];
       coords(a, sizeof a, 0, L->dim);
       coords(b, sizeof b, t, L->dim);
-      rc = block_fail(L, "barrier in a loop whose trip count differs between threads: loop over %s runs [%lld, +%lld) in "
+      rc = block_fail(L, "barrier in a loop whose trip count differs between threads (a barrier or a warp shuffle): loop "
+                      "over %s runs [%lld, +%lld) in "
                       "thread %s, [%lld, +%lld) in thread %s", v->name, (long long)mins[0].i, (long long)exts[0].i, a,
                       (long long)mins[t].i, (long long)exts[t].i, b);
     }
@@ -440,11 +456,80 @@ static int phased_for(launch *L, const tir_stmt *s) {
   return rc;
 }
 
+/* --- warp shuffles --- */
+
+tir_value tir_gpu_shuffled(tir_env *env, const tir_expr *e) {
+  struct tir_gpu_thread *th = env->gpu;
+  for (int32_t i = 0; i < th->n_shfl; i++)
+    if (th->shfl[i] == e) return th->shfl_val[i];
+  failf(env, "a warp shuffle where the emulator cannot run it (in a statement other than a let, store, if or loop "
+        "bounds)");
+  return (tir_value){.i = 0};
+}
+
+/* Computes the shuffles in e (inner ones first) across the block's threads: each
+ * thread's result is the value its source lane computed, recorded in the thread for
+ * tir_gpu_shuffled. `cond` is 1 under a branch of an if_then_else (lanes may skip it:
+ * an error). */
+static int prepare_shuffles(launch *L, const tir_expr *e, int cond) {
+  if (!e || !tir_expr_has_shuffle(e)) return 0;
+  switch (e->kind) {
+  case TIR_LOAD: return prepare_shuffles(L, e->u.load.index, cond);
+  case TIR_UNARY: return prepare_shuffles(L, e->u.un.a, cond);
+  case TIR_BINARY: return prepare_shuffles(L, e->u.bin.a, cond) < 0 ? -1 : prepare_shuffles(L, e->u.bin.b, cond);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE: {
+    int lazy = e->kind == TIR_IF_THEN_ELSE;
+    if (prepare_shuffles(L, e->u.sel.c, cond) < 0 || prepare_shuffles(L, e->u.sel.a, cond || lazy) < 0) return -1;
+    return prepare_shuffles(L, e->u.sel.b, cond || lazy);
+  }
+  case TIR_CAST: case TIR_BITCAST: return prepare_shuffles(L, e->u.cast.a, cond);
+  case TIR_SHUFFLE: break;
+  default: return block_fail(L, "a warp shuffle inside a vector expression");
+  }
+  if (cond) return block_fail(L, "warp shuffle in divergent code: under a branch of an if_then_else");
+  if (L->nthreads % WARP)
+    return block_fail(L, "warp shuffle in a block of %d threads: a block holding one is made of whole warps of %d",
+                      L->nthreads, WARP);
+  if (prepare_shuffles(L, e->u.shfl.value, 0) < 0) return -1;
+  tir_value *v = malloc(sizeof *v * (size_t)L->nthreads);
+  if (!v) return block_fail(L, "out of memory");
+  int rc = eval_each(L, e->u.shfl.value, v);
+  for (int32_t t = 0; rc == 0 && t < L->nthreads; t++) {
+    struct tir_gpu_thread *th = &L->th[t];
+    int32_t lane = t % WARP, off = e->u.shfl.offset;
+    int32_t src = e->u.shfl.mode == TIR_SHFL_XOR ? t - lane + (lane ^ off) : lane + off < WARP ? t + off : t;
+    int32_t i = 0;
+    while (i < th->n_shfl && th->shfl[i] != e) i++;
+    if (i == MAX_SHUFFLES) rc = block_fail(L, "more than %d warp shuffles in one statement", MAX_SHUFFLES);
+    else {
+      th->shfl[i] = e;
+      th->shfl_val[i] = v[src];
+      if (i == th->n_shfl) th->n_shfl++;
+    }
+  }
+  free(v);
+  return rc;
+}
+
+/* The shuffles in statement s's own expressions (not its children's), prepared. */
+static int prepare_stmt(launch *L, const tir_stmt *s) {
+  for (int32_t t = 0; t < L->nthreads; t++) L->th[t].n_shfl = 0;
+  switch (s->kind) {
+  case TIR_FOR: return prepare_shuffles(L, s->u.loop.min, 0) < 0 ? -1 : prepare_shuffles(L, s->u.loop.extent, 0);
+  case TIR_LET: return prepare_shuffles(L, s->u.let.value, 0);
+  case TIR_IF: return prepare_shuffles(L, s->u.ifs.cond, 0);
+  case TIR_STORE: return prepare_shuffles(L, s->u.store.index, 0) < 0 ? -1 : prepare_shuffles(L, s->u.store.value, 0);
+  default: return 0;
+  }
+}
+
 static int phased(launch *L, const tir_stmt *s) {
   if (L->env->failed) return -1;
   if (!s) return 0;
-  if (!tir_stmt_has_barrier(s)) return each_thread(L, s);
+  if (!tir_stmt_has_sync(s)) return each_thread(L, s);
+  if (prepare_stmt(L, s) < 0) return -1;
   switch (s->kind) {
+  case TIR_STORE: return each_thread(L, s);
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)
       if (phased(L, s->u.seq.s[i]) < 0) return -1;
@@ -468,8 +553,8 @@ static int phased(launch *L, const tir_stmt *s) {
       char a[64], b[64];
       coords(a, sizeof a, 0, L->dim);
       coords(b, sizeof b, diff, L->dim);
-      return block_fail(L, "barrier in divergent code: the condition of an if holding a barrier is %s in thread %s and %s "
-                        "in thread %s", taken ? "true" : "false", a, taken ? "false" : "true", b);
+      return block_fail(L, "barrier in divergent code: the condition of an if holding a barrier or a warp shuffle is %s in "
+                        "thread %s and %s in thread %s", taken ? "true" : "false", a, taken ? "false" : "true", b);
     }
     return phased(L, taken ? s->u.ifs.then_s : s->u.ifs.else_s);
   }

@@ -24,4 +24,9 @@ int tir_gpu_access(tir_env *env, const tir_buffer *buf, void *data, int64_t ix, 
  * as for a GLOBAL buffer (allocated inside a launch). */
 void *tir_gpu_shared(tir_env *env, const tir_buffer *buf);
 
+/* tir_eval_gpu.c: the value of shuffle e in the emulated thread env runs for, which
+ * the phased interpreter computed from the other lane before running the statement
+ * holding it; an error (and 0) for a shuffle it did not prepare. */
+tir_value tir_gpu_shuffled(tir_env *env, const tir_expr *e);
+
 #endif

@@ -741,6 +741,10 @@ static tir_expr *sx(simp *s, tir_expr *e) {
     if (acc == e->u.dot4.acc && a == e->u.dot4.a && b == e->u.dot4.b) return e;
     return tir_dot4(s->b, acc, a, b);
   }
+  case TIR_SHUFFLE: { /* never folded: the value is another lane's */
+    tir_expr *v = sx(s, e->u.shfl.value);
+    return v == e->u.shfl.value ? e : tir_shuffle(s->b, e->u.shfl.mode, v, e->u.shfl.offset);
+  }
   default: return e;
   }
 }
@@ -963,6 +967,10 @@ static tir_expr *sub_e(tir_builder *b, const subst *m, tir_expr *e) {
   case TIR_DOT4: {
     tir_expr *acc = sub_e(b, m, e->u.dot4.acc), *x = sub_e(b, m, e->u.dot4.a), *y = sub_e(b, m, e->u.dot4.b);
     return acc == e->u.dot4.acc && x == e->u.dot4.a && y == e->u.dot4.b ? e : tir_dot4(b, acc, x, y);
+  }
+  case TIR_SHUFFLE: {
+    tir_expr *x = sub_e(b, m, e->u.shfl.value);
+    return x == e->u.shfl.value ? e : tir_shuffle(b, e->u.shfl.mode, x, e->u.shfl.offset);
   }
   default: return e;
   }

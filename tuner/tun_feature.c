@@ -152,6 +152,7 @@ static void count_ops(const tir_expr *e, ops *o, int depth) {
     count_ops(e->u.ramp.stride, o, depth + 1);
     return;
   case TIR_BROADCAST: count_ops(e->u.bcast.value, o, depth + 1); return;
+  case TIR_SHUFFLE: count_ops(e->u.shfl.value, o, depth + 1); return;
   case TIR_DOT4: /* 4L multiply-adds, as the scalar code it replaces would count them */
     o->iops += 8.0 * e->lanes;
     count_ops(e->u.dot4.acc, o, depth + 1);
@@ -260,6 +261,7 @@ static void collect_loads(const tir_expr *e, access *acc, int *n, int depth) {
     collect_loads(e->u.dot4.a, acc, n, depth + 1);
     collect_loads(e->u.dot4.b, acc, n, depth + 1);
     return;
+  case TIR_SHUFFLE: collect_loads(e->u.shfl.value, acc, n, depth + 1); return;
   default: return;
   }
 }

@@ -275,6 +275,7 @@ static void check_expr(checker *c, const tir_expr *e) {
     break;
   }
   case TIR_INT: case TIR_FLOAT: break;
+  case TIR_SHUFFLE: cfail(c, "a warp shuffle is a GPU expression"); break;
   default: cfail(c, "unknown expression kind %d", (int)e->kind); break;
   }
 }

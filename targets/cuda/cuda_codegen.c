@@ -6,7 +6,8 @@
  * with its block size (maxntid). A loop bound to the grid reads its special
  * register (ctaid / tid) instead of looping, guarded when its extent is below the
  * launch's dimension; a SHARED buffer is an addrspace(3) global; TIR_BARRIER is
- * llvm.nvvm.barrier0; a failed run-time check claims the launch's failure record
+ * llvm.nvvm.barrier0, TIR_SHUFFLE llvm.nvvm.shfl.sync.bfly / .down (f32, i32; 64-bit
+ * values as two 32-bit halves); a failed run-time check claims the launch's failure record
  * (runtime/FORMAT.md) with an atomic compare-and-swap and writes its numbers. */
 #include <assert.h>
 #include <string.h>
@@ -90,6 +91,34 @@ static LLVMValueRef shared(tgt_lcg *g, const tir_buffer *b, LLVMTypeRef at) {
 
 static void barrier(tgt_lcg *g) { gpu_call0(g, "llvm.nvvm.barrier0"); }
 
+/* shfl.sync of a 32-bit value (f32 or i32) over the whole warp (mask 0xffffffff;
+ * c = 0x1f: the warp is one segment, and down clamps at lane 31). */
+static LLVMValueRef shfl32(tgt_lcg *g, tir_shfl_mode mode, LLVMValueRef v, int fl, int32_t offset) {
+  static const char *const names[2][2] = {{"llvm.nvvm.shfl.sync.bfly.i32", "llvm.nvvm.shfl.sync.bfly.f32"},
+                                          {"llvm.nvvm.shfl.sync.down.i32", "llvm.nvvm.shfl.sync.down.f32"}};
+  const char *name = names[mode == TIR_SHFL_DOWN][fl];
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  assert(id && "unknown intrinsic");
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
+  LLVMValueRef args[4] = {LLVMConstInt(g->t_i32, 0xffffffffu, 0), v, LLVMConstInt(g->t_i32, (unsigned long long)offset, 0),
+                          LLVMConstInt(g->t_i32, 0x1f, 0)};
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, 4, "");
+}
+
+/* TIR_SHUFFLE: f32 and i32 in one shfl.sync; f64 and i64 as their two 32-bit halves. */
+static LLVMValueRef shuffle(tgt_lcg *g, tir_shfl_mode mode, LLVMValueRef v, gir_dtype t, int32_t offset) {
+  LLVMBuilderRef B = g->b;
+  if (t == GIR_F32) return shfl32(g, mode, v, 1, offset);
+  if (t == GIR_I32) return shfl32(g, mode, v, 0, offset);
+  LLVMValueRef x = t == GIR_F64 ? LLVMBuildBitCast(B, v, g->t_i64, "") : v;
+  LLVMValueRef lo = LLVMBuildTrunc(B, x, g->t_i32, "");
+  LLVMValueRef hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, x, LLVMConstInt(g->t_i64, 32, 0), ""), g->t_i32, "");
+  lo = LLVMBuildZExt(B, shfl32(g, mode, lo, 0, offset), g->t_i64, "");
+  hi = LLVMBuildShl(B, LLVMBuildZExt(B, shfl32(g, mode, hi, 0, offset), g->t_i64, ""), LLVMConstInt(g->t_i64, 32, 0), "");
+  LLVMValueRef r = LLVMBuildOr(B, hi, lo, "");
+  return t == GIR_F64 ? LLVMBuildBitCast(B, r, g->t_double, "") : r;
+}
+
 /* One launch of a kernel on the GPU: void symbol(ptr buffer..., ptr fail), the
  * buffers the kernel's parameters in order, fail its launch's failure record;
  * body is the launch's statement, dims its grid and block (tir/gpu_launch.c). */
@@ -156,4 +185,4 @@ static int emit(tgt_lcg *g, const tir_func *const *fns, int32_t n) {
 }
 
 const tgt_llvm_gpu tgt_cuda_gpu = {.emit = emit, .finish = tgt_cuda_link_libdevice, .loop = gpu_loop,
-                                   .fail = gpu_fail_stmt, .barrier = barrier, .shared = shared};
+                                   .fail = gpu_fail_stmt, .barrier = barrier, .shuffle = shuffle, .shared = shared};

@@ -1159,6 +1159,8 @@ static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
     return lane >= 0 ? v : splat(g, v, e->lanes);
   }
   case TIR_DOT4: return dot4(g, e, lane);
+  case TIR_SHUFFLE: /* scalar, GPU code only (the checker saw to both) */
+    return g->gpu->shuffle(g, e->u.shfl.mode, emit(g, e->u.shfl.value, -1), e->dtype, e->u.shfl.offset);
   default: assert(!"unknown expression kind"); return NULL;
   }
 }

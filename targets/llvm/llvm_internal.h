@@ -27,6 +27,8 @@ struct tgt_llvm_gpu {
   void (*loop)(tgt_lcg *g, const tir_stmt *s);          /* a loop bound to the grid */
   void (*fail)(tgt_lcg *g, const tir_stmt *s);          /* a failed run-time check */
   void (*barrier)(tgt_lcg *g);
+  /* a warp shuffle (TIR_SHUFFLE) of v, a scalar of dtype t */
+  LLVMValueRef (*shuffle)(tgt_lcg *g, tir_shfl_mode mode, LLVMValueRef v, gir_dtype t, int32_t offset);
   LLVMValueRef (*shared)(tgt_lcg *g, const tir_buffer *b, LLVMTypeRef array); /* a SHARED buffer's base */
 };
 

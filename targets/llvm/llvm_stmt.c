@@ -119,6 +119,15 @@ static void check_expr(checker *c, const tir_expr *e) {
       cfail(c, "a dot4 needs an int32 accumulator of L lanes and 8-bit operands of 4L (or, for a, 4) lanes");
     break;
   }
+  case TIR_SHUFFLE: {
+    const tir_expr *v = e->u.shfl.value;
+    check_expr(c, v);
+    if (!c->gpu) cfail(c, "a warp shuffle is a GPU expression");
+    else if (v->lanes != 1 || e->lanes != 1 || v->dtype != e->dtype || e->u.shfl.offset < 1 || e->u.shfl.offset > 31 ||
+             (v->dtype != GIR_F32 && v->dtype != GIR_F64 && v->dtype != GIR_I32 && v->dtype != GIR_I64))
+      cfail(c, "a warp shuffle takes a scalar f32, f64, i32 or i64 and an offset in [1, 31]");
+    break;
+  }
   default: break;
   }
 }
@@ -255,6 +264,7 @@ static void free_expr(freeset *fs, const tir_expr *e) {
     free_expr(fs, e->u.dot4.a);
     free_expr(fs, e->u.dot4.b);
     break;
+  case TIR_SHUFFLE: free_expr(fs, e->u.shfl.value); break;
   default: break;
   }
 }
@@ -666,6 +676,7 @@ static int expr_q8(const tir_expr *e) {
   case TIR_RAMP: return expr_q8(e->u.ramp.base) || expr_q8(e->u.ramp.stride);
   case TIR_BROADCAST: return expr_q8(e->u.bcast.value);
   case TIR_DOT4: return 1;
+  case TIR_SHUFFLE: return expr_q8(e->u.shfl.value);
   default: return 0;
   }
 }

@@ -107,6 +107,48 @@ def matmul_case(name, a_shape, b_shape, const_b=True):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), feeds
 
 
+def reduce_case(name, op, shape, out_shape, dtype=TensorProto.FLOAT, axes=None, extra=(), **attrs):
+    """One reduction-like node on x (sched_gpu_reduce.c's cases): axes as an input (opset 18)."""
+    rng = np.random.default_rng(len(name) + 200)
+    ins, inits = ["x"], []
+    if axes is not None:
+        ins.append("axes")
+        inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    for e in extra:  # scale, bias of a layer norm: one per element of the last axis
+        ins.append(e)
+        inits.append(numpy_helper.from_array(rng.standard_normal(shape[-1]).astype(np.float32), e))
+    g = helper.make_graph([helper.make_node(op, ins, ["y"], **attrs)], name, [helper.make_tensor_value_info("x", dtype, shape)],
+                          [helper.make_tensor_value_info("y", dtype, out_shape)], inits)
+    npt = helper.tensor_dtype_to_np_dtype(dtype)
+    x = rng.uniform(-3, 3, shape).astype(npt) if dtype == TensorProto.FLOAT else rng.integers(-50, 50, shape).astype(npt)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), {"x": x}
+
+
+def reduce_cases():
+    """(name, model, feeds, "shfl" or "no shfl"): "shfl" where the reduction schedule must take
+    the rows (warp shuffles in the loop IR and the PTX), "no shfl" where one output per thread
+    stays (short rows; many outputs reduced across the innermost axis)."""
+    yield ("softmax_rows",) + reduce_case("softmax_rows", "Softmax", [6, 300], [6, 300], axis=-1) + ("shfl",)
+    yield ("logsoftmax_rows",) + reduce_case("logsoftmax_rows", "LogSoftmax", [8, 70], [8, 70], axis=-1) + ("shfl",)
+    yield ("layernorm_rows",) + reduce_case("layernorm_rows", "LayerNormalization", [3, 5, 96], [3, 5, 96],
+                                            extra=("s", "b"), axis=-1, epsilon=1e-5) + ("shfl",)
+    yield ("reducesum_last",) + reduce_case("reducesum_last", "ReduceSum", [50, 200], [50], axes=[1], keepdims=0) + ("shfl",)
+    yield ("reducemean_ragged",) + reduce_case("reducemean_ragged", "ReduceMean", [300, 33], [300, 1], axes=[1]) + ("shfl",)
+    yield ("reducemin_long",) + reduce_case("reducemin_long", "ReduceMin", [2, 5000], [2, 1], axes=[1]) + ("shfl",)
+    yield ("reducemean_hw",) + reduce_case("reducemean_hw", "ReduceMean", [2, 20, 7, 7], [2, 20, 1, 1], axes=[2, 3]) + ("shfl",)
+    yield ("global_avg_pool",) + reduce_case("global_avg_pool", "GlobalAveragePool", [2, 24, 7, 7], [2, 24, 1, 1]) + ("shfl",)
+    yield ("global_max_pool",) + reduce_case("global_max_pool", "GlobalMaxPool", [1, 40, 9, 9], [1, 40, 1, 1]) + ("shfl",)
+    yield ("reducemax_axis0_few",) + reduce_case("reducemax_axis0_few", "ReduceMax", [512, 24], [1, 24], axes=[0]) + ("shfl",)
+    yield ("reducesum_int32",) + reduce_case("reducesum_int32", "ReduceSum", [10, 100], [10, 1], TensorProto.INT32,
+                                             axes=[1]) + ("shfl",)
+    yield ("reducesum_int64",) + reduce_case("reducesum_int64", "ReduceSum", [3, 4, 40], [3, 4, 1], TensorProto.INT64,
+                                             axes=[2]) + ("shfl",)
+    yield ("softmax_axis1",) + reduce_case("softmax_axis1", "Softmax", [2, 50, 4, 4], [2, 50, 4, 4], axis=1) + ("shfl",)
+    yield ("reducesum_short",) + reduce_case("reducesum_short", "ReduceSum", [100, 16], [100, 1], axes=[1]) + ("no shfl",)
+    yield ("reducesum_axis0_many",) + reduce_case("reducesum_axis0_many", "ReduceSum", [40, 40000], [1, 40000],
+                                                  axes=[0]) + ("no shfl",)
+
+
 def cases():
     """(name, model, feeds, uses_template): the template cases are big enough that the
     default picks the shared-memory template (a grid of enough blocks), small enough to emulate."""
@@ -121,6 +163,8 @@ def cases():
     yield ("matmul_one_row",) + matmul_case("matmul_one_row", [1, 96], [96, 200]) + (False,)
     yield ("batch_matmul",) + matmul_case("batch_matmul", [24, 40, 33], [24, 33, 50], const_b=False) + (True,)
     yield ("matmul_broadcast_b",) + matmul_case("matmul_broadcast_b", [2, 5, 40, 24], [24, 65]) + (True,)
+    for c in reduce_cases():
+        yield c
     for name in ("cnn", "mlp", "transformer", "lstm", "gru", "misc", "concats"):
         m = gen_models.MODELS[name]()
         shapes = getattr(gen_models, "INPUT_SHAPES", {}).get(name, {})
@@ -179,11 +223,21 @@ def main():
                 continue
             path, data = write_case(os.path.join(work, name), model, feeds)
             if template is not None:  # the schedule the case is about: shared memory, or one output per thread
-                r = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda-sm90", "--dump-after=lower", "-o",
-                                           os.path.join(work, name, "m.kiln")], timeout=600)
-                shared = "] shared" in r.out and "barrier" in r.out
-                checks.check(r.rc == 0 and shared == template, "%s: %s schedule expected, the loop IR %s shared memory"
-                             % (name, "a template's" if template else "the default", "has" if shared else "has no"))
+                bundle = os.path.join(work, name, "m.kiln")
+                r = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda-sm90", "--dump-after=lower", "-o", bundle],
+                                  timeout=600)
+                if template in ("shfl", "no shfl"):  # the reduction schedule (warp shuffles, in the PTX too), or not
+                    want = template == "shfl"
+                    shfl = "shfl_xor(" in r.out
+                    ptx = ptx_of(bundle) if r.rc == 0 else None
+                    checks.check(r.rc == 0 and shfl == want and (not shfl or b"shfl.sync.bfly" in (ptx or b"")),
+                                 "%s: %s expected, the loop IR %s warp shuffles" % (
+                                     name, "the reduction schedule" if want else "one output per thread",
+                                     "has" if shfl else "has no"))
+                else:
+                    shared = "] shared" in r.out and "barrier" in r.out
+                    checks.check(r.rc == 0 and shared == template, "%s: %s schedule expected, the loop IR %s shared memory"
+                                 % (name, "a template's" if template else "the default", "has" if shared else "has no"))
             args = ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate"]
             if ptxas:
                 args += ["--ptxas", ptxas]

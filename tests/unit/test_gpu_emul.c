@@ -4,7 +4,10 @@
  * CPU and compared with plain C; and the errors the emulator exists to find —
  * races between barriers and between blocks, divergent barriers, loops holding
  * a barrier whose trip count differs between threads, out-of-bounds shared
- * accesses, unsupported structure — each checked by its message. */
+ * accesses, unsupported structure — each checked by its message. Warp shuffles
+ * (TIR_SHUFFLE): butterflies and shifts of f32, f64, i32 and i64 values compared
+ * with what a GPU's lanes would read, a row sum across warps, and shuffles in
+ * divergent code or partial warps refused. */
 #include <stdlib.h>
 #include "check.h"
 #include "tir_eval.h"
@@ -342,6 +345,94 @@ static void test_cpu_unchanged(void) {
   fx_done(&f);
 }
 
+/* 6. warp shuffles: each lane reads the value its source lane computed at the same
+ * statement; a block-wide allreduce (butterfly, then the warps through shared memory,
+ * as sch_lower.c's allreduce); shuffles in divergent code, partial warps, outside a
+ * launch are errors. */
+static void test_shuffle(void) {
+  fx f;
+  fx_init(&f);
+  enum { NT = 64 };
+  tir_buffer *Y = GLOBAL("y", NT, 0), *Z = GLOBAL("z", NT, 1);
+  tir_buffer *D = tir_buffer_new(B, "d", GIR_F64, NT, TIR_GLOBAL, 2), *Q = tir_buffer_new(B, "q", GIR_I64, NT, TIR_GLOBAL, 3);
+  tir_buffer *W = tir_buffer_new(B, "w", GIR_I32, NT, TIR_GLOBAL, 4);
+  float y[NT], z[NT];
+  double d[NT];
+  int64_t q[NT];
+  int32_t w[NT];
+  void *data[5] = {y, z, d, q, w};
+  tir_buffer *bufs[5] = {Y, Z, D, Q, W};
+  tir_var *bx = VAR("bx"), *tx = VAR("tx"), *v = tir_var_new(B, "v", GIR_F32);
+  tir_expr *fx_ = tir_cast(B, GIR_F32, V(tx));
+  /* y = shfl_xor(tx, 5) through a let, z = shfl_down(tx * 2, 3) + 1 in a store; the
+   * f64, i64 and i32 butterflies by 17 */
+  tir_stmt *s = BX(bx, 2, TX(tx, NT, SEQ(
+      tir_let(B, v, tir_shuffle(B, TIR_SHFL_XOR, fx_, 5), ST(Y, V(tx), tir_var_ref(B, v))),
+      ST(Z, V(tx), tir_bin(B, TE_ADD, tir_shuffle(B, TIR_SHFL_DOWN, MUL(fx_, F32(2)), 3), F32(1))),
+      ST(D, V(tx), tir_shuffle(B, TIR_SHFL_XOR, tir_bin(B, TE_ADD, tir_cast(B, GIR_F64, V(tx)), tir_float(B, GIR_F64, 0.25)), 17)),
+      ST(Q, V(tx), tir_shuffle(B, TIR_SHFL_XOR, MUL(V(tx), I(1LL << 33)), 17)),
+      ST(W, V(tx), tir_shuffle(B, TIR_SHFL_DOWN, tir_cast(B, GIR_I32, V(tx)), 31)))));
+  CHECKF(run(&f, s, 5, bufs, data, 0) == 0, "%s", f.err.msg);
+  int bad = 0;
+  for (int t = 0; t < NT; t++) {
+    int lane = t % 32, base = t - lane;
+    bad += y[t] != (float)(base + (lane ^ 5));
+    bad += z[t] != (float)(2 * (lane + 3 < 32 ? t + 3 : t) + 1);
+    bad += d[t] != base + (lane ^ 17) + 0.25;
+    bad += q[t] != (int64_t)(base + (lane ^ 17)) << 33;
+    bad += w[t] != (lane + 31 < 32 ? t + 31 : t);
+  }
+  CHECK_INT(bad, 0);
+  /* a row sum over 64 threads: strided partials of 200 elements, the butterfly, the
+   * two warps through shared memory; every thread ends with the row's sum */
+  tir_buffer *X = GLOBAL("x", 200, 0), *S = GLOBAL("s", NT, 1), *sh = SHARED("warps", 2);
+  tir_buffer *acc = tir_buffer_new(B, "acc", GIR_F32, 1, TIR_LOCAL, -1);
+  float x[200], sum[NT];
+  float want = 0;
+  for (int k = 0; k < 200; k++) x[k] = (float)(k % 7) - 3, want += x[k];
+  tir_var *o = VAR("o");
+  tir_expr *a0 = LD(acc, I(0)), *k = ADD(MUL(V(o), I(NT)), V(tx));
+  tir_stmt *xs[12];
+  int n = 0;
+  xs[n++] = ST(acc, I(0), F32(0));
+  xs[n++] = FOR(o, 0, 4, tir_if(B, LT(k, I(200)), ST(acc, I(0), ADD(a0, LD(X, k))), NULL));
+  for (int32_t off = 16; off >= 1; off /= 2) xs[n++] = ST(acc, I(0), ADD(a0, tir_shuffle(B, TIR_SHFL_XOR, a0, off)));
+  xs[n++] = tir_if(B, tir_bin(B, TE_EQ, tir_bin(B, TE_MOD, V(tx), I(32)), I(0)),
+                   ST(sh, tir_bin(B, TE_DIV, V(tx), I(32)), a0), NULL);
+  xs[n++] = tir_barrier(B);
+  xs[n++] = ST(S, V(tx), ADD(LD(sh, I(0)), LD(sh, I(1))));
+  s = BX(bx, 1, tir_allocate(B, sh, TX(tx, NT, tir_allocate(B, acc, tir_seq(B, xs, n)))));
+  tir_buffer *rb[2] = {X, S};
+  void *rd[2] = {x, sum};
+  CHECKF(run(&f, s, 2, rb, rd, 0) == 0, "%s", f.err.msg);
+  bad = 0;
+  for (int t = 0; t < NT; t++) bad += sum[t] != want;
+  CHECK_INT(bad, 0);
+  /* divergent: a shuffle under if (tx < 8), in a smaller thread loop, under an
+   * if_then_else's branch, in a loop running tx times; a partial warp; outside a launch */
+  tir_expr *sh5 = tir_shuffle(B, TIR_SHFL_XOR, fx_, 1);
+  s = BX(bx, 1, TX(tx, 32, tir_if(B, LT(V(tx), I(8)), ST(Y, V(tx), sh5), NULL)));
+  CHECK(run(&f, s, 5, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "in divergent code: the condition of an if holding a barrier or a warp shuffle");
+  s = BX(bx, 1, SEQ(TX(tx, 64, ST(Y, V(tx), F32(0))), TX(tx, 32, ST(Y, V(tx), sh5))));
+  CHECK(run(&f, s, 5, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "a threadIdx.x loop of extent 32, in a block of 64 threads along x, holds a barrier or a warp shuffle");
+  s = BX(bx, 1, TX(tx, 32, ST(Y, V(tx), tir_if_then_else(B, LT(V(tx), I(8)), sh5, F32(0)))));
+  CHECK(run(&f, s, 5, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "warp shuffle in divergent code: under a branch of an if_then_else");
+  s = BX(bx, 1, TX(tx, 32, tir_for(B, o, I(0), V(tx), TIR_SERIAL, ST(Y, V(tx), sh5))));
+  CHECK(run(&f, s, 5, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "in a loop whose trip count differs between threads");
+  s = BX(bx, 1, TX(tx, 24, ST(Y, V(tx), sh5)));
+  CHECK(run(&f, s, 5, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "warp shuffle in a block of 24 threads");
+  CHECK(run(&f, ST(Y, I(0), tir_shuffle(B, TIR_SHFL_XOR, F32(1), 1)), 5, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "warp shuffle outside the threads of a GPU launch");
+  /* the passes see a sync point; the printer names it */
+  CHECK(tir_stmt_has_sync(ST(Y, I(0), sh5)) && !tir_stmt_has_sync(ST(Y, I(0), fx_)));
+  fx_done(&f);
+}
+
 int main(void) {
   test_elementwise();
   test_matmul();
@@ -349,5 +440,6 @@ int main(void) {
   test_global_and_reduce();
   test_partial_and_vector();
   test_cpu_unchanged();
+  test_shuffle();
   return check_finish("test_gpu_emul");
 }

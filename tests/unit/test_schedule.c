@@ -11,7 +11,11 @@
  * matmul template's run-time packing of an activation B (a panel copied at the
  * panel loop, read by the register tile computed at the row loop inside it) is
  * checked the same way on float32 batched matmuls of small integers (exact sums),
- * ragged and whole column panels, one and several row groups. */
+ * ragged and whole column panels, one and several row groups. Cross-thread
+ * reductions (a reduce loop bound to threadIdx.x: warp shuffles, shared memory
+ * across warps) run in the GPU emulation against the reference — by hand and
+ * through the GPU reduction template with its consumer — and the structures the
+ * lowering refuses are refused with a reason. */
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
@@ -361,6 +365,126 @@ static void matmul_pack_b(int64_t nb, int64_t m, int64_t kk, int64_t n, int32_t 
   gir_arena_free(a);
 }
 
+/* Lowers s, checks the loop IR holds (or not) warp shuffles, runs it in the GPU
+ * emulation with A (n_a int32s) and compares out with ref; 0 when it ran. */
+static int run_gpu(sch_schedule *s, gir_arena *a, const int32_t *A, int32_t *got, const int32_t *ref, int64_t no,
+                   const char *what) {
+  tir_builder b;
+  tir_builder_init(&b, a);
+  tir_func *f = sch_lower(s, &b, "k");
+  if (!CHECKF(f != NULL, "%s: lowering failed: %s", what, s->err->msg)) return -1;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  tir_print_func(f, m);
+  fclose(m);
+  CHECKF(strstr(text, "shfl_xor(") != NULL, "%s: no warp shuffle in\n%s", what, text);
+  free(text);
+  void *bufs[8] = {(void *)A, got};
+  for (int i = 2; i < f->n_params && i < 8; i++)
+    bufs[i] = gir_arena_alloc(a, (size_t)(f->params[i]->size * (int64_t)gir_dtype_size(f->params[i]->dtype) + 64));
+  gir_err ie = {{0}};
+  memset(got, 0x5a, (size_t)no * 4);
+  int rc = tir_eval_func(f, bufs, a, 0, &ie);
+  int bad = 0;
+  for (int64_t q = 0; rc == 0 && q < no; q++) bad += got[q] != ref[q];
+  CHECKF(rc == 0 && bad == 0, "%s: the emulation failed (%s) or %d elements differ", what, ie.msg, bad);
+  return rc;
+}
+
+/* C[i] = sum_k A[i, k] over rows of K, by hand (threads threads a row, rows along
+ * threadIdx.y) and E[i, j] = A[i, j] - max_k A[i, k] through the GPU template. */
+static void cross_thread(int64_t R, int64_t K, int threads, int rows) {
+  gir_arena *a = gir_arena_new();
+  gir_err err = {{0}};
+  te_ctx c;
+  te_ctx_init(&c, a, &err);
+  int64_t sa[2] = {R, K}, so[1] = {R};
+  te_tensor *A = te_placeholder(&c, "A", GIR_I32, 2, sa);
+  te_var *ax[1], *k = te_var_new(&c, "k", K);
+  te_axes(&c, 1, so, ax);
+  te_expr *ia[2] = {te_v(&c, ax[0]), te_v(&c, k)};
+  te_tensor *C = te_compute(&c, "C", GIR_I32, 1, so, ax, te_reduce(&c, TE_SUM, &k, 1, te_load(&c, A, ia), NULL));
+  int32_t *d = gir_arena_alloc(a, (size_t)(R * K * 4 + 64)), *ref = gir_arena_alloc(a, (size_t)(R * K * 4 + 64)),
+          *got = gir_arena_alloc(a, (size_t)(R * K * 4 + 64));
+  unsigned seed = (unsigned)(R * 131 + K);
+  for (int64_t q = 0; q < R * K; q++) d[q] = (int32_t)(rand_r(&seed) % 2001) - 1000;
+  te_binding bind = {A, d};
+  char what[96];
+  snprintf(what, sizeof what, "cross-thread sum %lldx%lld over %d threads, %d rows a block", (long long)R, (long long)K,
+           threads, rows);
+  CHECKF(te_eval(&c, C, &bind, 1, ref, a, 0, &err) == 0, "%s: reference: %s", what, err.msg);
+  sch_schedule *s = sch_create(&c, &A, 1, &C, 1, &err);
+  sch_stage *st = sch_stage_of(s, C);
+  sch_iter *bo = st->root_axes[0], *bi = NULL, *ro, *ri;
+  int rc = 0;
+  if (rows > 1) rc |= sch_split(s, st, st->root_axes[0], rows, &bo, &bi) | sch_bind(s, st, bi, "threadIdx.y");
+  rc |= sch_bind(s, st, bo, "blockIdx.x") | sch_split(s, st, st->reduce_axes[0], threads, &ro, &ri);
+  rc |= sch_bind(s, st, ri, "threadIdx.x");
+  sch_iter *order[2] = {ri, ro};
+  rc |= sch_reorder(s, st, order, 2);
+  if (CHECKF(rc == 0, "%s: scheduling: %s", what, err.msg)) run_gpu(s, a, d, got, ref, R, what);
+  /* E = A - rowmax(A): the template, the max computed at E's row loop */
+  te_var *mx[2], *ex[2], *k2 = te_var_new(&c, "k2", K);
+  int64_t sm[2] = {R, 1};
+  te_axes(&c, 2, sm, mx);
+  te_expr *im[2] = {te_v(&c, mx[0]), te_v(&c, k2)};
+  te_tensor *M = te_compute(&c, "M", GIR_I32, 2, sm, mx, te_reduce(&c, TE_RMAX, &k2, 1, te_load(&c, A, im), NULL));
+  te_axes(&c, 2, sa, ex);
+  te_expr *ie[2] = {te_v(&c, ex[0]), te_v(&c, ex[1])}, *iz[2] = {te_v(&c, ex[0]), te_int(&c, 0)};
+  te_tensor *E = te_compute(&c, "E", GIR_I32, 2, sa, ex, te_sub(&c, te_load(&c, A, ie), te_load(&c, M, iz)));
+  snprintf(what, sizeof what, "row max %lldx%lld through the GPU template", (long long)R, (long long)K);
+  CHECKF(te_eval(&c, E, &bind, 1, ref, a, 0, &err) == 0, "%s: reference: %s", what, err.msg);
+  s = sch_create(&c, &A, 1, &E, 1, &err);
+  lower_target t = lower_target_default();
+  t.gpu = 1;
+  t.gpu_sms = 132;
+  CHECKF(lower_gpu_reduce_fits(sch_stage_of(s, M), &t), "%s: the template's rule refuses it", what);
+  if (CHECKF(lower_sched_gpu(s, &t) == 0, "%s: %s", what, err.msg)) {
+    CHECKF(sch_stage_of(s, M)->attach == SCH_AT, "%s: the max is not computed at the consumer's row loop", what);
+    run_gpu(s, a, d, got, ref, R * K, what);
+  }
+  gir_arena_free(a);
+}
+
+/* What the cross-thread lowering and sch_bind refuse, each with its reason. */
+static void cross_thread_refusals(void) {
+  gir_arena *a = gir_arena_new();
+  gir_err err = {{0}};
+  te_ctx c;
+  te_ctx_init(&c, a, &err);
+  int64_t sa[2] = {4, 96}, so[1] = {4};
+  te_tensor *A = te_placeholder(&c, "A", GIR_I32, 2, sa);
+  te_var *ax[1], *k = te_var_new(&c, "k", 96);
+  te_axes(&c, 1, so, ax);
+  te_expr *ia[2] = {te_v(&c, ax[0]), te_v(&c, k)};
+  te_tensor *C = te_compute(&c, "C", GIR_I32, 1, so, ax, te_reduce(&c, TE_SUM, &k, 1, te_load(&c, A, ia), NULL));
+  static const char *const why[3] = {"only threadIdx.x may split a reduction", "must be the outermost reduce loop",
+                                     "over 48 threads (a multiple of 32"};
+  for (int v = 0; v < 3; v++) {
+    memset(&err, 0, sizeof err);
+    sch_schedule *s = sch_create(&c, &A, 1, &C, 1, &err);
+    sch_stage *st = sch_stage_of(s, C);
+    sch_iter *ro, *ri;
+    int rc = sch_bind(s, st, st->root_axes[0], "blockIdx.x");
+    rc |= sch_split(s, st, st->reduce_axes[0], v == 2 ? 48 : 32, &ro, &ri);
+    if (v == 0) rc |= sch_bind(s, st, ri, "blockIdx.y"); /* refused here */
+    else rc |= sch_bind(s, st, ri, "threadIdx.x");
+    tir_builder b;
+    tir_builder_init(&b, a);
+    if (rc == 0) { /* v == 1: ro (serial) stays outside the thread loop; v == 2: 48 threads */
+      if (v == 2) {
+        sch_iter *order[2] = {ri, ro};
+        sch_reorder(s, st, order, 2);
+      }
+      rc = sch_lower(s, &b, "k") ? 0 : -1;
+    }
+    CHECK(rc != 0);
+    CHECK_CONTAINS(err.msg, why[v]);
+  }
+  gir_arena_free(a);
+}
+
 int main(void) {
   prefetch_refusals();
   matmul_pack_b(3, 11, 7, 21, 4, 2, 4, 1);  /* ragged panel (21 = 2 x 8 + 5), ragged rows */
@@ -372,6 +496,10 @@ int main(void) {
   run_trials(prog_matmul, 30, 3, 1);
   run_trials(prog_conv, 40, 4, 0);
   run_trials(prog_norm, 40, 5, 0);
+  cross_thread(5, 100, 64, 1);  /* two warps, through shared memory; a ragged last step */
+  cross_thread(13, 40, 32, 4);  /* a warp a row, 4 rows a block: the last block partly past the rows */
+  cross_thread(3, 1000, 256, 1);
+  cross_thread_refusals();
   printf("%d random schedules were refused as illegal (with a reason)\n", refused);
   return check_finish("test_schedule");
 }
