@@ -6,9 +6,13 @@
  * runs in steps of bic, each step's weights [boc, bic, kh, kw] and input window
  * [bic, rows, cols] (the patch's receptive field, its halo included; outside the
  * image the copy is skipped and the conv's own condition skips the taps) copied
- * into shared memory by the block's threads together, between barriers. Grouped
+ * into shared memory by the block's threads together, between barriers. The input
+ * window is copied zero-padded (sch_cache_read_pad: zeros where the taps fall in
+ * the conv's padding), so the reduction drops its tests of the taps and its inner
+ * loops are straight-line FMAs on registers loaded once per step. Grouped
  * and depthwise convs keep the default schedule: their input channel depends on
  * the output channel, and a shared window would be the whole input. */
+#include <stdlib.h>
 #include <string.h>
 #include "templates.h"
 
@@ -28,25 +32,44 @@ static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
   return 4 * ((int64_t)c->boc * c->bic * KH * KW + (int64_t)c->bic * rows * cols);
 }
 
+/* A block's patch of output pixels for tow columns per thread: kx threads along a
+ * row (bow = kx·tow columns) and ky rows, at most 64 threads, chosen so the patch
+ * divides the map (a ragged last patch runs every tap under a bounds test), then
+ * nearest 16 threads, then the wider row (coalesced stores). */
+static void pick_patch(int64_t OH, int64_t OW, lower_gpu_conv_cfg *c) {
+  int best = -1000;
+  for (int32_t kx = 1; kx <= 16; kx++)
+    for (int32_t ky = 1; ky <= 16; ky++) {
+      int32_t n = kx * ky;
+      if (n > 64 || (kx > 1 && (int64_t)(kx - 1) * c->tow >= OW) || (ky > 1 && ky - 1 >= OH)) continue;
+      int score = 100 * ((OW % ((int64_t)kx * c->tow) == 0) + (OH % ky == 0)) - 2 * abs(n - 16) + kx;
+      if (score > best) best = score, c->bow = kx * c->tow, c->boh = ky;
+    }
+}
+
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
   int64_t N = o->shape[0], OC = o->shape[1], OH = o->shape[2], OW = o->shape[3], C = red->reduce_axes[0]->extent;
   int64_t sms = t && t->gpu_sms > 0 ? t->gpu_sms : 132;
-  /* 16 x 16 threads, each toc channels x tow columns: the largest register tile whose
-   * grid gives every multiprocessor two blocks (a 7 x 7 map at batch 1 has few patches) */
-  static const int32_t tiles[][2] = {{4, 4}, {4, 2}, {2, 2}, {2, 1}, {1, 1}};
+  /* 16 thread groups along the channels, each toc channels x a patch of pixels
+   * (tow columns per thread; on a narrow map the largest divisor of its width up
+   * to twice that, a 7 x 7 map's whole rows): the largest register tile whose grid
+   * gives every multiprocessor a block and 1024 threads (a 7 x 7 map at batch 1
+   * has few patches) */
+  static const int32_t tiles[][2] = {{8, 4}, {4, 4}, {4, 2}, {2, 2}, {2, 1}, {1, 1}};
   lower_gpu_conv_cfg c = {0};
   int64_t blocks = 0;
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k < 6; k++) {
     c = (lower_gpu_conv_cfg){.toc = tiles[k][0], .tow = tiles[k][1], .bic = 8};
+    if (OW % c.tow && OW < 4 * c.tow)
+      for (c.tow = 2 * tiles[k][1] < OW ? 2 * tiles[k][1] : (int32_t)OW; OW % c.tow; c.tow--) {}
     c.boc = 16 * c.toc;
     while (c.boc > 16 && OC <= c.boc / 2) c.boc /= 2;
     if (c.boc < 16 * c.toc) c.toc = c.boc / 16 > 0 ? c.boc / 16 : 1;
-    c.bow = 4 * c.tow;
-    while (c.bow > c.tow && OW <= c.bow / 2) c.bow /= 2;
-    c.boh = 16 / (c.bow / c.tow);
+    pick_patch(OH, OW, &c);
     blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
-    if (blocks >= 2 * sms) break;
+    int64_t threads = (int64_t)(c.boc / c.toc) * c.boh * (c.bow / c.tow);
+    if (blocks >= sms && blocks * threads >= sms * 1024) break;
   }
   *use = blocks >= sms / 2;
   /* input channels per step: a divisor of C (a ragged last step would be a second
@@ -76,6 +99,25 @@ int lower_gpu_conv_fits(const sch_stage *st) {
       return 1;
   }
   return 0;
+}
+
+typedef struct find_input {
+  const te_var *oc; /* output axis 1: the weights' first index */
+  te_tensor *x;
+} find_input;
+
+static te_expr *note_input(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
+  find_input *f = arg;
+  const te_expr *i0 = ld->u.load.idx[0];
+  if (ld->u.load.t->rank == 4 && !(i0->kind == TE_VAR && i0->u.var == f->oc)) f->x = ld->u.load.t;
+  return te_load(c, ld->u.load.t, idx);
+}
+
+/* The conv's input (the operand not indexed by the output channel first), or NULL. */
+static te_tensor *conv_input(sch_schedule *s, sch_stage *red) {
+  find_input f = {red->t->axis[1], NULL};
+  te_rewrite_loads(s->te, red->body, note_input, &f);
+  return f.x;
 }
 
 int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *c) {
@@ -115,10 +157,39 @@ int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const 
   if (sch_reorder(s, red, rorder, 8) < 0) return -1;
   for (int i = 4; i < 8; i++)
     if (rorder[i]->extent > 1 && sch_annotate(s, red, rorder[i], TIR_UNROLLED) < 0) return -1;
+  /* the kernel's taps unrolled too (up to 5 x 5): neighbouring columns' taps read the
+   * same window elements, which then load from shared memory once per step */
+  int64_t KH = red->reduce_axes[1]->extent, KW = red->reduce_axes[2]->extent;
+  if (KH * KW > 1 && KH * KW <= 25 &&
+      ((KW > 1 && sch_annotate(s, red, red->reduce_axes[2], TIR_UNROLLED) < 0) ||
+       (KH > 1 && sch_annotate(s, red, red->reduce_axes[1], TIR_UNROLLED) < 0)))
+    return -1;
+  te_tensor *x = conv_input(s, red);
+  const gir_node *node = red->t->origin;
+  int32_t np = 0;
+  const int64_t *pads = node ? gir_attr_ints(node, "pads", &np) : NULL;
+  int64_t lo[4] = {0}, hi[4] = {0};
+  int padded = 0;
+  for (int i = 0; pads && np == 4 && i < 2; i++) {
+    lo[2 + i] = pads[i], hi[2 + i] = pads[2 + i];
+    padded |= pads[i] || pads[2 + i];
+  }
+  /* zero padding: the window holds the zeros, the taps need no test (float convs
+   * only — an 8-bit conv's pad value is its zero point, read through a select) */
+  if (padded && (!x || red->body->kind != TE_REDUCE || !red->body->u.red.cond || gir_attr_int(node, "pad_value", 0)))
+    padded = 0;
   for (int i = 0; i < 2; i++) {
     sch_stage *rd[1] = {red};
-    sch_stage *sh = sch_cache_read(s, lt[i], TIR_SHARED, rd, 1);
+    sch_stage *sh = padded && lt[i] == x ? sch_cache_read_pad(s, lt[i], TIR_SHARED, lo, hi, 0.0, rd, 1)
+                                         : sch_cache_read(s, lt[i], TIR_SHARED, rd, 1);
     if (!sh || sch_compute_at(s, sh, red, rco) < 0 || lower_gpu_fetch(s, sh, tz, ty, tx) < 0) return -1;
+  }
+  if (padded) {
+    te_expr *r = gir_arena_alloc(s->arena, sizeof *r);
+    if (!r) return gir_errf(s->err, "out of memory");
+    *r = *red->body;
+    r->u.red.cond = NULL;
+    red->body = r;
   }
   red->template_name = epi->template_name = "gpu_conv";
   return 0;
