@@ -17,13 +17,10 @@ lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_
   int64_t M = o->shape[o->rank - 2], N = o->shape[o->rank - 1], batch = 1;
   for (int i = 0; i < o->rank - 2; i++) batch *= o->shape[i];
   int64_t sms = t && t->gpu_sms > 0 ? t->gpu_sms : 132;
-  /* 128 x 128 tiles of 8 x 8 per thread (64 accumulators; 16 shared loads per 64
-   * FMAs), halved (the larger side first, then the thread tile) until the grid has
-   * a block for three multiprocessors in four (a wave nearly full), and below
-   * 64 x 64 until it has two per multiprocessor */
-  lower_gpu_matmul_cfg c = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
-  while (batch * lower_cdiv(M, c.bm) * lower_cdiv(N, c.bn) < (c.bm * c.bn >= 4096 ? 3 * sms / 4 : 2 * sms) &&
-         (c.bm > 16 || c.bn > 16)) {
+  /* 64 x 64 tiles of 4 x 4 per thread, halved (the larger side first, then the
+   * thread tile) until the grid has two blocks per multiprocessor */
+  lower_gpu_matmul_cfg c = {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
+  while (batch * lower_cdiv(M, c.bm) * lower_cdiv(N, c.bn) < 2 * sms && (c.bm > 16 || c.bn > 16)) {
     if (c.bm >= c.bn && c.bm > 16) c.bm /= 2, c.tm = c.bm / 16;
     else c.bn /= 2, c.tn = c.bn / 16;
   }
@@ -82,10 +79,9 @@ int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, cons
   rorder[q++] = ki;
   for (int i = 0; i < red->n_root; i++) rorder[q++] = red->leaf[i];
   if (sch_reorder(s, red, rorder, q) < 0) return -1;
-  /* the step's k loop and the tile unrolled: straight-line FMAs, each operand read
-   * from shared memory once per k */
   for (int i = 0; i < red->n_leaf; i++)
-    if (red->leaf[i] != ko && red->leaf[i]->extent > 1 && sch_annotate(s, red, red->leaf[i], TIR_UNROLLED) < 0)
+    if (red->leaf[i] != ko && red->leaf[i] != ki && red->leaf[i]->extent > 1 &&
+        sch_annotate(s, red, red->leaf[i], TIR_UNROLLED) < 0)
       return -1;
   /* the operands' tiles in shared memory, fetched at each step of ko */
   for (int i = 0; i < nl && i < 4; i++) {
