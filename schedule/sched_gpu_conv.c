@@ -47,6 +47,27 @@ static void pick_patch(int64_t OH, int64_t OW, lower_gpu_conv_cfg *c) {
     }
 }
 
+/* A block's output channels for toc per thread: tz = boc / toc thread groups, 8 to
+ * 32 of them, boc dividing the channels where some such tz does (144 = 18 x 8: a
+ * last block with 16 of 128 channels would idle most of its threads), else the
+ * fewest blocks; fewer channels than toc x 8: one group per channel tile. */
+static void pick_channels(int64_t OC, lower_gpu_conv_cfg *c) {
+  if (OC <= 8 * (int64_t)c->toc) {
+    c->toc = OC >= 8 ? (int32_t)(OC / 8) : 1;
+    c->boc = (int32_t)(OC < 8 ? OC : c->toc * (OC / c->toc));
+    if (OC % c->boc) c->boc = (int32_t)OC, c->toc = 1;
+    return;
+  }
+  int32_t best_tz = 16;
+  int64_t best = -1;
+  for (int32_t tz = 8; tz <= 32; tz++) {
+    int64_t boc = (int64_t)tz * c->toc, blocks = lower_cdiv(OC, boc), waste = blocks * boc - OC;
+    int64_t score = (waste == 0 ? 1000000 : 0) - waste * 100 - labs(tz - 16);
+    if (score > best) best = score, best_tz = tz;
+  }
+  c->boc = best_tz * c->toc;
+}
+
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
   int64_t N = o->shape[0], OC = o->shape[1], OH = o->shape[2], OW = o->shape[3], C = red->reduce_axes[0]->extent;
@@ -63,9 +84,7 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
     c = (lower_gpu_conv_cfg){.toc = tiles[k][0], .tow = tiles[k][1], .bic = 8};
     if (OW % c.tow && OW < 4 * c.tow)
       for (c.tow = 2 * tiles[k][1] < OW ? 2 * tiles[k][1] : (int32_t)OW; OW % c.tow; c.tow--) {}
-    c.boc = 16 * c.toc;
-    while (c.boc > 16 && OC <= c.boc / 2) c.boc /= 2;
-    if (c.boc < 16 * c.toc) c.toc = c.boc / 16 > 0 ? c.boc / 16 : 1;
+    pick_channels(OC, &c);
     pick_patch(OH, OW, &c);
     blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
     int64_t threads = (int64_t)(c.boc / c.toc) * c.boh * (c.bow / c.tow);
