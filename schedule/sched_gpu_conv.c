@@ -68,27 +68,48 @@ static void pick_channels(int64_t OC, lower_gpu_conv_cfg *c) {
   c->boc = best_tz * c->toc;
 }
 
+void lower_gpu_conv_blocks(const sch_stage *red, lower_gpu_conv_cfg *c) {
+  const te_tensor *o = red->t;
+  int64_t OC = o->shape[1], OH = o->shape[2], OW = o->shape[3];
+  if (OW % c->tow && OW < 4 * c->tow) c->tow = 1; /* a ragged run on a narrow map: one column */
+  pick_channels(OC, c);
+  pick_patch(OH, OW, c);
+}
+
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use) {
   const te_tensor *o = red->t;
   int64_t N = o->shape[0], OC = o->shape[1], OH = o->shape[2], OW = o->shape[3], C = red->reduce_axes[0]->extent;
   int64_t sms = t && t->gpu_sms > 0 ? t->gpu_sms : 132;
-  /* 16 thread groups along the channels, each toc channels x a patch of pixels
-   * (tow columns per thread; on a narrow map the largest divisor of its width up
-   * to twice that, a 7 x 7 map's whole rows): the largest register tile whose grid
-   * gives every multiprocessor a block and 1024 threads (a 7 x 7 map at batch 1
-   * has few patches) */
-  static const int32_t tiles[][2] = {{8, 4}, {4, 4}, {4, 2}, {2, 2}, {2, 1}, {1, 1}};
+  /* Register tiles (toc channels x tow columns per thread), from a sweep of every
+   * tile over ResNet-50's conv shapes at batch 16 on an H200 (bench/cuda/README.md):
+   * a spatial kernel wants a run of 5 to 8 columns per thread (neighbouring taps
+   * of a row share the window's elements: 2 x 7 gave 11 to 17 TFLOP/s, against 2
+   * to 9 for 4 x 4 and 8 x 4), one channel when that leaves under 40k threads; a
+   * 1 x 1 kernel 4 x 4 on maps of 16 columns or more, 8 x 2 on narrower even maps,
+   * else the run of columns. The first candidate whose grid has 40k threads (20k
+   * for a 1 x 1 kernel's lighter threads) and half a block per multiprocessor is
+   * taken; none: the smallest tile. */
+  int64_t KHW = red->reduce_axes[1]->extent * red->reduce_axes[2]->extent;
+  int32_t run = 0;
+  static const int32_t runs[] = {7, 8, 6, 5}; /* 7 measured; the others its neighbours */
+  for (int i = 0; i < 4 && !run; i++)
+    if (OW % runs[i] == 0) run = runs[i];
+  if (!run) run = OW % 4 == 0 ? 4 : OW <= 8 ? (int32_t)OW : 4;
+  int32_t cand[6][2], nc = 0;
+#define CAND(a, b) (cand[nc][0] = (a), cand[nc][1] = (b), nc++)
+  if (KHW == 1 && OW % 4 == 0 && OW >= 16) CAND(4, 4), CAND(4, 2);
+  else if (KHW == 1 && OW % 2 == 0 && OW >= 8) CAND(8, 2), CAND(4, 2);
+  else CAND(2, run), CAND(1, run);
+  CAND(2, 2), CAND(2, 1), CAND(1, 1);
+#undef CAND
   lower_gpu_conv_cfg c = {0};
   int64_t blocks = 0;
-  for (int k = 0; k < 6; k++) {
-    c = (lower_gpu_conv_cfg){.toc = tiles[k][0], .tow = tiles[k][1], .bic = 8};
-    if (OW % c.tow && OW < 4 * c.tow)
-      for (c.tow = 2 * tiles[k][1] < OW ? 2 * tiles[k][1] : (int32_t)OW; OW % c.tow; c.tow--) {}
-    pick_channels(OC, &c);
-    pick_patch(OH, OW, &c);
+  for (int k = 0; k < nc; k++) {
+    c = (lower_gpu_conv_cfg){.toc = cand[k][0], .tow = cand[k][1], .bic = 8};
+    lower_gpu_conv_blocks(red, &c);
     blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
     int64_t threads = (int64_t)(c.boc / c.toc) * c.boh * (c.bow / c.tow);
-    if (blocks >= sms && blocks * threads >= sms * 1024) break;
+    if (blocks * 2 >= sms && blocks * threads >= (KHW > 1 ? 40000 : 20000)) break;
   }
   *use = blocks >= sms / 2;
   /* input channels per step: a divisor of C (a ragged last step would be a second
