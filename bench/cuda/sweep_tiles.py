@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""sweep_conv.py — every register tile of the GPU conv template over ResNet-50's conv shapes.
+"""sweep_tiles.py — the GPU templates' tiles over the benchmark models' layer shapes.
 
-The GPU conv template's default tiles (schedule/sched_gpu_conv.c, lower_gpu_conv_default) were
-chosen from this sweep. `kiln tune` has no GPU measurer, and the GPU machines are lent for
+The GPU conv template's default thread tiles (schedule/sched_gpu_conv.c, lower_gpu_conv_default)
+were chosen from this sweep over ResNet-50's conv shapes; the matmul template's tiles are swept
+over the BERT-like encoder's matrix products. `kiln tune` has no GPU measurer, and the GPU machines are lent for
 minutes, so the sweep is split in two:
 
-  prepare OUT   (here, with kiln and the onnx package) one single-conv model per layer class —
-                Conv + Relu at batch 16, the weights a model input so nothing large travels —
-                compiled for cuda-sm90 once with the default tiles and once per thread tile
-                (`kiln compile --knobs gpu_conv:toc=T,tow=W`; the block is derived from the tile
-                as the default derives it): OUT/<layer>__<tile>.kiln
+  prepare OUT   (here, with kiln and the onnx package) one single-op model per layer class —
+                Conv + Relu at batch 16, or MatMul — its weights a model input so nothing large
+                travels, compiled for cuda-sm90 once with the default tiles and once per tile
+                (`kiln compile --knobs gpu_conv:toc=T,tow=W`, the block derived from the thread
+                tile as the default derives it; `--knobs gpu_matmul:bm=..,bn=..,bk=..,tm=..,tn=..`):
+                OUT/<layer>__<tile>.kiln
   run OUT       (on the GPU machine, numpy only) random inputs made there, each bundle timed with
                 kiln-run --repeat 40 --profile; the kernel's GFLOP/s per layer and tile printed and
                 written to $OUT/sweep.json (or ./sweep.json)
 
-usage: sweep_conv.py prepare OUT [--kiln build/kiln]
-       sweep_conv.py run OUT [--kiln-run PATH]
+usage: sweep_tiles.py prepare OUT [--kiln build/kiln]
+       sweep_tiles.py run OUT [--kiln-run PATH]
 """
 import json, os, re, subprocess, sys, tarfile
 
@@ -28,6 +30,20 @@ LAYERS = {  # name: (input channels, map size, output channels, kernel) — ResN
 }
 TILES = ["def", "8,4", "4,4", "8,2", "4,2", "2,2", "8,1", "4,1", "2,1", "8,7", "4,7", "2,7", "1,7"]
 BATCH = 16
+# the BERT-like encoder's products at batch 16 (rows = 16 x 128): name: (A shape, B shape)
+MATMULS = {"qkv": ([2048, 256], [256, 256]), "ffn1": ([2048, 256], [256, 1024]), "ffn2": ([2048, 1024], [1024, 256]),
+           "scores": ([64, 128, 64], [64, 64, 128]), "context": ([64, 128, 128], [64, 128, 64])}
+MM_TILES = ["def"] + ["%d,%d,%d,%d,%d" % t for t in (
+    (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 8, 4), (64, 128, 16, 4, 8),
+    (128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (32, 64, 16, 2, 4), (64, 32, 16, 4, 2), (32, 32, 16, 2, 2),
+    (32, 32, 32, 2, 2), (128, 32, 16, 8, 2), (32, 128, 16, 2, 8), (64, 64, 16, 8, 8), (128, 64, 16, 4, 4))]
+
+
+def compile_variant(kiln, model, bundle, knobs, what):
+    r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "-o", bundle] + knobs,
+                       capture_output=True, text=True)
+    if r.returncode:
+        print("FAIL %s: %s" % (what, r.stderr.strip()))
 
 
 def prepare(out, kiln):
@@ -46,13 +62,22 @@ def prepare(out, kiln):
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
         for tile in TILES:
             knobs = [] if tile == "def" else ["--knobs", "gpu_conv:toc=%s,tow=%s" % tuple(tile.split(","))]
-            bundle = os.path.join(out, "%s__%s.kiln" % (name, tile.replace(",", "x")))
-            r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "-o", bundle] + knobs,
-                               capture_output=True, text=True)
-            if r.returncode:
-                print("FAIL %s %s: %s" % (name, tile, r.stderr.strip()))
+            compile_variant(kiln, model, os.path.join(out, "%s__%s.kiln" % (name, tile.replace(",", "x"))), knobs,
+                            name + " " + tile)
         os.remove(model)
-    print("prepared", len(LAYERS) * len(TILES), "bundles in", out)
+    for name, (a, b) in MATMULS.items():
+        out_shape = a[:-1] + b[-1:]
+        g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], name,
+                              [helper.make_tensor_value_info("a", T.FLOAT, a), helper.make_tensor_value_info("b", T.FLOAT, b)],
+                              [helper.make_tensor_value_info("y", T.FLOAT, out_shape)])
+        model = os.path.join(out, name + ".onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+        for tile in MM_TILES:
+            knobs = [] if tile == "def" else ["--knobs", "gpu_matmul:bm=%s,bn=%s,bk=%s,tm=%s,tn=%s" % tuple(tile.split(","))]
+            compile_variant(kiln, model, os.path.join(out, "mm_%s__%s.kiln" % (name, tile.replace(",", "x"))), knobs,
+                            name + " " + tile)
+        os.remove(model)
+    print("prepared", len(LAYERS) * len(TILES) + len(MATMULS) * len(MM_TILES), "bundles in", out)
 
 
 def run(d, kiln_run):
