@@ -9,9 +9,10 @@
  * into shared memory by the block's threads together, between barriers. The input
  * window is copied zero-padded (sch_cache_read_pad: zeros where the taps fall in
  * the conv's padding), so the reduction drops its tests of the taps and its inner
- * loops are straight-line FMAs on registers loaded once per step. Grouped
- * and depthwise convs keep the default schedule: their input channel depends on
- * the output channel, and a shared window would be the whole input. */
+ * loops are straight-line FMAs on registers loaded once per step. Depthwise
+ * convs (one input channel per output channel) take the same template: the
+ * reduction over input channels has one step, and the block's window holds the
+ * rows of its own channels. Grouped convs keep the default schedule. */
 #include <stdlib.h>
 #include <string.h>
 #include "templates.h"
@@ -29,7 +30,8 @@ static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
   for (int i = 0; v && i < 2 && i < cnt; i++) dl[i] = v[i];
   int64_t KH = red->reduce_axes[1]->extent, KW = red->reduce_axes[2]->extent;
   int64_t rows = (c->boh - 1) * st[0] + (KH - 1) * dl[0] + 1, cols = (c->bow - 1) * st[1] + (KW - 1) * dl[1] + 1;
-  return 4 * ((int64_t)c->boc * c->bic * KH * KW + (int64_t)c->bic * rows * cols);
+  int64_t window_channels = lower_gpu_conv_fits(red) == 2 ? c->boc : c->bic; /* depthwise: the block's own */
+  return 4 * ((int64_t)c->boc * c->bic * KH * KW + window_channels * rows * cols);
 }
 
 /* A block's patch of output pixels for tow columns per thread: kx threads along a
@@ -74,6 +76,7 @@ void lower_gpu_conv_blocks(const sch_stage *red, lower_gpu_conv_cfg *c) {
   if (OW % c->tow && OW < 4 * c->tow) c->tow = 1; /* a ragged run on a narrow map: one column */
   pick_channels(OC, c);
   pick_patch(OH, OW, c);
+  while ((int64_t)(c->boc / c->toc) * c->boh * (c->bow / c->tow) > 1024 && c->boh > 1) c->boh = (c->boh + 1) / 2;
 }
 
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use) {
@@ -97,7 +100,9 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   if (!run) run = OW % 4 == 0 ? 4 : OW <= 8 ? (int32_t)OW : 4;
   int32_t cand[6][2], nc = 0;
 #define CAND(a, b) (cand[nc][0] = (a), cand[nc][1] = (b), nc++)
-  if (KHW == 1 && OW % 4 == 0 && OW >= 16) CAND(4, 4), CAND(4, 2);
+  int depthwise = lower_gpu_conv_fits(red) == 2;
+  if (depthwise) CAND(1, run), CAND(1, 2); /* one channel per thread: its own window */
+  else if (KHW == 1 && OW % 4 == 0 && OW >= 16) CAND(4, 4), CAND(4, 2);
   else if (KHW == 1 && OW % 2 == 0 && OW >= 8) CAND(8, 2), CAND(4, 2);
   else CAND(2, run), CAND(1, run);
   CAND(2, 2), CAND(2, 1), CAND(1, 1);
@@ -111,7 +116,11 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
     int64_t threads = (int64_t)(c.boc / c.toc) * c.boh * (c.bow / c.tow);
     if (blocks * 2 >= sms && blocks * threads >= (KHW > 1 ? 40000 : 20000)) break;
   }
-  *use = blocks >= sms / 2;
+  /* a depthwise block's window holds its channels' rows: fewer rows until it fits */
+  while (depthwise && c.boh > 1 && tile_bytes(red, &c) > 45056) c.boh = (c.boh + 1) / 2;
+  while (depthwise && c.boc > 1 && tile_bytes(red, &c) > 45056) c.boc /= 2;
+  blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
+  *use = blocks >= sms / 2 && tile_bytes(red, &c) <= 45056;
   /* input channels per step: a divisor of C (a ragged last step would be a second
    * copy of the loop, shared buffers included), both tiles within 44 KiB of the
    * 48 KiB a block may have statically, and at most 8 for a spatial kernel (two
@@ -131,12 +140,13 @@ int lower_gpu_conv_fits(const sch_stage *st) {
   te_tensor *lt[4];
   int nl = lower_gpu_loads(st, lt, 4);
   if (nl != 2) return 0;
-  /* one group: the weights [OC, C, KH, KW] span every input channel */
+  /* one group: the weights [OC, C, KH, KW] span every input channel; depthwise: one
+   * input channel per output channel, [OC, 1, KH, KW] over an input of OC channels */
   for (int i = 0; i < 2; i++) {
     const te_tensor *w = lt[i], *x = lt[1 - i];
-    if (w->rank == 4 && x->rank == 4 && w->shape[0] == st->t->shape[1] && w->shape[1] == x->shape[1] &&
-        w->shape[1] == st->reduce_axes[0]->extent)
-      return 1;
+    if (w->rank != 4 || x->rank != 4 || w->shape[0] != st->t->shape[1]) continue;
+    if (w->shape[1] == x->shape[1] && w->shape[1] == st->reduce_axes[0]->extent) return 1;
+    if (w->shape[1] == 1 && st->reduce_axes[0]->extent == 1 && x->shape[1] == w->shape[0]) return 2;
   }
   return 0;
 }

@@ -112,6 +112,7 @@ KNOB_CASES = {
     "conv3x3_ragged": ("gpu_conv:toc=2,tow=7", "gpu_conv:toc=1,tow=5", "gpu_conv:toc=8,tow=2"),
     "conv3x3_s2": ("gpu_conv:toc=2,tow=7", "gpu_conv:toc=4,tow=4"),
     "conv1x1": ("gpu_conv:toc=8,tow=2", "gpu_conv:toc=2,tow=6", "gpu_conv:toc=4,tow=4,bic=4"),
+    "dw3x3_template": ("gpu_conv:toc=2,tow=4", "gpu_conv:toc=1,tow=1"),
 }
 
 
@@ -125,6 +126,8 @@ def cases():
     yield ("conv_small_default",) + conv_case("conv_small_default", 1, 16, 7, 7, 24, 3, pad=1) + (False,)
     yield ("conv_grouped",) + conv_case("conv_grouped", 1, 8, 10, 10, 8, 3, pad=1, group=4) + (False,)
     yield ("conv_depthwise",) + conv_case("conv_depthwise", 1, 16, 12, 12, 16, 3, pad=1, group=16, bias=False) + (False,)
+    yield ("dw3x3_template",) + conv_case("dw3x3_template", 4, 64, 28, 28, 64, 3, pad=1, group=64) + (True,)
+    yield ("dw3x3_s2_template",) + conv_case("dw3x3_s2_template", 4, 64, 57, 57, 64, 3, stride=2, pad=1, group=64) + (True,)
     yield ("matmul_ragged",) + matmul_case("matmul_ragged", [150, 70], [70, 300]) + (True,)
     yield ("matmul_one_row",) + matmul_case("matmul_one_row", [1, 96], [96, 200]) + (False,)
     yield ("batch_matmul",) + matmul_case("batch_matmul", [24, 40, 33], [24, 33, 50], const_b=False) + (True,)
