@@ -120,7 +120,7 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   while (depthwise && c.boh > 1 && tile_bytes(red, &c) > 45056) c.boh = (c.boh + 1) / 2;
   while (depthwise && c.boc > 1 && tile_bytes(red, &c) > 45056) c.boc /= 2;
   blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
-  *use = blocks >= sms / 2 && tile_bytes(red, &c) <= 45056;
+  *use = blocks >= sms / 2 && tile_bytes(red, &c) <= 45056 && (!depthwise || c.bow >= OW);
   /* input channels per step: a divisor of C (a ragged last step would be a second
    * copy of the loop, shared buffers included), both tiles within 44 KiB of the
    * 48 KiB a block may have statically, and at most 8 for a spatial kernel (two
@@ -189,12 +189,20 @@ int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const 
       sch_split(s, epi, oh, c->boh, &oho, &ohi) < 0 || sch_split(s, epi, ow, c->bow, &owo, &owi) < 0 ||
       sch_split(s, epi, owi, c->tow, &owt, &owi_i) < 0)
     return -1;
+  /* blocks: z over (image, channel tile), y over row tiles, x over column tiles. A
+   * depthwise window's channels follow the block's channel tile, which must stay a
+   * plain block index (a fused one reaches the window's region as a modulo, whose
+   * range is every channel): there the image goes with the column tiles, one per row */
+  int depthwise = lower_gpu_conv_fits(red) == 2;
+  if (depthwise && lower_cdiv(OW, c->bow) != 1)
+    return gir_errf(s->err, "gpu conv: a depthwise block takes whole rows (bow %d < %lld columns)", c->bow, (long long)OW);
   sch_iter *order[9] = {n, oco, oho, owo, tzi, ohi, owt, oci_i, owi_i};
+  if (depthwise) order[0] = oco, order[1] = oho, order[2] = n;
   if (sch_reorder(s, epi, order, 9) < 0) return -1;
-  sch_iter *bz, *txi = owt;
-  if (sch_fuse(s, epi, n, oco, &bz) < 0) return -1;
+  sch_iter *bz = oco, *bx = owo, *txi = owt;
+  if (depthwise ? sch_fuse(s, epi, n, owo, &bx) < 0 : sch_fuse(s, epi, n, oco, &bz) < 0) return -1;
   if (sch_bind(s, epi, bz, "blockIdx.z") < 0 || sch_bind(s, epi, oho, "blockIdx.y") < 0 ||
-      sch_bind(s, epi, owo, "blockIdx.x") < 0 || sch_bind(s, epi, tzi, "threadIdx.z") < 0 ||
+      sch_bind(s, epi, bx, "blockIdx.x") < 0 || sch_bind(s, epi, tzi, "threadIdx.z") < 0 ||
       sch_bind(s, epi, ohi, "threadIdx.y") < 0 || sch_bind(s, epi, owt, "threadIdx.x") < 0 ||
       sch_annotate(s, epi, oci_i, TIR_UNROLLED) < 0 || sch_annotate(s, epi, owi_i, TIR_UNROLLED) < 0)
     return -1;

@@ -16,7 +16,7 @@ minutes, so the sweep is split in two:
                 kiln-run --repeat 40 --profile; the kernel's GFLOP/s per layer and tile printed and
                 written to $OUT/sweep.json (or ./sweep.json)
 
-usage: sweep_tiles.py prepare OUT [--kiln build/kiln]
+usage: sweep_tiles.py prepare OUT [--kiln build/kiln] [--batch 16] [--layers c3_7,mm_qkv,...]
        sweep_tiles.py run OUT [--kiln-run PATH]
 """
 import json, os, re, subprocess, sys, tarfile
@@ -46,18 +46,20 @@ def compile_variant(kiln, model, bundle, knobs, what):
         print("FAIL %s: %s" % (what, r.stderr.strip()))
 
 
-def prepare(out, kiln):
+def prepare(out, kiln, batch=BATCH, only=None):
     import onnx
     from onnx import helper, TensorProto as T
     os.makedirs(out, exist_ok=True)
     for name, (c, h, oc, k) in LAYERS.items():
+        if only and name not in only:
+            continue
         p = k // 2
         g = helper.make_graph(
             [helper.make_node("Conv", ["x", "w"], ["c"], pads=[p] * 4, kernel_shape=[k, k]),
              helper.make_node("Relu", ["c"], ["y"])], name,
-            [helper.make_tensor_value_info("x", T.FLOAT, [BATCH, c, h, h]),
+            [helper.make_tensor_value_info("x", T.FLOAT, [batch, c, h, h]),
              helper.make_tensor_value_info("w", T.FLOAT, [oc, c, k, k])],
-            [helper.make_tensor_value_info("y", T.FLOAT, [BATCH, oc, h, h])])
+            [helper.make_tensor_value_info("y", T.FLOAT, [batch, oc, h, h])])
         model = os.path.join(out, name + ".onnx")
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
         for tile in TILES:
@@ -66,6 +68,10 @@ def prepare(out, kiln):
                             name + " " + tile)
         os.remove(model)
     for name, (a, b) in MATMULS.items():
+        if only and "mm_" + name not in only:
+            continue
+        if batch != BATCH:  # the encoder's rows or its heads' batch scale with the batch
+            a, b = [a[0] * batch // BATCH] + a[1:], ([b[0] * batch // BATCH] + b[1:]) if len(b) == 3 else b
         out_shape = a[:-1] + b[-1:]
         g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], name,
                               [helper.make_tensor_value_info("a", T.FLOAT, a), helper.make_tensor_value_info("b", T.FLOAT, b)],
@@ -77,7 +83,7 @@ def prepare(out, kiln):
             compile_variant(kiln, model, os.path.join(out, "mm_%s__%s.kiln" % (name, tile.replace(",", "x"))), knobs,
                             name + " " + tile)
         os.remove(model)
-    print("prepared", len(LAYERS) * len(TILES) + len(MATMULS) * len(MM_TILES), "bundles in", out)
+    print("prepared", len([f for f in os.listdir(out) if f.endswith(".kiln")]), "bundles in", out)
 
 
 def run(d, kiln_run):
@@ -109,7 +115,8 @@ def main():
         raise SystemExit(__doc__)
     opt = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     if sys.argv[1] == "prepare":
-        prepare(sys.argv[2], opt.get("--kiln", os.path.join(ROOT, "build", "kiln")))
+        prepare(sys.argv[2], opt.get("--kiln", os.path.join(ROOT, "build", "kiln")), int(opt.get("--batch", BATCH)),
+                set(filter(None, opt.get("--layers", "").split(","))))
     else:
         run(sys.argv[2], opt.get("--kiln-run", os.path.join(ROOT, ".gpu", "bin", "kiln-run")))
 
