@@ -76,6 +76,11 @@ void lower_gpu_conv_blocks(const sch_stage *red, lower_gpu_conv_cfg *c) {
   if (OW % c->tow && OW < 4 * c->tow) c->tow = 1; /* a ragged run on a narrow map: one column */
   pick_channels(OC, c);
   pick_patch(OH, OW, c);
+  if (lower_gpu_conv_fits(red) == 2 && c->bow < OW) { /* depthwise: whole rows (lower_sched_gpu_conv) */
+    int32_t kx = (int32_t)lower_cdiv(OW, c->tow);
+    c->bow = kx * c->tow;
+    c->boh = kx >= 64 ? 1 : (int32_t)(64 / kx < OH ? 64 / kx : OH);
+  }
   while ((int64_t)(c->boc / c->toc) * c->boh * (c->bow / c->tow) > 1024 && c->boh > 1) c->boh = (c->boh + 1) / 2;
 }
 
