@@ -125,7 +125,7 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   while (depthwise && c.boh > 1 && tile_bytes(red, &c) > 45056) c.boh = (c.boh + 1) / 2;
   while (depthwise && c.boc > 1 && tile_bytes(red, &c) > 45056) c.boc /= 2;
   blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
-  *use = blocks >= sms / 2 && tile_bytes(red, &c) <= 45056 && (!depthwise || c.bow >= OW);
+  *use = blocks >= sms / 2 && (!depthwise || (tile_bytes(red, &c) <= 45056 && c.bow >= OW));
   /* input channels per step: a divisor of C (a ragged last step would be a second
    * copy of the loop, shared buffers included), both tiles within 44 KiB of the
    * 48 KiB a block may have statically, and at most 8 for a spatial kernel (two
