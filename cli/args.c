@@ -143,6 +143,11 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                          "tune: JSON-lines records, read first (a killed run resumes) and appended to; compile: apply "
                          "the best tuned schedule of each workload in FILE",
                          C(TUNE) | C(COMPILE)},
+    [CLI_OPT_KNOBS] = {"--knobs", NULL, CLI_REPEATED, 0, 0, "TEMPLATE:NAME=V,...",
+                       "set these knobs of every group that template schedules (conv, matmul, gpu_conv, gpu_matmul; "
+                       "names and ranges in schedule/tuning.c), the rest as the default picks: for experiments and "
+                       "sweeps; not with --records",
+                       C(COMPILE) | C(CHECK)},
     [CLI_OPT_TRANSFER_FROM] = {"--transfer-from", NULL, CLI_REPEATED, 0, 0, "FILE",
                                "records of other workloads the global cost model learns from", C(TUNE)},
     [CLI_OPT_TASKS] = {"--tasks", NULL, CLI_STRING, 0, 0, "LIST",

@@ -85,9 +85,19 @@ int kiln_cmd_check(int argc, char **argv) {
       return 1;
     }
   }
+  const char *specs[64];
+  int n_specs = cli_values(&args, CLI_OPT_KNOBS, specs, 64);
+  gir_err kerr = {{0}};
+  cli_knobs *knobs = n_specs > 0 ? cli_knobs_parse(specs, n_specs, &kerr) : NULL; /* --knobs: as compile's */
+  if (n_specs > 0 && !knobs) {
+    fprintf(stderr, "kiln check: %s\n", kerr.msg);
+    return 2;
+  }
+  if (knobs) o.tuning = cli_knobs_hook(knobs);
   gir_arena *a = gir_arena_new();
   if (cli_load_test_inputs(&ci, dir, a) < 0) {
     gir_arena_free(a);
+    free(knobs);
     return 1;
   }
   cli_import_finish(&ci);
@@ -144,5 +154,6 @@ out:
   if (err.msg[0]) fprintf(stderr, "kiln check: %s\n", err.msg);
   kiln_model_close(m);
   gir_arena_free(a);
+  free(knobs);
   return rc;
 }

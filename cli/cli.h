@@ -23,6 +23,12 @@ const struct lower_tuning *cli_records_hook(cli_records *r);
 void cli_records_report(const cli_records *r, const char *path, FILE *f);
 void cli_records_free(cli_records *r);
 
+/* kiln compile --knobs TEMPLATE:NAME=V,... (knobs.c): those knobs of every group of
+ * that template, as a lowering hook (free() the result). */
+typedef struct cli_knobs cli_knobs;
+cli_knobs *cli_knobs_parse(const char *const *specs, int n_specs, gir_err *err);
+const struct lower_tuning *cli_knobs_hook(cli_knobs *k);
+
 /* Shared import options built from --input-shape flags; the evaluator is the
  * compiler's constant folder when one is linked in. */
 typedef struct cli_import {
@@ -56,7 +62,7 @@ typedef enum cli_opt {
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
   CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD,
-  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_COUNT
+  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_KNOBS, CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a

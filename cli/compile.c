@@ -591,12 +591,27 @@ int kiln_cmd_compile(int argc, char **argv) {
     return 1;
   }
   if (recs) o.tuning = cli_records_hook(recs);
+  const char *specs[64];
+  int n_specs = cli_values(&args, CLI_OPT_KNOBS, specs, 64);
+  cli_knobs *knobs = NULL; /* --knobs: set knobs of every group of a template */
+  if (n_specs > 0 && recs) {
+    fprintf(stderr, "kiln compile: --knobs and --records both set the templates' knobs: give one\n");
+    cli_records_free(recs);
+    return 2;
+  }
+  if (n_specs > 0 && !(knobs = cli_knobs_parse(specs, n_specs, &err))) {
+    fprintf(stderr, "kiln compile: %s\n", err.msg);
+    return 2;
+  }
+  if (knobs) o.tuning = cli_knobs_hook(knobs);
   kiln_compile_result res;
   if (kiln_compile(&o, &res, &err) < 0) {
     fprintf(stderr, "kiln compile: %s\n", err.msg);
     cli_records_free(recs);
+    free(knobs);
     return 1;
   }
+  free(knobs);
   cli_note_unbound(stderr, "kiln compile", res.n_unbound, res.unbound);
   if (res.n_trapped > 0)
     fprintf(stderr, "kiln compile: note: %d If branch%s cannot run for these shapes and fail%s the run if taken: %s%s\n",

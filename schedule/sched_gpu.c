@@ -88,7 +88,13 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
     if (matmul) lower_tune_knobs(t, "gpu_matmul", &mc, sizeof mc);
-    else lower_tune_knobs(t, "gpu_conv", &cc, sizeof cc);
+    else {
+      /* a tuned thread tile whose block was left as the default's: the block for it */
+      lower_gpu_conv_cfg d = cc;
+      lower_tune_knobs(t, "gpu_conv", &cc, sizeof cc);
+      if ((cc.toc != d.toc || cc.tow != d.tow) && cc.boc == d.boc && cc.boh == d.boh && cc.bow == d.bow)
+        lower_gpu_conv_blocks(st, &cc);
+    }
     if ((matmul ? lower_sched_gpu_matmul(s, st, epi, &mc) : lower_sched_gpu_conv(s, st, epi, &cc)) < 0) return -1;
   }
   /* reductions over long rows: threads split each row (sched_gpu_reduce.c) */

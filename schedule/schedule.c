@@ -408,31 +408,64 @@ static void insert_stage_before(sch_schedule *s, sch_stage *nst, sch_stage *befo
   for (int i = 0; i < s->n_stages; i++) s->stages[i]->id = i;
 }
 
-typedef struct replace_arg {
+typedef struct shift_arg {
   te_tensor *from, *to;
-} replace_arg;
+  const int64_t *lo;
+} shift_arg;
 
-static te_expr *redirect_load(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
-  const replace_arg *a = arg;
-  return te_load(c, ld->u.load.t == a->from ? a->to : ld->u.load.t, idx);
+static te_expr *redirect_shifted(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
+  const shift_arg *a = arg;
+  if (ld->u.load.t != a->from) return te_load(c, ld->u.load.t, idx);
+  te_expr *ix[GIR_MAX_RANK];
+  for (int i = 0; i < a->from->rank; i++) ix[i] = a->lo[i] ? te_add(c, idx[i], te_int(c, a->lo[i])) : idx[i];
+  return te_load(c, a->to, ix);
 }
 
-sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n) {
+/* The copy of t, extended by lo[i] / hi[i] elements before / after each axis that
+ * hold `value` (no extension: lo, hi NULL), made a stage before the first reader;
+ * the readers' loads t[i] become copy[i + lo]. */
+static sch_stage *cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, const int64_t *lo, const int64_t *hi,
+                             double value, sch_stage *const *readers, int32_t n) {
   te_ctx *c = s->te;
   te_var *ax[GIR_MAX_RANK];
-  te_expr *idx[GIR_MAX_RANK];
-  te_axes(c, t->rank, t->shape, ax);
-  for (int i = 0; i < t->rank; i++) idx[i] = te_v(c, ax[i]);
-  te_tensor *copy = te_compute(c, "cache", t->dtype, t->rank, t->shape, ax, te_load(c, t, idx));
+  te_expr *idx[GIR_MAX_RANK], *ok = NULL;
+  int64_t shape[GIR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) shape[i] = t->shape[i] + (lo ? lo[i] + hi[i] : 0);
+  te_axes(c, t->rank, shape, ax);
+  for (int i = 0; i < t->rank; i++) {
+    idx[i] = te_v(c, ax[i]);
+    if (!lo || (!lo[i] && !hi[i])) continue;
+    if (lo[i]) idx[i] = te_sub(c, idx[i], te_int(c, lo[i]));
+    te_expr *in = te_in_range(c, idx[i], t->shape[i]);
+    ok = ok ? te_and(c, ok, in) : in;
+  }
+  te_expr *body = te_load(c, t, idx);
+  if (ok) body = te_select(c, ok, body, te_const(c, t->dtype, value));
+  te_tensor *copy = te_compute(c, "cache", t->dtype, t->rank, shape, ax, body);
   sch_stage *nst = stage_new(s, copy, copy->body);
   nst->scope = scope;
   sch_stage *first = readers[0];
   for (int i = 1; i < n; i++)
     if (readers[i]->id < first->id) first = readers[i];
   insert_stage_before(s, nst, first);
-  replace_arg a = {t, copy};
-  for (int i = 0; i < n; i++) readers[i]->body = te_rewrite_loads(c, readers[i]->body, redirect_load, &a);
+  static const int64_t none[GIR_MAX_RANK];
+  shift_arg a = {t, copy, lo ? lo : none};
+  for (int i = 0; i < n; i++) readers[i]->body = te_rewrite_loads(c, readers[i]->body, redirect_shifted, &a);
   return nst;
+}
+
+sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n) {
+  return cache_read(s, t, scope, NULL, NULL, 0, readers, n);
+}
+
+sch_stage *sch_cache_read_pad(sch_schedule *s, te_tensor *t, tir_scope scope, const int64_t *lo, const int64_t *hi,
+                              double value, sch_stage *const *readers, int32_t n) {
+  for (int i = 0; i < t->rank; i++)
+    if (lo[i] < 0 || hi[i] < 0) {
+      gir_errf(s->err, "cache_read_pad: negative extension of %s", t->name);
+      return NULL;
+    }
+  return cache_read(s, t, scope, lo, hi, value, readers, n);
 }
 
 sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope) {

@@ -128,6 +128,11 @@ int sch_prefetch(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_
  * stage (returned) in `scope`, st becomes a copy of it (e.g. accumulate in
  * registers, then write back). */
 sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_stage *const *readers, int32_t n);
+/* cache_read of t extended by lo[i] / hi[i] elements before / after axis i that hold
+ * `value` (a zero-padded window): the readers' loads t[i] become copy[i + lo], so
+ * their own tests for taps outside t may go (the caller drops them). */
+sch_stage *sch_cache_read_pad(sch_schedule *s, te_tensor *t, tir_scope scope, const int64_t *lo, const int64_t *hi,
+                              double value, sch_stage *const *readers, int32_t n);
 sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope);
 
 /* 1 if loop `inner` of c is loop `outer` or one nested inside it (a stage computed

@@ -51,6 +51,9 @@ typedef struct lower_gpu_conv_cfg {
 } lower_gpu_conv_cfg;
 int lower_gpu_conv_fits(const sch_stage *red);
 lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_target *t, int *use); /* as matmul's */
+/* The block (boc channels, boh x bow pixels) for c's thread tile (toc, tow): channel
+ * groups dividing the channels, a patch dividing the map (the default's rules). */
+void lower_gpu_conv_blocks(const sch_stage *red, lower_gpu_conv_cfg *c);
 int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_cfg *cfg);
 
 /* The GPU reduction template (sched_gpu_reduce.c): a block per output row (or, with
@@ -193,7 +196,8 @@ typedef struct lower_knob {
   int32_t lo, hi; /* the values a caller may set; anything else puts the default back */
 } lower_knob;
 
-/* The knobs of template "conv" (lower_conv_cfg) or "matmul" (lower_matmul_cfg), or NULL. */
+/* The knobs of template "conv" (lower_conv_cfg), "matmul" (lower_matmul_cfg), "gpu_conv"
+ * (lower_gpu_conv_cfg) or "gpu_matmul" (lower_gpu_matmul_cfg), or NULL. */
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n);
 
 struct lower_tuning {

@@ -32,6 +32,18 @@ static const lower_knob matmul_knobs[] = {
     {"row_groups", offsetof(lower_matmul_cfg, row_groups), 1, 4096},
 };
 
+static const lower_knob gpu_conv_knobs[] = {
+    {"boc", offsetof(lower_gpu_conv_cfg, boc), 1, 1024}, {"toc", offsetof(lower_gpu_conv_cfg, toc), 1, 16},
+    {"boh", offsetof(lower_gpu_conv_cfg, boh), 1, 64},   {"bow", offsetof(lower_gpu_conv_cfg, bow), 1, 256},
+    {"tow", offsetof(lower_gpu_conv_cfg, tow), 1, 16},   {"bic", offsetof(lower_gpu_conv_cfg, bic), 1, 64},
+};
+
+static const lower_knob gpu_matmul_knobs[] = {
+    {"bm", offsetof(lower_gpu_matmul_cfg, bm), 1, 256}, {"bn", offsetof(lower_gpu_matmul_cfg, bn), 1, 256},
+    {"bk", offsetof(lower_gpu_matmul_cfg, bk), 1, 64},  {"tm", offsetof(lower_gpu_matmul_cfg, tm), 1, 16},
+    {"tn", offsetof(lower_gpu_matmul_cfg, tn), 1, 16},
+};
+
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {
   if (tmpl && !strcmp(tmpl, "conv")) {
     *n = (int32_t)(sizeof conv_knobs / sizeof conv_knobs[0]);
@@ -40,6 +52,14 @@ const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {
   if (tmpl && !strcmp(tmpl, "matmul")) {
     *n = (int32_t)(sizeof matmul_knobs / sizeof matmul_knobs[0]);
     return matmul_knobs;
+  }
+  if (tmpl && !strcmp(tmpl, "gpu_conv")) {
+    *n = (int32_t)(sizeof gpu_conv_knobs / sizeof gpu_conv_knobs[0]);
+    return gpu_conv_knobs;
+  }
+  if (tmpl && !strcmp(tmpl, "gpu_matmul")) {
+    *n = (int32_t)(sizeof gpu_matmul_knobs / sizeof gpu_matmul_knobs[0]);
+    return gpu_matmul_knobs;
   }
   *n = 0;
   return NULL;

@@ -47,7 +47,9 @@ int lower_compute_conv(te_ctx *c, const gir_node *n, te_tensor *const *in, te_te
   for (int i = 0; i < k; i++) rv[1 + i] = te_var_new(c, "rk", w->shape[2 + i]);
   te_expr *xi[GIR_MAX_RANK], *wi[GIR_MAX_RANK], *cond = NULL;
   te_expr *m = te_v(c, ax[1]);
-  te_expr *g = mpg == w->shape[0] ? te_int(c, 0) : te_div(c, m, te_int(c, mpg));
+  /* the group of output channel m (m itself for depthwise: a plain index keeps bound
+   * inference of a block's input channels exact, where a division widens to all) */
+  te_expr *g = mpg == w->shape[0] ? te_int(c, 0) : mpg == 1 ? m : te_div(c, m, te_int(c, mpg));
   xi[0] = te_v(c, ax[0]);
   xi[1] = te_add(c, te_mul(c, g, te_int(c, cpg)), te_v(c, rv[0]));
   wi[0] = m;

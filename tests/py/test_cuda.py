@@ -149,6 +149,15 @@ def reduce_cases():
                                                   axes=[0]) + ("no shfl",)
 
 
+# thread tiles of the GPU conv template beyond the default's, per case
+KNOB_CASES = {
+    "conv3x3_ragged": ("gpu_conv:toc=2,tow=7", "gpu_conv:toc=1,tow=5", "gpu_conv:toc=8,tow=2"),
+    "conv3x3_s2": ("gpu_conv:toc=2,tow=7", "gpu_conv:toc=4,tow=4"),
+    "conv1x1": ("gpu_conv:toc=8,tow=2", "gpu_conv:toc=2,tow=6", "gpu_conv:toc=4,tow=4,bic=4"),
+    "dw3x3_template": ("gpu_conv:toc=2,tow=4", "gpu_conv:toc=1,tow=1"),
+}
+
+
 def cases():
     """(name, model, feeds, uses_template): the template cases are big enough that the
     default picks the shared-memory template (a grid of enough blocks), small enough to emulate."""
@@ -159,6 +168,8 @@ def cases():
     yield ("conv_small_default",) + conv_case("conv_small_default", 1, 16, 7, 7, 24, 3, pad=1) + (False,)
     yield ("conv_grouped",) + conv_case("conv_grouped", 1, 8, 10, 10, 8, 3, pad=1, group=4) + (False,)
     yield ("conv_depthwise",) + conv_case("conv_depthwise", 1, 16, 12, 12, 16, 3, pad=1, group=16, bias=False) + (False,)
+    yield ("dw3x3_template",) + conv_case("dw3x3_template", 4, 64, 28, 28, 64, 3, pad=1, group=64) + (True,)
+    yield ("dw3x3_s2_template",) + conv_case("dw3x3_s2_template", 4, 64, 57, 57, 64, 3, stride=2, pad=1, group=64) + (True,)
     yield ("matmul_ragged",) + matmul_case("matmul_ragged", [150, 70], [70, 300]) + (True,)
     yield ("matmul_one_row",) + matmul_case("matmul_one_row", [1, 96], [96, 200]) + (False,)
     yield ("batch_matmul",) + matmul_case("batch_matmul", [24, 40, 33], [24, 33, 50], const_b=False) + (True,)
@@ -249,6 +260,18 @@ def main():
             if no_gpu is None:
                 r = util.run_kiln(a.kiln, ["check", path, "--test-data", data, "--target", "cuda-sm90"], timeout=600)
                 checks.check(r.rc == 0, "%s: on the GPU: %s %s" % (name, r.describe(), r.err[-300:]))
+            # the conv template's other thread tiles (bench/cuda/sweep_conv.py times them), each
+            # with the block the default would derive for it, checked in the emulation too
+            for knobs in KNOB_CASES.get(name, ()):
+                r = util.run_kiln(a.kiln, args + ["--knobs", knobs], timeout=600)
+                if checks.check(r.rc == 0 and "(emulated)" in r.out, "%s --knobs %s: %s %s" % (name, knobs, r.describe(), (r.err or r.out)[-400:])):
+                    print("ok %s --knobs %s: emulated and matches ONNX Runtime" % (name, knobs), flush=True)
+        # --knobs refuses what no template has, naming the knobs it has
+        path, data = write_case(os.path.join(work, "knobs_bad"), *conv_case("knobs_bad", 1, 8, 9, 9, 16, 3, pad=1))
+        for bad, want in (("gpu_conv:toc=0", "outside 1..16"), ("gpu_conv:tiles=2", "boc, toc, boh, bow, tow, bic"),
+                          ("nosuch:toc=1", "TEMPLATE:NAME=VALUE")):
+            r = util.run_kiln(a.kiln, ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate", "--knobs", bad])
+            checks.check(r.rc == 2 and want in r.err, "--knobs %s: exit 2 naming '%s': %s %s" % (bad, want, r.describe(), r.err[-300:]))
         if no_gpu:
             checks.skip("running the cases on a GPU: %s" % no_gpu)
         if not ptxas:
