@@ -122,9 +122,40 @@ static LLVMValueRef shuffle(tgt_lcg *g, tir_shfl_mode mode, LLVMValueRef v, gir_
 /* One launch of a kernel on the GPU: void symbol(ptr buffer..., ptr fail), the
  * buffers the kernel's parameters in order, fail its launch's failure record;
  * body is the launch's statement, dims its grid and block (tir/gpu_launch.c). */
+/* The bytes of the SHARED buffers s allocates, each buffer once (seen: by id). */
+static int64_t shared_bytes(const tir_stmt *s, unsigned char *seen) {
+  if (!s) return 0;
+  switch (s->kind) {
+  case TIR_FOR: return shared_bytes(s->u.loop.body, seen);
+  case TIR_LET: return shared_bytes(s->u.let.body, seen);
+  case TIR_IF: return shared_bytes(s->u.ifs.then_s, seen) + shared_bytes(s->u.ifs.else_s, seen);
+  case TIR_SEQ: {
+    int64_t n = 0;
+    for (int32_t i = 0; i < s->u.seq.n; i++) n += shared_bytes(s->u.seq.s[i], seen);
+    return n;
+  }
+  case TIR_ALLOCATE: {
+    const tir_buffer *b = s->u.alloc.buf;
+    int64_t n = 0;
+    if (b->scope == TIR_SHARED && !seen[b->id]) n = b->size * (int64_t)gir_dtype_size(b->dtype), seen[b->id] = 1;
+    return n + shared_bytes(s->u.alloc.body, seen);
+  }
+  default: return 0;
+  }
+}
+
+/* What a block may have statically (sm_80 and sm_90 alike; more needs dynamic shared memory). */
+#define GPU_STATIC_SHARED 49152
+
 static int emit_kernel(tgt_lcg *g, const tir_func *f, const tir_stmt *body, const int64_t dims[6],
                              const char *symbol) {
   if (LLVMGetNamedFunction(g->mod, symbol)) return gir_errf(g->err, "two kernels are named %s", symbol);
+  unsigned char *seen = gir_arena_calloc(g->scratch, (size_t)f->n_buffers + 1, 1);
+  if (!seen) return gir_errf(g->err, "out of memory");
+  int64_t sh = shared_bytes(body, seen);
+  if (sh > GPU_STATIC_SHARED)
+    return gir_errf(g->err, "kernel %s: %lld bytes of shared memory per block, more than the %d a block may have "
+                            "statically (its schedule's tiles are too large)", symbol, (long long)sh, GPU_STATIC_SHARED);
   LLVMBuilderRef B = g->b;
   g->fn = f;
   g->n_tasks = 0;

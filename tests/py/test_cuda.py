@@ -267,6 +267,12 @@ def main():
                 if checks.check(r.rc == 0 and "(emulated)" in r.out, "%s --knobs %s: %s %s" % (name, knobs, r.describe(), (r.err or r.out)[-400:])):
                     print("ok %s --knobs %s: emulated and matches ONNX Runtime" % (name, knobs), flush=True)
         # --knobs refuses what no template has, naming the knobs it has
+        # a tile whose shared memory passes what a block may have statically: refused at compile time
+        path, _ = write_case(os.path.join(work, "knobs_shared"), *conv_case("knobs_shared", 16, 128, 14, 14, 128, 3, pad=1))
+        r = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda-sm90", "-o", os.path.join(work, "ks.kiln"),
+                                   "--knobs", "gpu_conv:bic=64"])
+        checks.check(r.rc == 1 and "bytes of shared memory per block, more than the 49152" in r.err,
+                     "--knobs gpu_conv:bic=64 on a 128-channel conv: refused for its shared memory: %s %s" % (r.describe(), r.err[-300:]))
         path, data = write_case(os.path.join(work, "knobs_bad"), *conv_case("knobs_bad", 1, 8, 9, 9, 16, 3, pad=1))
         for bad, want in (("gpu_conv:toc=0", "outside 1..16"), ("gpu_conv:tiles=2", "boc, toc, boh, bow, tow, bic"),
                           ("nosuch:toc=1", "TEMPLATE:NAME=VALUE")):
