@@ -136,6 +136,7 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
     if (C % d == 0 && tile_bytes(red, &c) <= 45056) best = (int32_t)d;
   }
   c.bic = best;
+  if (tile_bytes(red, &c) > 45056) *use = 0; /* even one channel a step overflows: the default schedule */
   return c;
 }
 

@@ -23,10 +23,13 @@ import json, os, re, subprocess, sys, tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-LAYERS = {  # name: (input channels, map size, output channels, kernel) — ResNet-50's classes, stride 1
+LAYERS = {  # name: (input channels, map size, output channels, kernel[, stride]) — ResNet-50's classes
     "c3_7": (512, 7, 512, 3), "c3_14": (256, 14, 256, 3), "c3_28": (128, 28, 128, 3), "c3_56": (64, 56, 64, 3),
     "c1_7a": (512, 7, 2048, 1), "c1_7b": (2048, 7, 512, 1), "c1_14a": (256, 14, 1024, 1),
     "c1_14b": (1024, 14, 256, 1), "c1_28b": (512, 28, 128, 1), "c1_56a": (64, 56, 256, 1), "c1_56b": (256, 56, 64, 1),
+    # stride 2 (input map size given): the stage-opening 3x3 convs and the 7x7 stem
+    "c3s2_7": (512, 14, 512, 3, 2), "c3s2_14": (256, 28, 256, 3, 2), "c3s2_28": (128, 56, 128, 3, 2),
+    "c7s2_112": (3, 224, 64, 7, 2),
 }
 TILES = ["def", "8,4", "4,4", "8,2", "4,2", "2,2", "8,1", "4,1", "2,1", "8,7", "4,7", "2,7", "1,7"]
 BATCH = 16
@@ -50,16 +53,19 @@ def prepare(out, kiln, batch=BATCH, only=None):
     import onnx
     from onnx import helper, TensorProto as T
     os.makedirs(out, exist_ok=True)
-    for name, (c, h, oc, k) in LAYERS.items():
+    for name, spec in LAYERS.items():
         if only and name not in only:
             continue
+        c, h, oc, k = spec[:4]
+        st = spec[4] if len(spec) > 4 else 1
         p = k // 2
+        oh = (h + 2 * p - k) // st + 1
         g = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w"], ["c"], pads=[p] * 4, kernel_shape=[k, k]),
+            [helper.make_node("Conv", ["x", "w"], ["c"], pads=[p] * 4, kernel_shape=[k, k], strides=[st, st]),
              helper.make_node("Relu", ["c"], ["y"])], name,
             [helper.make_tensor_value_info("x", T.FLOAT, [batch, c, h, h]),
              helper.make_tensor_value_info("w", T.FLOAT, [oc, c, k, k])],
-            [helper.make_tensor_value_info("y", T.FLOAT, [batch, oc, h, h])])
+            [helper.make_tensor_value_info("y", T.FLOAT, [batch, oc, oh, oh])])
         model = os.path.join(out, name + ".onnx")
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
         for tile in TILES:
