@@ -7,7 +7,14 @@
 #                                baseline when build-cuda-bench/ came along
 #   device_run.sh more G P...    the e2e models again with params parts from folders P
 #                                (a model too big for one call: its params came in parts)
-# Results: $OUT (gpu.txt, results.txt, summary.json, the baseline's summary.txt/results.jsonl).
+#   device_run.sh torch G        PyTorch's timing of the three models (bench/cuda/torch_baseline.py)
+#   device_run.sh sweep G S      the template tiles' sweep prepared in folder S (bench/cuda/sweep_tiles.py)
+# Results: $OUT (gpu.txt, results.txt, summary.json, the baseline's summary.txt/results.jsonl,
+# torch.jsonl, sweep.json).
+# Device time is counted from the machine's start to its return, the 30 s it idles
+# after each call included, and no machine starts with less than 4 minutes left: put
+# what belongs together in one call, chain the calls that carry a model's params in
+# parts back to back, and hand the machine back (give_back) after the last.
 set -u
 mode=$1; G=$2; shift 2
 O=${OUT:-/tmp/out-gpu}; mkdir -p "$O"
@@ -25,6 +32,10 @@ if [ "$mode" = e2e ]; then
       bench/cuda/run_baseline.sh /tmp/cuda-baseline ${BASELINE_LISTS:-} 2>&1 | tail -30
     cp /tmp/cuda-baseline/summary.txt /tmp/cuda-baseline/results.jsonl "$O/" 2>/dev/null
   fi
+elif [ "$mode" = torch ]; then
+  timeout ${TORCH_TIMEOUT:-150} "$PY" bench/cuda/torch_baseline.py --repeat 30 --warmup 5 --out "$O/torch.jsonl"
+elif [ "$mode" = sweep ]; then
+  timeout ${SWEEP_TIMEOUT:-200} "$PY" bench/cuda/sweep_tiles.py run "$1" --kiln-run "$G/bin/kiln-run"
 else
   args=(); for p in "$@"; do args+=(--params "$p"); done
   timeout ${E2E_TIMEOUT:-200} "$PY" tests/gpu/compare.py --gpu-dir "$G" --out "$O" --only e2e --repeat ${REPEAT:-50} \
