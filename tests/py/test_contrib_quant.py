@@ -23,6 +23,10 @@ step off is printed per case):
                    against ORT's ai.onnx Conv on the NCHW-transposed data, weights
                    (M, kH, kW, C/group) as ORT's transformers/fusion_nhwc_conv.py writes
                    them, rtol 1e-4, atol 1e-4.
+Also a LayerNormalization of a DequantizeLinear's output (a quantized model's), which
+kiln computes as ONNX Runtime's MLAS kernel does (te/compute_reduce.c, layer_norm_ort):
+its float output and the QuantizeLinear after it identical to ORT's (rows of 256, 102,
+13, 15 and 8: the kernel's vector loops and scalar tails).
 Refusals checked: FusedConv with an unsupported activation, MatMulNBits with bits=8 and
 with g_idx, QLinearAdd with a per-channel scale: each fails with one clear line.
 
@@ -262,6 +266,57 @@ def cases(rng):
                    "MatMulNBits", ins, {"K": k, "N": n, "bits": 4, "block_size": block}, ("f", 1e-4, 1e-4))
 
 
+def save_qdq_layer_norm(path, x, xs, xz, gamma, beta, y_q):
+    """X (8-bit) -> DequantizeLinear -> LayerNormalization (last axis, gamma, beta or
+    none) -> Y: float, or (y_q = (scale, zero point)) QuantizeLinear's 8-bit output."""
+    inits = [numpy_helper.from_array(xs, "xs"), numpy_helper.from_array(xz, "xz"),
+             numpy_helper.from_array(gamma, "gamma")]
+    ln_in = ["xf", "gamma"]
+    if beta is not None:
+        inits.append(numpy_helper.from_array(beta, "beta"))
+        ln_in.append("beta")
+    nodes = [helper.make_node("DequantizeLinear", ["X", "xs", "xz"], ["xf"]),
+             helper.make_node("LayerNormalization", ln_in, ["Y" if y_q is None else "yf"], axis=-1, epsilon=1e-12)]
+    out_type = TensorProto.FLOAT
+    if y_q is not None:
+        inits += [numpy_helper.from_array(y_q[0], "ys"), numpy_helper.from_array(y_q[1], "yz")]
+        nodes.append(helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["Y"]))
+        out_type = NP2ONNX[y_q[1].dtype]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", NP2ONNX[x.dtype], list(x.shape))],
+                          [helper.make_tensor_value_info("Y", out_type, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def qdq_layer_norms(args, d, checks, rng):
+    """A LayerNormalization of a DequantizeLinear's output runs ONNX Runtime's float32
+    arithmetic (te/compute_reduce.c, layer_norm_ort): its float output identical to
+    ORT's, and the QuantizeLinear after it too. Rows of 256 (the encoder's), 102, 13
+    and 15 (the kernel's scalar tails: 102 = 25·4 + 2 = 12·8 + 6), 8 (the shortest)."""
+    for dt in (np.uint8, np.int8):
+        for rows, n, with_bias, quant in ((512, 256, True, False), (512, 256, False, False), (300, 102, True, False),
+                                          (64, 13, True, False), (64, 15, True, False), (64, 8, False, False), (2048, 256, True, True)):
+            x = qdata(rng, (2, rows // 2, n), dt)
+            xs, xz = qp(dt, 0.05, zps(dt)[0])
+            gamma = rng.uniform(0.5, 1.5, n).astype(np.float32)
+            beta = fdata(rng, (n,), 0.3) if with_bias else None
+            y_q = qp(dt, 0.03, zps(dt)[2]) if quant else None
+            label = "DequantizeLinear -> LayerNormalization%s %s %s%s" % (" -> QuantizeLinear" if quant else "",
+                                                                         dt.__name__, x.shape, "" if with_bias else
+                                                                         " no bias")
+            path = os.path.join(d, "ln_%d.onnx" % len(os.listdir(d)))
+            save_qdq_layer_norm(path, x, xs, xz, gamma, beta, y_q)
+            ys = util.compile_and_run(args.kiln, checks, label, path, {"X": x}, d, "ln%d" % len(os.listdir(d)))
+            if ys is None:
+                continue
+            got, want = ys["Y"], ort_run(path, {"X": x})
+            same = got.shape == want.shape and got.dtype == want.dtype
+            diff = int(np.count_nonzero(got != want)) if same else -1
+            print("  %-75s %s, %d of %d elements differ" % (label[:75], "ok" if diff == 0 else "FAIL", diff, want.size))
+            checks.check(diff == 0, "%s: identical to onnxruntime: %d of %d elements differ" % (label, diff, want.size))
+
+
 def compare_q(got, want, steps):
     """(ok, why, fraction one step off)."""
     if got.shape != want.shape or got.dtype != want.dtype:
@@ -317,6 +372,7 @@ def main():
                 print("  %-75s %s, max abs diff %s" % (case.label[:75], "ok" if ok else "FAIL",
                                                        "%.3g" % mabs if mabs is not None else "-"))
                 checks.check(ok, "%s: %s" % (case.label, why))
+        qdq_layer_norms(args, d, checks, rng)
         u8 = np.uint8
         s1, z1 = np.array(0.1, np.float32), np.array(128, u8)
         conv_ins = [("X", np.zeros((1, 2, 5, 5), np.float32), False), ("W", np.ones((3, 2, 3, 3), np.float32), True)]
