@@ -52,7 +52,10 @@ int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   /* a float sum/mean/max/min over the innermost axis alone: a row statistic, which
    * the row template computes with vector lanes at a parallel row loop */
   int last = x->rank - 1;
-  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) &&
+  /* ordered: the sum in element order, as ONNX Runtime's QLinearSoftmax (its
+   * importer, ops_contrib_quant.c, asks): the plain reduction below, whose order no
+   * schedule changes */
+  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) && !gir_attr_int(n, "ordered", 0) &&
       (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN || fn == GIR_REDUCE_MAX || fn == GIR_REDUCE_MIN)) {
     te_var *xv[GIR_MAX_RANK];
     te_axes(c, x->rank, x->shape, xv);

@@ -13,8 +13,9 @@ step off is printed per case):
                    scale ratios, two FMAs; checked on every pair of 8-bit values too),
                    QLinearMul (kiln follows MLAS's SSE2 kernel, qlmul.cpp: the integer
                    product of the debiased operands times a float32 ratio, plus C_zp)
+                   QLinearSoftmax (kiln follows ORT's kernel: its exp table for the
+                   constant X_scale, a float32 row sum in element order, (e·F)/sum)
   <= 1 step        QLinearSigmoid (ORT: MLAS's logistic approximation),
-                   QLinearSoftmax (ORT: exp table and (e·F)/sum instead of (e/sum)·F),
                    QGemm with an 8-bit output (scale product in another order)
   float            DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm with a float output:
                    rtol 1e-5, atol 1e-5 (the integer products are exact; only the scaling
@@ -186,10 +187,24 @@ def cases(rng):
         x_s, x_z = qp(dt, 0.04, zx)
         y_s, y_z = qp(dt, 1 / 256, 0 if dt == np.uint8 else -128)
         for s, attrs in (((4, 32), {"opset": 13, "axis": -1}), ((2, 6, 10), {"opset": 13, "axis": 1}),
-                         ((2, 3, 10), {"opset": 12, "axis": 1})):
+                         ((2, 3, 10), {"opset": 12, "axis": 1}), ((1, 4, 128, 128), {"opset": 13, "axis": -1})):
             yield Case("QLinearSoftmax %s %s %s" % (dt.__name__, s, attrs), "QLinearSoftmax",
                        [("X", qdata(rng, s, dt), False), ("X_scale", x_s, True), ("x_zero_point", x_z, True),
-                        ("y_scale", y_s, True), ("y_zero_point", y_z, True)], attrs, ("q", 1))
+                        ("y_scale", y_s, True), ("y_zero_point", y_z, True)], attrs, ("q", 0))
+        # short rows, outputs of many steps: the float formula rounds a few of them the
+        # other way (its sum and quotient differ from ORT's in the last bit)
+        for s, xs in (((131072, 8), 0.0871), ((131072, 4), 0.02)):
+            yield Case("QLinearSoftmax %s %s, X_scale %g" % (dt.__name__, s, xs), "QLinearSoftmax",
+                       [("X", qdata(rng, s, dt), False), ("X_scale", np.array(xs, np.float32), True),
+                        ("x_zero_point", x_z, True), ("y_scale", y_s, True), ("y_zero_point", y_z, True)],
+                       {"opset": 13, "axis": -1}, ("q", 0))
+        # attention-like rows: most of the mass on a few elements, many outputs between steps
+        peaky = np.clip(rng.normal(0.8, 0.12, (1, 4, 128, 128)) * 255, 0, 255)
+        peaky = (peaky if dt == np.uint8 else peaky - 128).astype(dt)
+        for xs in (0.02, 0.0871):
+            yield Case("QLinearSoftmax %s peaky, X_scale %g" % (dt.__name__, xs), "QLinearSoftmax",
+                       [("X", peaky, False), ("X_scale", np.array(xs, np.float32), True), ("x_zero_point", x_z, True),
+                        ("y_scale", y_s, True), ("y_zero_point", y_z, True)], {"opset": 13, "axis": -1}, ("q", 0))
     # matmuls with float outputs
     for dt in dts:
         zb = zps(dt)[1]
