@@ -424,7 +424,9 @@ int imp_cv_ms_QLinearSoftmax(imp_ctx *c, imp_node *n) {
  *   shift = max(0, logf(FLT_MAX / D) - 5) / X_scale       (float32 log, float64 after)
  *   T[i]  = float(exp((i - 255 + shift) · X_scale))      (float64 exp)
  * so that a row's largest element reads T[255]; then per row
- *   e_j   = T[x_j - max(x) + 255]                         (int8: the same index)
+ *   e_j   = T[x_j - max(x) + 255]                         (int8: the same index;
+ *                                                          here an 8-bit max(x) - x
+ *                                                          into the table reversed)
  *   sum   = e_0 + e_1 + ... in float32, in element order
  *   y_j   = saturate(round_half_even((e_j · floor(1 / y_scale)) / sum) + y_zero_point)
  * in float32 (a product, then a quotient). The sum goes through a reduce with
@@ -443,14 +445,16 @@ static gir_value *qlinear_softmax_table(imp_ctx *c, gir_value *x, const qparam *
   float fxs = (float)xs;
   double shift = (double)logf(FLT_MAX / (float)d) - 5; /* std::log of a float: logf */
   shift = (shift > 0 ? shift : 0) / (double)fxs;
-  float table[256];
-  for (int i = 0; i < 256; i++) table[i] = (float)exp(((double)i - 255 + shift) * (double)fxs);
+  float table[256]; /* by max(row) - x: T[255 - i] */
+  for (int i = 0; i < 256; i++) table[255 - i] = (float)exp(((double)i - 255 + shift) * (double)fxs);
   gir_shape ts = {.rank = 1, .dims = {256}};
   gir_value *tv = imp_const_new(c, GIR_F32, &ts, table, "QLinearSoftmax's exp table");
   int64_t ax = r - 1;
-  gir_value *mx = imp_reduce(c, GIR_REDUCE_MAX, x, &ax, 1, 1);
-  gir_value *ix = imp_binary(c, GIR_BINARY_SUB, imp_cast(c, x, GIR_I64), imp_cast(c, mx, GIR_I64));
-  ix = imp_binary(c, GIR_BINARY_ADD, ix, imp_scalar(c, GIR_I64, 255));
+  /* max(row) - x in [0, 255]: an 8-bit index (int8: in uint8, where it wraps back) */
+  gir_value *xu = x->dtype == GIR_U8 ? x : imp_cast(c, imp_binary(c, GIR_BINARY_ADD, imp_cast(c, x, GIR_I32),
+                                                                   imp_scalar(c, GIR_I32, 128)), GIR_U8);
+  gir_value *mx = imp_reduce(c, GIR_REDUCE_MAX, xu, &ax, 1, 1);
+  gir_value *ix = imp_binary(c, GIR_BINARY_SUB, mx, xu);
   if (!tv || !ix) return NULL;
   gir_value *ins[2] = {tv, ix};
   gir_node *g = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
