@@ -25,6 +25,10 @@ static void reduce_index(te_ctx *c, int r, const int *red, int keep, te_var *con
 static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
                            te_expr *elem, te_var *const *v);
 
+static te_tensor *row_lanes(te_ctx *c, const char *name, te_tensor *x, int64_t L, gir_dtype t, int narrow,
+                            te_expr *(*elem)(te_ctx *c, te_expr *e, void *arg, te_var *const *row), void *arg);
+static te_expr *as_is(te_ctx *c, te_expr *e, void *arg, te_var *const *row);
+
 static gir_dtype acc_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
 
 int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
@@ -53,9 +57,21 @@ int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
    * the row template computes with vector lanes at a parallel row loop */
   int last = x->rank - 1;
   /* ordered: the sum in element order, as ONNX Runtime's QLinearSoftmax (its
-   * importer, ops_contrib_quant.c, asks): the plain reduction below, whose order no
-   * schedule changes */
-  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) && !gir_attr_int(n, "ordered", 0) &&
+   * importer, ops_contrib_quant.c, asks): one lane per row (row_lanes: blocks of rows
+   * at each step, each row's sum in order) */
+  int ordered = (int)gir_attr_int(n, "ordered", 0);
+  if (ordered && na == 1 && red[last] && last >= 1 && at == x->dtype && gir_dtype_is_float(at) &&
+      (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN)) {
+    te_tensor *st = row_lanes(c, "reduce_ordered", x, 1, at, 0, as_is, NULL);
+    te_expr *si[GIR_MAX_RANK];
+    for (int i = 0; i < last; i++) si[i] = te_v(c, oax[i]);
+    si[last] = te_int(c, 0);
+    body = te_load(c, st, si);
+    if (fn == GIR_REDUCE_MEAN) body = te_div(c, body, te_const(c, at, (double)count));
+    out[0] = lower_stage(c, n, 0, oax, body);
+    return 0;
+  }
+  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) && !ordered &&
       (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN || fn == GIR_REDUCE_MAX || fn == GIR_REDUCE_MIN)) {
     te_var *xv[GIR_MAX_RANK];
     te_axes(c, x->rank, x->shape, xv);
@@ -290,8 +306,7 @@ static te_tensor *tail_sum(te_ctx *c, const char *name, const te_tensor *x, int 
 /* A per-row statistic of x (rank r, the last axis reduced to 1) whose value is the
  * expression val over the row variables v (v[r-1] unused): one stage, computed once
  * per row (a reduction over one step, which the default schedule keeps a stage of its
- * own instead of inlining it into every element that reads it), tagged for the row
- * template. */
+ * own instead of inlining it into every element that reads it). */
 static te_tensor *row_value(te_ctx *c, const char *name, const te_tensor *x, gir_dtype t, te_expr *val,
                             te_var *const *v) {
   int r = x->rank;
@@ -302,7 +317,7 @@ static te_tensor *row_value(te_ctx *c, const char *name, const te_tensor *x, gir
   te_expr *idx[GIR_MAX_RANK];
   for (int i = 0; i < r; i++) idx[i] = te_v(c, ax[i]);
   te_tensor *s = te_compute(c, name, t, r, shape, ax, te_reduce(c, TE_SUM, &one, 1, te_subst(c, val, v, idx, r), NULL));
-  s->tag = "row_stat";
+  s->tag = "row_value";
   return s;
 }
 
@@ -315,7 +330,8 @@ static te_expr *row_at(te_ctx *c, te_tensor *x, te_var *const *v, te_expr *at) {
 
 /* The lanes stage [rows.., L] of a row: lane l reduces elem(x[row, L·k + l]) over
  * k < n / L (in that order), into an accumulator of type t (narrow: each step rounded
- * to t, te_reduce_narrow). elem is an expression of x's element e. */
+ * to t, te_reduce_narrow). elem is an expression of x's element e. Each lane is a chain
+ * of dependent steps: the template (tag row_lanes) runs a block of rows at each k. */
 static te_tensor *row_lanes(te_ctx *c, const char *name, te_tensor *x, int64_t L, gir_dtype t, int narrow,
                             te_expr *(*elem)(te_ctx *c, te_expr *e, void *arg, te_var *const *row), void *arg) {
   int r = x->rank;
@@ -327,12 +343,17 @@ static te_tensor *row_lanes(te_ctx *c, const char *name, te_tensor *x, int64_t L
   te_expr *src = elem(c, e, arg, ax);
   te_tensor *p = te_compute(c, name, t, r, shape, ax,
                             narrow ? te_reduce_narrow(c, &k, 1, src, t) : te_reduce(c, TE_SUM, &k, 1, src, NULL));
-  p->tag = "row_partial";
+  p->tag = "row_lanes"; /* schedule/sched_rows.c: all rows at each step k */
   return p;
 }
 
 /* lanes[row, l] */
 static te_expr *lane(te_ctx *c, te_tensor *p, te_var *const *v, int64_t l) { return row_at(c, p, v, te_int(c, l)); }
+
+static te_expr *as_is(te_ctx *c, te_expr *e, void *arg, te_var *const *row) {
+  (void)c, (void)arg, (void)row;
+  return e;
+}
 
 static te_expr *to_f64(te_ctx *c, te_expr *e, void *arg, te_var *const *row) {
   (void)arg, (void)row;
@@ -372,6 +393,14 @@ static int layer_norm_ort(te_ctx *c, const gir_node *n, te_tensor *x, te_tensor 
   int64_t len = x->shape[r - 1];
   te_var *v[GIR_MAX_RANK];
   te_axes(c, r, x->shape, v);
+  if (x->kind == TE_COMPUTE) { /* computed in this kernel (a fused prologue): once, in full vectors, not in
+                                * every pass at the lanes' width (tag kept_input: default_schedule.c) */
+    te_expr *vi[GIR_MAX_RANK];
+    for (int i = 0; i < r; i++) vi[i] = te_v(c, v[i]);
+    x = te_compute(c, "ln_x", x->dtype, r, x->shape, v, te_load(c, x, vi));
+    x->tag = "kept_input";
+    te_axes(c, r, x->shape, v);
+  }
   te_tensor *pm = row_lanes(c, "ln_mean_part", x, 4, GIR_F64, 0, to_f64, NULL);
   te_expr *sum = te_add(c, te_add(c, lane(c, pm, v, 0), lane(c, pm, v, 2)), te_add(c, lane(c, pm, v, 1), lane(c, pm, v, 3)));
   for (int64_t i = len / 4 * 4; i < len; i++) sum = te_add(c, sum, te_cast(c, GIR_F64, row_at(c, x, v, te_int(c, i))));
