@@ -5,7 +5,9 @@
  * combine the lanes, a kept stage (softmax's exp) is computed once into a row
  * buffer, and the output row is written in vectors. A row stays in L1 from the
  * first pass to the last, where the default schedule made serial passes over the
- * whole tensor. */
+ * whole tensor. Lanes whose steps must keep their order (row_lanes: ONNX Runtime's
+ * LayerNormalization and QLinearSoftmax sums) get a schedule of their own first:
+ * sched_row_lanes. */
 #include <string.h>
 #include "templates.h"
 
