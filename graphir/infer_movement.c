@@ -142,7 +142,8 @@ int gir_infer_gather(gir_graph *g, gir_node *n, gir_err *err) {
   (void)g;
   const gir_shape *d = &n->in[0]->shape, *ix = &n->in[1]->shape;
   int64_t axis;
-  if (check_index_type(n->in[1], err) < 0 || gir_norm_axis(gir_attr_int(n, "axis", 0), d->rank, &axis, err) < 0)
+  /* uint8 indices too: a table lookup (QLinearSoftmax, importer/ops_contrib_quant.c) */
+  if ((n->in[1]->dtype != GIR_U8 && check_index_type(n->in[1], err) < 0) || gir_norm_axis(gir_attr_int(n, "axis", 0), d->rank, &axis, err) < 0)
     return -1;
   gir_shape s = {.rank = d->rank - 1 + ix->rank};
   if (s.rank > GIR_MAX_RANK) return gir_errf(err, "result rank exceeds the limit");

@@ -199,6 +199,7 @@ gir_value *imp_layer_norm(imp_ctx *c, gir_value *x, gir_value *scale, gir_value 
   gir_attr_set_int(c->g, g, "axis", axis);
   gir_attr_set_float(c->g, g, "epsilon", eps);
   gir_attr_set_int(c->g, g, "rms", rms);
+  if (c->ort_float) gir_attr_set_int(c->g, g, "ort", 1); /* as ONNX Runtime's kernel (compute_reduce.c) */
   return imp_finish(c, g);
 }
 

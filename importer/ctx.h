@@ -46,6 +46,8 @@ typedef struct imp_ctx {
   const char *origin;          /* "Conv 'conv1' (opset 11)": the node being converted */
   int64_t made_bytes;          /* data the importer built itself so far (imp_reserve) */
   int64_t folded_bytes;        /* constants made by folding so far (imp_finish) */
+  int ort_float;               /* converting a float op of a quantized model's QDQ region
+                                * (qdq.c, IMP_QDQ_ORT_FLOAT): built as ONNX Runtime computes it */
 } imp_ctx;
 
 typedef struct imp_node {

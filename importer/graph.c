@@ -206,7 +206,10 @@ static int convert_top_nodes(imp_ctx *c, const Onnx__GraphProto *gp) {
       }
       if (convert_one(c, nodes[o], o) < 0) return -1;
     }
-    if (convert_one(c, nodes[i], i) < 0) return -1;
+    c->ort_float = p.role[i] == IMP_QDQ_ORT_FLOAT;
+    int rc = convert_one(c, nodes[i], i);
+    c->ort_float = 0;
+    if (rc < 0) return -1;
   }
   return 0;
 }

@@ -13,9 +13,11 @@
  * 256-entry tables of QLinearSigmoid and QLinearLeakyRelu). QLinearAdd and QLinearMul
  * with constant parameters follow MLAS's x86-64 kernels operation by operation
  * (folded float32 scale ratios; see qladd_mlas and qlmul_mlas): identical results.
- * Where ORT takes another route still (the MLAS logistic approximation,
- * QLinearSoftmax's exp table) results may differ by one quantization step here and
- * there (tests/py/test_contrib_quant.py measures how often). The ops:
+ * QLinearSoftmax with a constant X_scale follows its kernel's exp table and float32
+ * row sum (qlinear_softmax_table): identical results. Where ORT takes another route
+ * still (the MLAS logistic approximation, QLinearSoftmax with a computed X_scale)
+ * results may differ by one quantization step here and there
+ * (tests/py/test_contrib_quant.py measures how often). The ops:
  *   QLinearAdd, QLinearMul      C = q(dq(A) ∘ dq(B)), broadcasting, in MLAS's order
  *   QLinearConcat               Y = concat(q_Y(dq(X_i))) along axis (an input whose
  *                               constant scale and zero point are Y's is copied)
@@ -25,8 +27,11 @@
  *   QLinearSigmoid, QLinearLeakyRelu (alpha)
  *                               q(f(dq(X)))
  *   QLinearSoftmax (axis, opset) as ORT: x_zero_point ignored, softmax in the
- *                               opset's sense, y = round(p · floor(1 / y_scale)) +
- *                               y_zp, saturated (ORT wraps int8 results above 127)
+ *                               opset's sense; with a constant X_scale as ORT's kernel
+ *                               computes it (its exp table, a float32 row sum in
+ *                               element order: qlinear_softmax_table), else
+ *                               y = round(p · floor(1 / y_scale)) + y_zp; saturated
+ *                               (ORT wraps int8 results above 127)
  *   DynamicQuantizeMatMul       A quantized to uint8 as DynamicQuantizeLinear,
  *                               MatMulInteger with B, · a_scale·b_scale, + bias
  *   MatMulIntegerToFloat        MatMulInteger(A, B) · a_scale·b_scale + bias
@@ -48,6 +53,7 @@
  * Ops whose scales or zero points hold more than one value are refused (ORT's CPU
  * kernels take per-tensor ones) except b_scale / b_zero_point of the matmuls, which
  * may be per column. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include "ops.h"
@@ -411,6 +417,59 @@ int imp_cv_ms_QLinearSoftmax(imp_ctx *c, imp_node *n) {
   return imp_qlinear_softmax(c, n, opset);
 }
 
+/* QLinearSoftmax as ONNX Runtime's CPU kernel computes it (QlinearSoftmaxCPU,
+ * onnxruntime/contrib_ops/cpu/quantization/qlinear_softmax.cc) where X_scale is a
+ * constant, along the last axis of x (rows of D elements): a table of 256 float32
+ * values built once,
+ *   shift = max(0, logf(FLT_MAX / D) - 5) / X_scale       (float32 log, float64 after)
+ *   T[i]  = float(exp((i - 255 + shift) · X_scale))      (float64 exp)
+ * so that a row's largest element reads T[255]; then per row
+ *   e_j   = T[x_j - max(x) + 255]                         (int8: the same index;
+ *                                                          here an 8-bit max(x) - x
+ *                                                          into the table reversed)
+ *   sum   = e_0 + e_1 + ... in float32, in element order
+ *   y_j   = saturate(round_half_even((e_j · floor(1 / y_scale)) / sum) + y_zero_point)
+ * in float32 (a product, then a quotient). The sum goes through a reduce with
+ * attribute ordered (te/compute_reduce.c), the table is a constant gathered from.
+ * Measured against ONNX Runtime 1.31.1 (tests/py/test_contrib_quant.py): identical.
+ * x_scale a constant, the rows along x's last axis. NULL on error. */
+static gir_value *qlinear_softmax_table(imp_ctx *c, gir_value *x, const qparam *qx, const qparam *qy) {
+  int known;
+  double xs = const_value(qx->s, &known);
+  int r = x->shape.rank;
+  int64_t d = r ? x->shape.dims[r - 1] : 0;
+  if (!known || r < 1 || d < 1) {
+    imp_fail(c, "internal: QLinearSoftmax's table needs a constant X_scale and a row");
+    return NULL;
+  }
+  float fxs = (float)xs;
+  double shift = (double)logf(FLT_MAX / (float)d) - 5; /* std::log of a float: logf */
+  shift = (shift > 0 ? shift : 0) / (double)fxs;
+  float table[256]; /* by max(row) - x: T[255 - i] */
+  for (int i = 0; i < 256; i++) table[255 - i] = (float)exp(((double)i - 255 + shift) * (double)fxs);
+  gir_shape ts = {.rank = 1, .dims = {256}};
+  gir_value *tv = imp_const_new(c, GIR_F32, &ts, table, "QLinearSoftmax's exp table");
+  int64_t ax = r - 1;
+  /* max(row) - x in [0, 255]: an 8-bit index (int8: in uint8, where it wraps back) */
+  gir_value *xu = x->dtype == GIR_U8 ? x : imp_cast(c, imp_binary(c, GIR_BINARY_ADD, imp_cast(c, x, GIR_I32),
+                                                                   imp_scalar(c, GIR_I32, 128)), GIR_U8);
+  gir_value *mx = imp_reduce(c, GIR_REDUCE_MAX, xu, &ax, 1, 1);
+  gir_value *ix = imp_binary(c, GIR_BINARY_SUB, mx, xu);
+  if (!tv || !ix) return NULL;
+  gir_value *ins[2] = {tv, ix};
+  gir_node *g = imp_new_node(c, GIR_OP_gather, ins, 2, 1);
+  gir_attr_set_int(c->g, g, "axis", 0);
+  gir_value *e = imp_finish(c, g);
+  gir_value *sum = imp_reduce(c, GIR_REDUCE_SUM, e, &ax, 1, 1);
+  if (!sum) return NULL;
+  if (sum->producer) gir_attr_set_int(c->g, sum->producer, "ordered", 1);
+  float ys = (float)const_value(qy->s, &known);
+  gir_value *m = known ? imp_scalar(c, GIR_F32, floorf(1.0f / ys))
+                       : imp_unary(c, GIR_UNARY_FLOOR, imp_binary(c, GIR_BINARY_DIV, imp_scalar(c, GIR_F32, 1.0), qy->s));
+  gir_value *y = imp_binary(c, GIR_BINARY_DIV, imp_binary(c, GIR_BINARY_MUL, e, m), sum);
+  return requant(c, y, qy->zp, x->dtype);
+}
+
 int imp_qlinear_softmax(imp_ctx *c, imp_node *n, int64_t opset) {
   gir_value *x = imp_in(n, 0);
   if (q8_input(c, x, "X") < 0) return -1;
@@ -419,6 +478,29 @@ int imp_qlinear_softmax(imp_ctx *c, imp_node *n, int64_t opset) {
       qparam_of(c, n, 3, 4, x->dtype, "y_scale", "y_zero_point", &qy) < 0)
     return -1;
   qx.zp = NULL; /* ORT ignores it: softmax does not change with a shift */
+  int r = x->shape.rank;
+  int64_t axis = imp_attr_int(n, "axis", opset < 13 ? 1 : -1);
+  if (axis < 0) axis += r;
+  int known;
+  const_value(qx.s, &known);
+  if (r >= 1 && axis >= 0 && axis < r && known && gir_value_numel(x) > 0) {
+    /* as ORT: opset < 13 normalizes the flattened axes from `axis` on, opset 13 the
+     * one axis, transposed last and back */
+    gir_value *xin = x, *y;
+    int64_t perm[GIR_MAX_RANK];
+    if (opset < 13) {
+      int64_t dd[2] = {1, 1};
+      for (int i = 0; i < r; i++) dd[i >= axis] *= x->shape.dims[i];
+      xin = imp_reshape(c, x, 2, dd);
+    } else if (axis != r - 1) {
+      for (int i = 0; i < r; i++) perm[i] = i == axis ? r - 1 : i == r - 1 ? axis : i;
+      xin = imp_transpose(c, x, perm);
+    }
+    if (!xin || !(y = qlinear_softmax_table(c, xin, &qx, &qy))) return -1;
+    if (opset < 13) y = imp_reshape(c, y, r, x->shape.dims);
+    else if (axis != r - 1) y = imp_transpose(c, y, perm);
+    return imp_set_output(c, n, 0, y);
+  }
   gir_value *ins[1] = {dequant(c, x, &qx)};
   gir_value *p = ins[0] ? onnx_op1(c, n, imp_cv_Softmax, "Softmax", opset, ins, 1) : NULL;
   /* ORT: round(p · floor(1 / y_scale)) + y_zero_point */

@@ -169,6 +169,14 @@ int imp_qdq_plan_build(imp_ctx *c, const Onnx__GraphProto *gp, imp_qdq_plan *p) 
     p->op_of[q] = (int32_t)o;
     p->units++;
   }
+  /* LayerNormalizations of a quantized model, X from a DequantizeLinear (layer_norm's
+   * attribute ort, te/compute_reduce.c) */
+  for (size_t i = 0; i < n; i++) {
+    const Onnx__NodeProto *ln = nodes[i];
+    if (!is_op(ln, "LayerNormalization") || ln->n_input < 1 || p->role[i]) continue;
+    long d = producer(p, ln->input[0]);
+    if (d >= 0 && is_op(nodes[d], "DequantizeLinear")) p->role[i] = IMP_QDQ_ORT_FLOAT;
+  }
   return 0;
 }
 

@@ -6,7 +6,11 @@
 #define IMP_QDQ_H
 #include "ctx.h"
 
-enum { IMP_QDQ_NONE = 0, IMP_QDQ_SKIPPED, IMP_QDQ_QUANTIZE };
+/* IMP_QDQ_ORT_FLOAT: a float op of a quantized model that ONNX Runtime runs with its
+ * float kernel, a LayerNormalization of a DequantizeLinear's output, converted with
+ * imp_ctx.ort_float set: a QuantizeLinear after it turns its last bit into a whole
+ * step now and then. */
+enum { IMP_QDQ_NONE = 0, IMP_QDQ_SKIPPED, IMP_QDQ_QUANTIZE, IMP_QDQ_ORT_FLOAT };
 
 typedef struct imp_qdq_out imp_qdq_out;
 

@@ -20,9 +20,10 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     /* a convolution's padded input and softmax's exp stay stages: their templates
-     * compute them once; so do a resize's per-axis passes (compute_resize.c) */
+     * compute them once; so do a resize's per-axis passes (compute_resize.c) and the
+     * computed input of a definition that reads it in several passes (kept_input) */
     int keep = st->t->tag && (!strcmp(st->t->tag, "conv_pad") || !strcmp(st->t->tag, "row_keep") ||
-                              !strcmp(st->t->tag, "resize_pass"));
+                              !strcmp(st->t->tag, "resize_pass") || !strcmp(st->t->tag, "kept_input"));
     if (!st->is_output && st->n_reduce == 0 && !keep && sch_compute_inline(s, st) < 0) return -1;
   }
   if (lower_apply_templates(s, t) < 0) return -1;

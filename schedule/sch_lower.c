@@ -867,7 +867,11 @@ static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
       update = tir_let(b, v, src, upd);
       init = tir_seq2(b, tir_store(b, si->aux, off, reduce_identity(L, comb, sdt)), tir_store(b, si->buf, off, tir_i64(b, 0)));
     } else {
-      update = tir_store(b, si->buf, off, combine(L, comb, tir_load(b, si->buf, off), src));
+      tir_expr *acc = tir_load(b, si->buf, off);
+      if (st->t->dtype != sdt) /* te_reduce_narrow: the step in src's type, rounded to the accumulator's */
+        update = tir_store(b, si->buf, off, tir_cast(b, st->t->dtype, combine(L, comb, tir_cast(b, sdt, acc), src)));
+      else
+        update = tir_store(b, si->buf, off, combine(L, comb, acc, src));
       if (cond) update = tir_if(b, cond, update, NULL);
       init = tir_store(b, si->buf, off, reduce_identity(L, comb, st->t->dtype));
     }

@@ -13,6 +13,7 @@ static int is_plain(const sch_stage *st) {
   const te_expr *b = st->body;
   if (b->kind != TE_REDUCE) return 0;
   te_combiner c = b->u.red.comb;
+  if (b->dtype != b->u.red.src->dtype) return 0; /* te_reduce_narrow: its steps in order */
   return c == TE_SUM || c == TE_PROD || c == TE_RMAX || c == TE_RMIN;
 }
 

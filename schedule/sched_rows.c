@@ -5,7 +5,9 @@
  * combine the lanes, a kept stage (softmax's exp) is computed once into a row
  * buffer, and the output row is written in vectors. A row stays in L1 from the
  * first pass to the last, where the default schedule made serial passes over the
- * whole tensor. */
+ * whole tensor. Lanes whose steps must keep their order (row_lanes: ONNX Runtime's
+ * LayerNormalization and QLinearSoftmax sums) get a schedule of their own first:
+ * sched_row_lanes. */
 #include <string.h>
 #include "templates.h"
 
@@ -34,7 +36,37 @@ static int vector_inner(sch_schedule *s, sch_stage *st, int32_t vec, sch_iter **
   return 1;
 }
 
+/* Lanes stages whose lanes are chains of dependent steps in a fixed order (tag
+ * row_lanes: ONNX Runtime's LayerNormalization, compute_reduce.c): a block of rows
+ * at each step, rows outside the block in parallel, lanes in a vector, so that the
+ * block's chains overlap instead of each row waiting on its own latency. Each lane
+ * still takes its steps in order. */
+#define LANES_BLOCK 16
+
+static int sched_row_lanes(sch_schedule *s, const lower_target *t) {
+  for (int i = 0; i < s->n_stages; i++) {
+    sch_stage *st = s->stages[i];
+    if (st->attach != SCH_ROOT || st->n_rels || st->n_reduce != 1 || st->n_root < 2 || !st->t->tag ||
+        strcmp(st->t->tag, "row_lanes"))
+      continue;
+    int r = st->n_root;
+    sch_iter *lanes = st->root_axes[r - 1], *k = st->reduce_axes[0], *row, *ro, *ri;
+    if (!(row = lower_fuse_through(s, st, st->leaf[r - 2]))) return -1;
+    int64_t blk = LANES_BLOCK;
+    while (blk > 1 && row->extent % blk) blk /= 2;
+    if (sch_split(s, st, row, blk, &ro, &ri) < 0) return -1;
+    sch_iter *order[4] = {ro, k, ri, lanes};
+    if (sch_reorder(s, st, order, 4) < 0) return -1;
+    if (lanes->extent >= 4 && lanes->extent <= t->vec_f32 && sch_annotate(s, st, lanes, TIR_VECTORIZED) < 0) return -1;
+    if (ro->extent > 1 && row->extent * lanes->extent * k->extent >= 4096 && sch_annotate(s, st, ro, TIR_PARALLEL) < 0)
+      return -1;
+    st->template_name = "row_lanes";
+  }
+  return 0;
+}
+
 int lower_sched_rows(sch_schedule *s, const lower_target *t) {
+  if (sched_row_lanes(s, t) < 0) return -1;
   /* the consumer: the one root stage that reads the statistics */
   sch_stage *E = NULL;
   for (int i = 0; i < s->n_stages; i++) {

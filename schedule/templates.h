@@ -176,7 +176,8 @@ int lower_sched_vector_reduce(sch_schedule *s, sch_stage *red, sch_stage *epi, i
 
 /* Per-row statistics along the innermost axis (softmax, layer-norm: the
  * row_partial/row_stat/row_keep stages of compute_reduce.c), computed at their
- * consumer's parallel row loop with vector lanes (sched_rows.c). */
+ * consumer's parallel row loop with vector lanes (sched_rows.c); and lanes whose
+ * steps keep their order (row_lanes), a block of rows at each step. */
 int lower_sched_rows(sch_schedule *s, const lower_target *t);
 
 /* The Winograd transform kernels (sched_winograd.c): winograd_in's stage, and the

@@ -25,6 +25,10 @@ static void reduce_index(te_ctx *c, int r, const int *red, int keep, te_var *con
 static te_tensor *row_stat(te_ctx *c, const char *name, const te_tensor *x, int axis, gir_dtype t, te_combiner comb,
                            te_expr *elem, te_var *const *v);
 
+static te_tensor *row_lanes(te_ctx *c, const char *name, te_tensor *x, int64_t L, gir_dtype t, int narrow,
+                            te_expr *(*elem)(te_ctx *c, te_expr *e, void *arg, te_var *const *row), void *arg);
+static te_expr *as_is(te_ctx *c, te_expr *e, void *arg, te_var *const *row);
+
 static gir_dtype acc_type(gir_dtype t) { return t == GIR_F16 || t == GIR_BF16 ? GIR_F32 : t; }
 
 int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
@@ -52,7 +56,22 @@ int lower_compute_reduce(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
   /* a float sum/mean/max/min over the innermost axis alone: a row statistic, which
    * the row template computes with vector lanes at a parallel row loop */
   int last = x->rank - 1;
-  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) &&
+  /* ordered: the sum in element order, as ONNX Runtime's QLinearSoftmax (its
+   * importer, ops_contrib_quant.c, asks): one lane per row (row_lanes: blocks of rows
+   * at each step, each row's sum in order) */
+  int ordered = (int)gir_attr_int(n, "ordered", 0);
+  if (ordered && na == 1 && red[last] && last >= 1 && at == x->dtype && gir_dtype_is_float(at) &&
+      (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN)) {
+    te_tensor *st = row_lanes(c, "reduce_ordered", x, 1, at, 0, as_is, NULL);
+    te_expr *si[GIR_MAX_RANK];
+    for (int i = 0; i < last; i++) si[i] = te_v(c, oax[i]);
+    si[last] = te_int(c, 0);
+    body = te_load(c, st, si);
+    if (fn == GIR_REDUCE_MEAN) body = te_div(c, body, te_const(c, at, (double)count));
+    out[0] = lower_stage(c, n, 0, oax, body);
+    return 0;
+  }
+  if (na == 1 && red[last] && last >= 1 && gir_dtype_is_float(at) && !ordered &&
       (fn == GIR_REDUCE_SUM || fn == GIR_REDUCE_MEAN || fn == GIR_REDUCE_MAX || fn == GIR_REDUCE_MIN)) {
     te_var *xv[GIR_MAX_RANK];
     te_axes(c, x->rank, x->shape, xv);
@@ -286,12 +305,156 @@ static te_tensor *tail_sum(te_ctx *c, const char *name, const te_tensor *x, int 
   return te_compute(c, name, t, r, sshape, ax, te_reduce(c, TE_SUM, rv, r - axis, te_subst(c, elem, v, idx, r), NULL));
 }
 
+/* A per-row statistic of x (rank r, the last axis reduced to 1) whose value is the
+ * expression val over the row variables v (v[r-1] unused): one stage, computed once
+ * per row (a reduction over one step, which the default schedule keeps a stage of its
+ * own instead of inlining it into every element that reads it). */
+static te_tensor *row_value(te_ctx *c, const char *name, const te_tensor *x, gir_dtype t, te_expr *val,
+                            te_var *const *v) {
+  int r = x->rank;
+  int64_t shape[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) shape[i] = i == r - 1 ? 1 : x->shape[i];
+  te_var *ax[GIR_MAX_RANK], *one = te_var_new(c, "r", 1);
+  te_axes(c, r, shape, ax);
+  te_expr *idx[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) idx[i] = te_v(c, ax[i]);
+  te_tensor *s = te_compute(c, name, t, r, shape, ax, te_reduce(c, TE_SUM, &one, 1, te_subst(c, val, v, idx, r), NULL));
+  s->tag = "row_value";
+  return s;
+}
+
+/* x[row, at] (at an expression along the last axis), the row from the variables v. */
+static te_expr *row_at(te_ctx *c, te_tensor *x, te_var *const *v, te_expr *at) {
+  te_expr *idx[GIR_MAX_RANK];
+  for (int i = 0; i < x->rank; i++) idx[i] = i == x->rank - 1 ? at : te_v(c, v[i]);
+  return te_load(c, x, idx);
+}
+
+/* The lanes stage [rows.., L] of a row: lane l reduces elem(x[row, L·k + l]) over
+ * k < n / L (in that order), into an accumulator of type t (narrow: each step rounded
+ * to t, te_reduce_narrow). elem is an expression of x's element e. Each lane is a chain
+ * of dependent steps: the template (tag row_lanes) runs a block of rows at each k. */
+static te_tensor *row_lanes(te_ctx *c, const char *name, te_tensor *x, int64_t L, gir_dtype t, int narrow,
+                            te_expr *(*elem)(te_ctx *c, te_expr *e, void *arg, te_var *const *row), void *arg) {
+  int r = x->rank;
+  int64_t shape[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) shape[i] = i == r - 1 ? L : x->shape[i];
+  te_var *ax[GIR_MAX_RANK], *k = te_var_new(c, "k", x->shape[r - 1] / L);
+  te_axes(c, r, shape, ax);
+  te_expr *e = row_at(c, x, ax, te_add(c, te_mul(c, te_v(c, k), te_int(c, L)), te_v(c, ax[r - 1])));
+  te_expr *src = elem(c, e, arg, ax);
+  te_tensor *p = te_compute(c, name, t, r, shape, ax,
+                            narrow ? te_reduce_narrow(c, &k, 1, src, t) : te_reduce(c, TE_SUM, &k, 1, src, NULL));
+  p->tag = "row_lanes"; /* schedule/sched_rows.c: all rows at each step k */
+  return p;
+}
+
+/* lanes[row, l] */
+static te_expr *lane(te_ctx *c, te_tensor *p, te_var *const *v, int64_t l) { return row_at(c, p, v, te_int(c, l)); }
+
+static te_expr *as_is(te_ctx *c, te_expr *e, void *arg, te_var *const *row) {
+  (void)c, (void)arg, (void)row;
+  return e;
+}
+
+static te_expr *to_f64(te_ctx *c, te_expr *e, void *arg, te_var *const *row) {
+  (void)arg, (void)row;
+  return te_cast(c, GIR_F64, e);
+}
+
+/* (x - mean)² in float64 (exact: the square of a float32), x - mean in float32 */
+static te_expr *dev_sq(te_ctx *c, te_expr *e, void *arg, te_var *const *row) {
+  te_tensor *mean = arg;
+  te_expr *d = te_cast(c, GIR_F64, te_sub(c, e, row_at(c, mean, row, te_int(c, 0))));
+  return te_mul(c, d, d);
+}
+
+/* LayerNormalization over the last axis of a float32 x as ONNX Runtime 1.31.1's CPU
+ * provider computes it on an x86-64 machine with AVX2 (MlasLayerNormKernelAvx2,
+ * onnxruntime/core/mlas/lib/layernorm_kernel_avx2.cpp, which layer_norm_impl.cc calls
+ * for rows of 8 elements or more whose scale and bias match the row): the importer
+ * asks for it (attribute ort) where the result is quantized again (a QDQ model), a
+ * last-bit difference there being a whole step now and then. Operation by operation:
+ *   mean = float(((s0 + s2) + (s1 + s3) + x[4q..n) in order) / n), s_l the float64
+ *          sum of x[4k + l] over k (four double lanes)
+ *   var  = ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), then the tail x[8q..n)
+ *          in order, all float32; v_l accumulates fma(d, d, v_l), d = x[8k + l] - mean;
+ *          the tail's first four (when it has four) add d · d rounded, the rest
+ *          fma(d, d, var) (the scalar loop as GCC compiles it: an in-order vector
+ *          reduction, then contracted scalar steps)
+ *   inv  = 1 / sqrtf(var / n + epsilon), float32
+ *   y    = fma((x - mean) · inv, scale, bias)  (float32; without bias: · scale)
+ * Each float32 fma is computed as float((double)a · b + c): the product is exact in
+ * float64, so only a double rounding can differ from the fma, when float64's sum is a
+ * float32 tie the exact one is not (about 2^-28 of the steps). Measured against ONNX
+ * Runtime 1.31.1: identical outputs, means and inverse deviations on random rows
+ * (tests/py/test_contrib_quant.py). */
+static int layer_norm_ort(te_ctx *c, const gir_node *n, te_tensor *x, te_tensor *scale, te_tensor *bias, double eps,
+                          te_tensor **out) {
+  int r = x->rank;
+  int64_t len = x->shape[r - 1];
+  te_var *v[GIR_MAX_RANK];
+  te_axes(c, r, x->shape, v);
+  if (x->kind == TE_COMPUTE) { /* computed in this kernel (a fused prologue): once, in full vectors, not in
+                                * every pass at the lanes' width (tag kept_input: default_schedule.c) */
+    te_expr *vi[GIR_MAX_RANK];
+    for (int i = 0; i < r; i++) vi[i] = te_v(c, v[i]);
+    x = te_compute(c, "ln_x", x->dtype, r, x->shape, v, te_load(c, x, vi));
+    x->tag = "kept_input";
+    te_axes(c, r, x->shape, v);
+  }
+  te_tensor *pm = row_lanes(c, "ln_mean_part", x, 4, GIR_F64, 0, to_f64, NULL);
+  te_expr *sum = te_add(c, te_add(c, lane(c, pm, v, 0), lane(c, pm, v, 2)), te_add(c, lane(c, pm, v, 1), lane(c, pm, v, 3)));
+  for (int64_t i = len / 4 * 4; i < len; i++) sum = te_add(c, sum, te_cast(c, GIR_F64, row_at(c, x, v, te_int(c, i))));
+  te_tensor *mean = row_value(c, "ln_mean", x, GIR_F32, te_cast(c, GIR_F32, te_div(c, sum, te_const(c, GIR_F64, (double)len))), v);
+  te_tensor *pv = row_lanes(c, "ln_var_part", x, 8, GIR_F32, 1, dev_sq, mean);
+  te_expr *h[4];
+  for (int l = 0; l < 4; l++) h[l] = te_add(c, lane(c, pv, v, l), lane(c, pv, v, l + 4));
+  te_expr *var = te_add(c, te_add(c, h[0], h[2]), te_add(c, h[1], h[3]));
+  /* the tail as the compiler built it: groups of four squares rounded apart, added in
+   * order (a vectorized in-order reduction), the rest as fmas (contracted) */
+  for (int64_t i = len / 8 * 8, q4 = len / 8 * 8 + (len % 8) / 4 * 4; i < len; i++) {
+    te_expr *d = te_sub(c, row_at(c, x, v, te_int(c, i)), row_at(c, mean, v, te_int(c, 0)));
+    if (i < q4) {
+      var = te_add(c, var, te_mul(c, d, d));
+    } else {
+      d = te_cast(c, GIR_F64, d);
+      var = te_cast(c, GIR_F32, te_add(c, te_cast(c, GIR_F64, var), te_mul(c, d, d)));
+    }
+  }
+  te_expr *den = te_un(c, TE_SQRT, te_add(c, te_div(c, var, te_const(c, GIR_F32, (double)len)),
+                                          te_const(c, GIR_F32, (double)(float)eps)));
+  te_tensor *inv = row_value(c, "ln_inv", x, GIR_F32, te_div(c, te_const(c, GIR_F32, 1.0), den), v);
+  te_var *oax[GIR_MAX_RANK];
+  lower_out_axes(c, n, 0, oax);
+  te_expr *oi[GIR_MAX_RANK];
+  for (int i = 0; i < r; i++) oi[i] = te_v(c, oax[i]);
+  te_expr *t = te_mul(c, te_sub(c, te_load(c, x, oi), row_at(c, mean, oax, te_int(c, 0))), row_at(c, inv, oax, te_int(c, 0)));
+  te_expr *s = te_load_bcast(c, scale, oi + r - 1, 1), *y;
+  if (bias)
+    y = te_cast(c, GIR_F32, te_add(c, te_mul(c, te_cast(c, GIR_F64, t), te_cast(c, GIR_F64, s)),
+                                   te_cast(c, GIR_F64, te_load_bcast(c, bias, oi + r - 1, 1))));
+  else
+    y = te_mul(c, t, s);
+  out[0] = lower_stage(c, n, 0, oax, y);
+  return 0;
+}
+
+/* A float32 scale or bias of one value per element of the row. */
+static int row_param(const te_tensor *p, int64_t len) {
+  return p && p->dtype == GIR_F32 && p->rank == 1 && p->shape[0] == len;
+}
+
 int lower_compute_layer_norm(te_ctx *c, const gir_node *n, te_tensor *const *in, te_tensor **out) {
   te_tensor *x = in[0], *scale = n->n_in > 1 ? in[1] : NULL, *bias = n->n_in > 2 ? in[2] : NULL;
   int64_t axis = gir_attr_int(n, "axis", -1);
   if (axis < 0) axis += x->rank;
   int rms = (int)gir_attr_int(n, "rms", 0), r = x->rank, nr = r - (int)axis;
   double eps = gir_attr_float(n, "epsilon", 1e-5);
+  /* ONNX Runtime's arithmetic where the importer asks for it and its kernel would run */
+  if (gir_attr_int(n, "ort", 0) && !rms && x->dtype == GIR_F32 && axis == r - 1 && x->shape[r - 1] >= 8 &&
+      row_param(scale, x->shape[r - 1]) && (!bias || row_param(bias, x->shape[r - 1])))
+    return layer_norm_ort(c, n, x, scale, bias, eps, out);
   /* statistics in double: a float32 sum over a row with a large mean loses what
    * (x - mean) / std then magnifies */
   gir_dtype t = GIR_F64;

@@ -175,6 +175,11 @@ te_expr *te_reduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_a
   return reduce(c, comb, axes, n_axes, src, cond, src->dtype);
 }
 
+te_expr *te_reduce_narrow(te_ctx *c, te_var *const *axes, int32_t n_axes, te_expr *src, gir_dtype t) {
+  assert(gir_dtype_is_float(t) && gir_dtype_is_float(src->dtype) && gir_dtype_size(t) < gir_dtype_size(src->dtype));
+  return reduce(c, TE_SUM, axes, n_axes, src, NULL, t);
+}
+
 te_expr *te_argreduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_axes, te_expr *src, int select_last) {
   assert(comb == TE_ARGMAX || comb == TE_ARGMIN);
   te_expr *e = reduce(c, comb, axes, n_axes, src, NULL, GIR_I64);

@@ -130,6 +130,11 @@ te_expr *te_cast(te_ctx *c, gir_dtype t, te_expr *a);
 /* a's bits reinterpreted as t, which has a's element size. */
 te_expr *te_bitcast(te_ctx *c, gir_dtype t, te_expr *a);
 te_expr *te_reduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_axes, te_expr *src, te_expr *cond);
+/* A sum into an accumulator of the narrower float type t, each step rounded to it:
+ * acc = (t)((src type)acc + src), in the reduce axes' order (ONNX Runtime's float32
+ * FMA accumulations, emulated on float64 terms: compute_reduce.c, layer_norm_ort).
+ * Schedules keep its order: no template splits or reorders its reduce axes. */
+te_expr *te_reduce_narrow(te_ctx *c, te_var *const *axes, int32_t n_axes, te_expr *src, gir_dtype t);
 te_expr *te_argreduce(te_ctx *c, te_combiner comb, te_var *const *axes, int32_t n_axes, te_expr *src, int select_last);
 
 /* Shorthands used throughout the compute definitions. */

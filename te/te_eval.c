@@ -132,6 +132,7 @@ static val eval_reduce(interp *in, const te_expr *e) {
       } else {
         static const te_binop op_of[] = {[TE_SUM] = TE_ADD, [TE_PROD] = TE_MUL, [TE_RMAX] = TE_MAX, [TE_RMIN] = TE_MIN};
         acc = tir_value_binop(op_of[comb], st, acc, v);
+        if (e->dtype != st) acc = tir_value_cast(st, e->dtype, tir_value_cast(e->dtype, st, acc)); /* te_reduce_narrow */
       }
     }
     /* odometer over the reduce axes, last fastest */

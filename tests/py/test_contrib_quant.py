@@ -13,8 +13,9 @@ step off is printed per case):
                    scale ratios, two FMAs; checked on every pair of 8-bit values too),
                    QLinearMul (kiln follows MLAS's SSE2 kernel, qlmul.cpp: the integer
                    product of the debiased operands times a float32 ratio, plus C_zp)
+                   QLinearSoftmax (kiln follows ORT's kernel: its exp table for the
+                   constant X_scale, a float32 row sum in element order, (e·F)/sum)
   <= 1 step        QLinearSigmoid (ORT: MLAS's logistic approximation),
-                   QLinearSoftmax (ORT: exp table and (e·F)/sum instead of (e/sum)·F),
                    QGemm with an 8-bit output (scale product in another order)
   float            DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm with a float output:
                    rtol 1e-5, atol 1e-5 (the integer products are exact; only the scaling
@@ -23,6 +24,10 @@ step off is printed per case):
                    against ORT's ai.onnx Conv on the NCHW-transposed data, weights
                    (M, kH, kW, C/group) as ORT's transformers/fusion_nhwc_conv.py writes
                    them, rtol 1e-4, atol 1e-4.
+Also a LayerNormalization of a DequantizeLinear's output (a quantized model's), which
+kiln computes as ONNX Runtime's MLAS kernel does (te/compute_reduce.c, layer_norm_ort):
+its float output and the QuantizeLinear after it identical to ORT's (rows of 256, 102,
+13, 15 and 8: the kernel's vector loops and scalar tails).
 Refusals checked: FusedConv with an unsupported activation, MatMulNBits with bits=8 and
 with g_idx, QLinearAdd with a per-channel scale: each fails with one clear line.
 
@@ -182,10 +187,24 @@ def cases(rng):
         x_s, x_z = qp(dt, 0.04, zx)
         y_s, y_z = qp(dt, 1 / 256, 0 if dt == np.uint8 else -128)
         for s, attrs in (((4, 32), {"opset": 13, "axis": -1}), ((2, 6, 10), {"opset": 13, "axis": 1}),
-                         ((2, 3, 10), {"opset": 12, "axis": 1})):
+                         ((2, 3, 10), {"opset": 12, "axis": 1}), ((1, 4, 128, 128), {"opset": 13, "axis": -1})):
             yield Case("QLinearSoftmax %s %s %s" % (dt.__name__, s, attrs), "QLinearSoftmax",
                        [("X", qdata(rng, s, dt), False), ("X_scale", x_s, True), ("x_zero_point", x_z, True),
-                        ("y_scale", y_s, True), ("y_zero_point", y_z, True)], attrs, ("q", 1))
+                        ("y_scale", y_s, True), ("y_zero_point", y_z, True)], attrs, ("q", 0))
+        # short rows, outputs of many steps: the float formula rounds a few of them the
+        # other way (its sum and quotient differ from ORT's in the last bit)
+        for s, xs in (((131072, 8), 0.0871), ((131072, 4), 0.02)):
+            yield Case("QLinearSoftmax %s %s, X_scale %g" % (dt.__name__, s, xs), "QLinearSoftmax",
+                       [("X", qdata(rng, s, dt), False), ("X_scale", np.array(xs, np.float32), True),
+                        ("x_zero_point", x_z, True), ("y_scale", y_s, True), ("y_zero_point", y_z, True)],
+                       {"opset": 13, "axis": -1}, ("q", 0))
+        # attention-like rows: most of the mass on a few elements, many outputs between steps
+        peaky = np.clip(rng.normal(0.8, 0.12, (1, 4, 128, 128)) * 255, 0, 255)
+        peaky = (peaky if dt == np.uint8 else peaky - 128).astype(dt)
+        for xs in (0.02, 0.0871):
+            yield Case("QLinearSoftmax %s peaky, X_scale %g" % (dt.__name__, xs), "QLinearSoftmax",
+                       [("X", peaky, False), ("X_scale", np.array(xs, np.float32), True), ("x_zero_point", x_z, True),
+                        ("y_scale", y_s, True), ("y_zero_point", y_z, True)], {"opset": 13, "axis": -1}, ("q", 0))
     # matmuls with float outputs
     for dt in dts:
         zb = zps(dt)[1]
@@ -262,6 +281,57 @@ def cases(rng):
                    "MatMulNBits", ins, {"K": k, "N": n, "bits": 4, "block_size": block}, ("f", 1e-4, 1e-4))
 
 
+def save_qdq_layer_norm(path, x, xs, xz, gamma, beta, y_q):
+    """X (8-bit) -> DequantizeLinear -> LayerNormalization (last axis, gamma, beta or
+    none) -> Y: float, or (y_q = (scale, zero point)) QuantizeLinear's 8-bit output."""
+    inits = [numpy_helper.from_array(xs, "xs"), numpy_helper.from_array(xz, "xz"),
+             numpy_helper.from_array(gamma, "gamma")]
+    ln_in = ["xf", "gamma"]
+    if beta is not None:
+        inits.append(numpy_helper.from_array(beta, "beta"))
+        ln_in.append("beta")
+    nodes = [helper.make_node("DequantizeLinear", ["X", "xs", "xz"], ["xf"]),
+             helper.make_node("LayerNormalization", ln_in, ["Y" if y_q is None else "yf"], axis=-1, epsilon=1e-12)]
+    out_type = TensorProto.FLOAT
+    if y_q is not None:
+        inits += [numpy_helper.from_array(y_q[0], "ys"), numpy_helper.from_array(y_q[1], "yz")]
+        nodes.append(helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["Y"]))
+        out_type = NP2ONNX[y_q[1].dtype]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", NP2ONNX[x.dtype], list(x.shape))],
+                          [helper.make_tensor_value_info("Y", out_type, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def qdq_layer_norms(args, d, checks, rng):
+    """A LayerNormalization of a DequantizeLinear's output runs ONNX Runtime's float32
+    arithmetic (te/compute_reduce.c, layer_norm_ort): its float output identical to
+    ORT's, and the QuantizeLinear after it too. Rows of 256 (the encoder's), 102, 13
+    and 15 (the kernel's scalar tails: 102 = 25·4 + 2 = 12·8 + 6), 8 (the shortest)."""
+    for dt in (np.uint8, np.int8):
+        for rows, n, with_bias, quant in ((512, 256, True, False), (512, 256, False, False), (300, 102, True, False),
+                                          (64, 13, True, False), (64, 15, True, False), (64, 8, False, False), (2048, 256, True, True)):
+            x = qdata(rng, (2, rows // 2, n), dt)
+            xs, xz = qp(dt, 0.05, zps(dt)[0])
+            gamma = rng.uniform(0.5, 1.5, n).astype(np.float32)
+            beta = fdata(rng, (n,), 0.3) if with_bias else None
+            y_q = qp(dt, 0.03, zps(dt)[2]) if quant else None
+            label = "DequantizeLinear -> LayerNormalization%s %s %s%s" % (" -> QuantizeLinear" if quant else "",
+                                                                         dt.__name__, x.shape, "" if with_bias else
+                                                                         " no bias")
+            path = os.path.join(d, "ln_%d.onnx" % len(os.listdir(d)))
+            save_qdq_layer_norm(path, x, xs, xz, gamma, beta, y_q)
+            ys = util.compile_and_run(args.kiln, checks, label, path, {"X": x}, d, "ln%d" % len(os.listdir(d)))
+            if ys is None:
+                continue
+            got, want = ys["Y"], ort_run(path, {"X": x})
+            same = got.shape == want.shape and got.dtype == want.dtype
+            diff = int(np.count_nonzero(got != want)) if same else -1
+            print("  %-75s %s, %d of %d elements differ" % (label[:75], "ok" if diff == 0 else "FAIL", diff, want.size))
+            checks.check(diff == 0, "%s: identical to onnxruntime: %d of %d elements differ" % (label, diff, want.size))
+
+
 def compare_q(got, want, steps):
     """(ok, why, fraction one step off)."""
     if got.shape != want.shape or got.dtype != want.dtype:
@@ -317,6 +387,7 @@ def main():
                 print("  %-75s %s, max abs diff %s" % (case.label[:75], "ok" if ok else "FAIL",
                                                        "%.3g" % mabs if mabs is not None else "-"))
                 checks.check(ok, "%s: %s" % (case.label, why))
+        qdq_layer_norms(args, d, checks, rng)
         u8 = np.uint8
         s1, z1 = np.array(0.1, np.float32), np.array(128, u8)
         conv_ins = [("X", np.zeros((1, 2, 5, 5), np.float32), False), ("W", np.ones((3, 2, 3, 3), np.float32), True)]
