@@ -188,7 +188,8 @@ int kiln_cmd_inspect(int argc, char **argv) {
     printf("canonical nodes: %d\n", g->n_nodes);
     if (rep.qdq_units)
       printf("QDQ units imported as integer ops (DequantizeLinear -> Conv/MatMul/Gemm, or as ONNX Runtime's QLinear "
-             "ops Add/Mul/AveragePool/GlobalAveragePool/Sigmoid/LeakyRelu/Softmax/Concat -> QuantizeLinear): %lld\n",
+             "ops Add/Mul/AveragePool/GlobalAveragePool/Sigmoid/LeakyRelu/Softmax/Concat, or MaxPool on the 8-bit values -> "
+             "QuantizeLinear): %lld\n",
              (long long)rep.qdq_units);
   }
   if (rep.n_unbound)

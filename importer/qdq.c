@@ -1,6 +1,8 @@
 /* qdq.c — QDQ node units: DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear imported
  * as one integer op; DequantizeLinear → Add/Mul/AveragePool/GlobalAveragePool/Sigmoid/
- * LeakyRelu/Softmax/Concat → QuantizeLinear as ONNX Runtime's QLinear op of it.
+ * LeakyRelu/Softmax/Concat → QuantizeLinear as ONNX Runtime's QLinear op of it;
+ * DequantizeLinear → MaxPool → QuantizeLinear with one scale and zero point on both
+ * sides as MaxPool on the 8-bit values (ORT's DropQDQNodesRules).
  *
  * ONNX Runtime's quantizer (quantize_static, QDQ format) writes a quantized conv
  * as float Conv between DequantizeLinear nodes (activation, weights, int32 bias)
@@ -70,17 +72,22 @@ typedef struct qlinear_kind {
   const char *op, *qop;
   imp_convert_fn fn; /* NULL: QLinearSoftmax, at the model's opset */
   int n_dq;          /* inputs (all from DequantizeLinear); 0: one or more (Concat) */
+  int drop;          /* ORT's DropQDQNodesRules: with the same scale and zero point on both
+                      * sides, the op itself on the 8-bit values (qop NULL) */
 } qlinear_kind;
 
 static const qlinear_kind qlinear_kinds[] = {
-    {"Add", "QLinearAdd", imp_cv_ms_QLinearAdd, 2},
-    {"Mul", "QLinearMul", imp_cv_ms_QLinearMul, 2},
-    {"AveragePool", "QLinearAveragePool", imp_cv_ms_QLinearAveragePool, 1},
-    {"GlobalAveragePool", "QLinearGlobalAveragePool", imp_cv_ms_QLinearGlobalAveragePool, 1},
-    {"Sigmoid", "QLinearSigmoid", imp_cv_ms_QLinearSigmoid, 1},
-    {"LeakyRelu", "QLinearLeakyRelu", imp_cv_ms_QLinearLeakyRelu, 1},
-    {"Softmax", "QLinearSoftmax", NULL, 1},
-    {"Concat", "QLinearConcat", imp_cv_ms_QLinearConcat, 0},
+    {"Add", "QLinearAdd", imp_cv_ms_QLinearAdd, 2, 0},
+    {"Mul", "QLinearMul", imp_cv_ms_QLinearMul, 2, 0},
+    {"AveragePool", "QLinearAveragePool", imp_cv_ms_QLinearAveragePool, 1, 0},
+    {"GlobalAveragePool", "QLinearGlobalAveragePool", imp_cv_ms_QLinearGlobalAveragePool, 1, 0},
+    {"Sigmoid", "QLinearSigmoid", imp_cv_ms_QLinearSigmoid, 1, 0},
+    {"LeakyRelu", "QLinearLeakyRelu", imp_cv_ms_QLinearLeakyRelu, 1, 0},
+    {"Softmax", "QLinearSoftmax", NULL, 1, 0},
+    {"Concat", "QLinearConcat", imp_cv_ms_QLinearConcat, 0, 0},
+    /* max commutes with the increasing map q → s·(q − z), and quantizing with the same
+     * s and z gives q back: the max of the 8-bit values, exactly */
+    {"MaxPool", NULL, NULL, 1, 1},
 };
 
 static const qlinear_kind *kind_of(const Onnx__NodeProto *n) {
@@ -234,8 +241,39 @@ static gir_value *qdq_bias(imp_ctx *c, const Onnx__NodeProto *dq, float xs, cons
  * done, 0 unfit (nothing emitted), -1 error. Fit: per-tensor constant scales (float32)
  * and zero points of one 8-bit type throughout, the QuantizeLinear's zero point given
  * (it sets the output type), a pool's input of rank >= 3. */
+/* One constant scalar of v's dtype, its value as a double in *out. */
+static int scalar_const(const gir_value *v, double *out) {
+  if (!v || !v->data || gir_value_numel(v) != 1) return 0;
+  *out = v->dtype == GIR_F32 ? ((const float *)v->data)[0] : (double)gir_load_i64(v->dtype, v->data, 0);
+  return 1;
+}
+
+/* A drop kind: the op on the DequantizeLinear's 8-bit input, named as the QuantizeLinear's
+ * output, when both sides have one scale and zero point, the same (else 0: node by node). */
+static int convert_drop(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes, const Onnx__NodeProto *on,
+                        const Onnx__NodeProto *qn) {
+  const Onnx__NodeProto *dq = dq_of(p, nodes, on->input[0]);
+  gir_value *x = lookup(c, dq, 0), *s = lookup(c, dq, 1), *zp = lookup(c, dq, 2);
+  gir_value *ys = lookup(c, qn, 1), *yzp = lookup(c, qn, 2);
+  double sv, ysv, zv = 0, yzv = 0;
+  if (!dq_params(dq, x, s, zp, 0) || !scalar_const(s, &sv) || !scalar_const(ys, &ysv) || sv != ysv || !(sv > 0)) return 0;
+  if ((zp && !scalar_const(zp, &zv)) || !yzp || !scalar_const(yzp, &yzv) || zv != yzv || yzp->dtype != x->dtype)
+    return 0;
+  if (attr_int(qn, "block_size", 0) || attr_int(dq, "block_size", 0)) return 0;
+  imp_convert_fn fn = imp_find_converter(on->op_type, c->opset);
+  if (!fn) return 0;
+  gir_value *in[1] = {x};
+  imp_node u = {.proto = on, .op_type = on->op_type, .name = on->name, .opset = c->opset, .n_in = 1, .in = in,
+                .n_out = 1, .out_names = (const char *const *)qn->output};
+  u.out = gir_arena_calloc(c->g->arena, 2, sizeof *u.out);
+  u.out_kind = gir_arena_calloc(c->g->arena, 2, sizeof *u.out_kind);
+  if (!u.out || !u.out_kind) return imp_fail(c, "out of memory");
+  return fn(c, &u) < 0 ? -1 : 1;
+}
+
 static int convert_qlinear(imp_ctx *c, const imp_qdq_plan *p, Onnx__NodeProto *const *nodes,
                            const Onnx__NodeProto *on, const Onnx__NodeProto *qn, const qlinear_kind *k) {
+  if (k->drop) return convert_drop(c, p, nodes, on, qn);
   size_t n_dq = on->n_input;
   int32_t n_in = (int32_t)(3 * n_dq + 2);
   gir_value **in = gir_arena_calloc(c->g->arena, (size_t)n_in, sizeof *in);

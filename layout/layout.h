@@ -22,7 +22,11 @@ typedef struct lay_stats {
  * that divides the channels (a two-vector register tile), else block or a smaller
  * power of two ≥ 4; channels no block divides are padded to whole blocks (a few —
  * an image's 3 — to one narrow block of 4 or 8); an input already blocked keeps its
- * block. Requires: topological order.
+ * block. A target without vectors (block < 4) gets only its 8-bit dense convs
+ * whose input channels come in quads, in blocks of 4 channels either side: each
+ * output channel's quad of weights beside one pixel's quad of input bytes, the
+ * operands of a scalar 4-way dot product (SMLAD pairs on Cortex-M4/M7).
+ * Requires: topological order.
  * Preserves: semantics, output names and shapes; compacts the graph. */
 int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
 

@@ -20,6 +20,7 @@ typedef struct lay {
   gir_graph *g;
   gir_err *err;
   int32_t block;
+  int q8_only; /* a scalar target: only 8-bit dense convs in quads of channels (dot4) */
   lay_stats *st;
 } lay;
 
@@ -171,6 +172,9 @@ static int rewrite_conv(lay *L, gir_node *n) {
   int64_t C = x->shape.dims[1], M = w->shape.dims[0], KH = rank == 4 ? w->shape.dims[2] : 1,
           KW = w->shape.dims[rank - 1];
   int64_t group = gir_attr_int(n, "group", 1), cpg = w->shape.dims[1]; /* input channels per group */
+  /* a scalar target blocks only what a 4-way dot product serves: 8-bit, dense, input
+   * channels in whole quads (a block of 4 either side: four scalar accumulators) */
+  if (L->q8_only && (!q8 || group != 1 || C % 4)) return 0;
   int dw = group != 1 && group == C && M == C && cpg == 1;
   /* grouped (ResNeXt): each group's channels are whole blocks on both sides */
   if (group != 1 && !dw && (group < 1 || C % group || M % group || cpg != C / group)) return 0;
@@ -225,7 +229,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
     if (2 * M <= L->block && sw == 1 && ow >= L->block) ob = ib = 1;
     else if (!ob) ob = M <= 4 ? 4 : 8;
   }
-  if (!ob || !ib) return 0;
+  if (!ob || !ib || (L->q8_only && (ib % 4 || ob % 4))) return 0;
   int64_t cg = cpg, wb = dw ? 1 : ib, Mp = (M + ob - 1) / ob * ob, CB = (cg + wb - 1) / wb;
   gir_shape ws = {.rank = 6, .dims = {Mp / ob, CB, KH, KW, wb, ob}};
   /* 8-bit, dense, whole quads of channels per block: each output channel's four
@@ -373,7 +377,11 @@ int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
   lay_stats st = {0};
   lay L = {.g = g, .err = err, .block = block, .st = &st};
   int32_t n0 = g->n_nodes;
-  if (block >= 4) {
+  /* scalar targets (Cortex-M4/M7, rv64gc): 8-bit convs alone, in blocks of 4
+   * channels, so each output channel's quads of input bytes meet its weights' in
+   * a 4-way dot product (SMLAD pairs on the Cortex-M DSP extension) */
+  if (block < 4) L.block = 2, L.q8_only = 1;
+  if (L.block >= 2) {
     for (int k = 0; k < n0; k++) {
       gir_node *n = g->nodes[k];
       g->cur_guard = n->guard; /* what this rewrite adds runs where n did */

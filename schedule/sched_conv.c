@@ -33,7 +33,11 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   if (c.oc_vecs > 4) c.oc_vecs = 4;
   /* pixels per tile: the largest divisor of OW the registers allow (accumulators,
    * the weight vectors, one broadcast) */
-  int64_t max_px = (t->vec_regs - c.oc_vecs - 1) / c.oc_vecs;
+  /* scalar int32 accumulators (8-bit convs on a scalar target) live in the integer
+   * registers: about 12 on Thumb-2, whatever the FPU has */
+  int32_t regs = c.vec == 1 && o->dtype == GIR_I32 && t->vec_f32 == 1 ? 12 : t->vec_regs;
+  int64_t max_px = (regs - c.oc_vecs - 1) / c.oc_vecs;
+  if (max_px < 1) max_px = 1;
   if (max_px > 14) max_px = 14;
   for (int64_t p = max_px; p >= 1; p--)
     if (ow % p == 0) {
@@ -268,9 +272,11 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
    * gets its four multiply-adds in a row — one 4-way dot product (tir/pass_dot4.c) */
   const te_tensor *w = packed_weights(red->body);
   sch_iter *quad = NULL, *quads = NULL;
-  if (w && w->rank == 7 && red->n_reduce == 4 && cfg->vec > 1 &&
-      sch_split(s, red, red->reduce_axes[3], 4, &quads, &quad) < 0)
+  if (w && w->rank == 7 && red->n_reduce == 4 && sch_split(s, red, red->reduce_axes[3], 4, &quads, &quad) < 0)
     return -1;
+  /* scalar lanes (vec 1: Cortex-M4/M7): each output channel's quad innermost, its
+   * four multiply-adds in a row on one scalar accumulator (a dot4: SMLAD pairs) */
+  int scalar_quad = quad && cfg->vec == 1;
   sch_iter *order[11];
   int n = 0;
   sch_iter *ra[4] = {NULL};
@@ -285,13 +291,15 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   }
   order[n++] = ow;
   if (oco) order[n++] = oco;
-  if (quad) order[n++] = quad;
+  if (quad && !scalar_quad) order[n++] = quad;
   order[n++] = ocv;
+  if (scalar_quad) order[n++] = quad;
   if (sch_reorder(s, red, order, n) < 0) return -1;
   if (quad && sch_annotate(s, red, quad, TIR_UNROLLED) < 0) return -1;
   if (sch_annotate(s, red, ow, TIR_UNROLLED) < 0) return -1;
   if (oco && sch_annotate(s, red, oco, TIR_UNROLLED) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, red, ocv, TIR_VECTORIZED) < 0) return -1;
+  if (scalar_quad && ocv->extent > 1 && sch_annotate(s, red, ocv, TIR_UNROLLED) < 0) return -1;
   if (cfg->unroll_kw) {
     sch_iter *kw = red->reduce_axes[red->n_reduce == 4 ? 2 : 1];
     if (sch_annotate(s, red, kw, TIR_UNROLLED) < 0) return -1;

@@ -9,7 +9,10 @@
  * replaces each such run by
  *   acc[I] = dot4(acc[I], x[ramp(q, 1, 4)], w[ramp(p, 1, 4L)])
  * — the four bytes of one pixel and one contiguous vector of weights, the very
- * operands of the instruction. It only rewrites what it recognizes exactly (same
+ * operands of the instruction. On scalar lanes (L = 1: Cortex-M4/M7, whose C
+ * kernels make a dot4 of two 4-byte words two SMLADs) the four statements are
+ *   acc = acc + int32(x[q + j]) * int32(w[p + j])   j = 0..3
+ * and become dot4(acc, x[ramp(q, 1, 4)], w[ramp(p, 1, 4)]). It only rewrites what it recognizes exactly (same
  * buffer and index, offsets p + j and q + j proved by linear forms), so anything
  * else keeps its meaning and merely stays unfused. */
 #include "tir_passes.h"
@@ -42,12 +45,21 @@ static const tir_expr *strided_bytes(const tir_expr *e, int32_t lanes) {
   return e;
 }
 
-/* s: buf[I] = buf[I] + P * Q with {P, Q} as above. */
+/* int32(load 8-bit), a scalar. */
+static const tir_expr *scalar_byte(const tir_expr *e) {
+  if (e->kind != TIR_CAST || e->lanes != 1) return NULL;
+  e = e->u.cast.a;
+  return e->kind == TIR_LOAD && e->lanes == 1 && is8(e->dtype) ? e : NULL;
+}
+
+/* s: buf[I] = buf[I] + P * Q with {P, Q} as above — or, on scalar lanes (the conv
+ * template's quads on a target without vectors), two scalar bytes whose indices
+ * step by one through the quad on both sides (x: the first factor, w: the second). */
 static int match(const tir_stmt *s, mac *m) {
   if (s->kind != TIR_STORE || s->u.store.buf->dtype != GIR_I32) return 0;
   const tir_expr *v = s->u.store.value;
   int32_t L = v->lanes;
-  if (L < 2 || v->kind != TIR_BINARY || v->u.bin.op != TE_ADD) return 0;
+  if (v->kind != TIR_BINARY || v->u.bin.op != TE_ADD) return 0;
   const tir_expr *acc = v->u.bin.a, *prod = v->u.bin.b;
   if (prod->kind == TIR_LOAD) {
     const tir_expr *t = acc;
@@ -57,6 +69,12 @@ static int match(const tir_stmt *s, mac *m) {
   if (acc->kind != TIR_LOAD || acc->u.load.buf != s->u.store.buf || !arith_expr_equal(acc->u.load.index, s->u.store.index))
     return 0;
   if (prod->kind != TIR_BINARY || prod->u.bin.op != TE_MUL) return 0;
+  if (L == 1) {
+    const tir_expr *a = scalar_byte(prod->u.bin.a), *b = scalar_byte(prod->u.bin.b);
+    if (!a || !b) return 0;
+    *m = (mac){a->u.load.buf, b->u.load.buf, a->u.load.index, b->u.load.index};
+    return 1;
+  }
   const tir_expr *xl = bcast_byte(prod->u.bin.b, L), *wl = strided_bytes(prod->u.bin.a, L);
   if (!xl || !wl) {
     xl = bcast_byte(prod->u.bin.a, L);

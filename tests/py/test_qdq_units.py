@@ -1,6 +1,6 @@
 """test_qdq_units.py — QDQ units other than Conv/MatMul/Gemm (importer/qdq.c):
 DequantizeLinear → Add / Mul / AveragePool / GlobalAveragePool / Sigmoid / LeakyRelu /
-Softmax / Concat → QuantizeLinear, each a hand-built model with 8-bit inputs and output,
+Softmax / Concat / MaxPool → QuantizeLinear, each a hand-built model with 8-bit inputs and output,
 int8 and uint8, compiled and run by kiln and compared with ONNX Runtime at its default
 optimization level — where its QDQ selectors fuse the unit into the com.microsoft QLinear
 op (checked on ORT's optimized model), whose arithmetic kiln's import of the unit follows.
@@ -8,7 +8,9 @@ op (checked on ORT's optimized model), whose arithmetic kiln's import of the uni
 Checks per case: ORT fused the unit (or, for the unfit cases, did not); `kiln inspect`
 counts the unit among its QDQ units (or not); kiln's output within the case's steps of
 ORT's (the fraction of elements one step off is printed). Steps, as measured:
-  exact (0)   AveragePool, GlobalAveragePool, LeakyRelu, Concat
+  exact (0)   AveragePool, GlobalAveragePool, LeakyRelu, Concat, MaxPool (with one scale
+              and zero point on both sides ORT drops the DequantizeLinear and QuantizeLinear
+              and runs MaxPool on the 8-bit values, as kiln does)
   <= 1 step   Add, Mul (ORT: fixed-point / folded scale ratios; measured: 1 step in
               0.5-12% of elements), Sigmoid (MLAS's logistic approximation), Softmax
               (ORT's exp table) — these two measured exact here, allowed the step
@@ -65,8 +67,9 @@ def build(path, case):
         nodes.append(helper.make_node("DequantizeLinear", [x, "s%d" % i, "z%d" % i], ["d%d" % i], name="dq%d" % i))
         dq_outs.append("d%d" % i)
     nodes.append(helper.make_node(case.op, dq_outs, ["f"], name="op", **case.attrs))
-    inits += [numpy_helper.from_array(np.array(case.y_scale, np.float32), "ys"),
-              numpy_helper.from_array(zp(case.out_dt, 2), "yz")]
+    same = case.op == "MaxPool" and case.fused  # ORT's DropQDQ: the input's scale and zero point
+    inits += [numpy_helper.from_array(np.array(case.scales[0] if same else case.y_scale, np.float32), "ys"),
+              numpy_helper.from_array(zp(case.out_dt, 0 if same else 2), "yz")]
     nodes.append(helper.make_node("QuantizeLinear", ["f", "ys", "yz"], ["Y"], name="q"))
     outs = [helper.make_tensor_value_info("Y", T[np.dtype(case.out_dt)], None)]
     if case.also_output:
@@ -111,12 +114,16 @@ def cases():
                             {"axis": axis}, 1))
         out.append(Case("Concat %s 3 inputs" % n, "Concat", [(1, 2, 4, 4), (1, 3, 4, 4), (1, 1, 4, 4)], dt,
                         [0.05, 0.03, 0.05], 0.04, {"axis": 1}, 0))
+        for attrs in ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, {"kernel_shape": [2, 2]}):
+            out.append(Case("MaxPool %s %s" % (n, attrs), "MaxPool", [(1, 4, 9, 9)], dt, [0.05], 0.05, attrs, 0))
         # unfit: node by node in both
         out.append(Case("Add %s, its output also a graph output (no unit)" % n, "Add", [(4, 16), (4, 16)], dt,
                         [0.05, 0.03], 0.08, None, 1, fused=False, also_output=True))
         other = np.int8 if dt == np.uint8 else np.uint8
         out.append(Case("Sigmoid %s in, %s out (no unit)" % (n, np.dtype(other).name), "Sigmoid", [(2, 3, 4, 4)],
                         dt, [0.06], 1 / 256.0, None, 1, fused=False, out_dt=other))
+        out.append(Case("MaxPool %s, another scale out (float between)" % n, "MaxPool", [(1, 4, 9, 9)], dt, [0.05],
+                        0.07, {"kernel_shape": [3, 3]}, 1, fused=False))
     return out
 
 
@@ -137,7 +144,7 @@ def main():
             build(path, case)
             feeds = {"X%d" % j: qdata(rng, shape, case.dt) for j, shape in enumerate(case.shapes)}
             want, ort_ops = ort_run(path, feeds, os.path.join(d, "m%d_ort.onnx" % i))
-            fused = QOP[case.op] in ort_ops
+            fused = QOP[case.op] in ort_ops if case.op in QOP else "DequantizeLinear" not in ort_ops
             checks.check(fused == case.fused, "%s: ONNX Runtime %s the unit (%s)" % (
                 case.label, "fused" if fused else "did not fuse", " ".join(ort_ops)))
             insp = util.run_kiln(args.kiln, ["inspect", path])

@@ -607,6 +607,41 @@ static void test_fuse_dot4(void) {
   fx_done(&f);
 }
 
+/* The scalar form (the int8 conv template on a target without vectors: Cortex-M4/M7):
+ * four scalar multiply-adds of one output channel's quad, both sides stepping by one
+ * byte, become one dot4 of L = 1 (the C backend's kc_dot4_*: two SMLADs). */
+static tir_stmt *scalar_quad(fx *fp, tir_buffer *acc, tir_buffer *x, tir_buffer *w, tir_var *q, int64_t skip) {
+  fx f = *fp;
+  tir_stmt *st[4];
+  for (int j = 0; j < 4; j++) {
+    int64_t o = j + (j == 3 ? skip : 0);
+    tir_expr *xv = tir_cast(B, GIR_I32, tir_load(B, x, ADD(MUL(V(q), I(4)), I(o))));
+    tir_expr *wv = tir_cast(B, GIR_I32, tir_load(B, w, ADD(MUL(V(q), I(8)), I(j))));
+    st[j] = tir_store(B, acc, I(2), ADD(tir_load(B, acc, I(2)), MUL(xv, wv)));
+  }
+  return tir_for(B, q, I(0), I(3), TIR_SERIAL, tir_seq(B, st, 4));
+}
+
+static void test_fuse_dot4_scalar(void) {
+  fx f;
+  fx_init(&f);
+  tir_buffer *Acc = tir_buffer_new(B, "acc", GIR_I32, 4, TIR_GLOBAL, 0), *X = tir_buffer_new(B, "x", GIR_U8, 16, TIR_GLOBAL, 1);
+  tir_buffer *W = tir_buffer_new(B, "w", GIR_I8, 32, TIR_GLOBAL, 2);
+  bufset bs = {3, {Acc, X, W}};
+  tir_var *q = tir_var_new(B, "q", GIR_I64);
+  tir_stmt *s = scalar_quad(&f, Acc, X, W, q, 0);
+  tir_stmt *d = tir_fuse_dot4(B, s);
+  CHECK_INT(count(d).dot4s, 1);
+  CHECK_INT(count(d).stores, 1);
+  CHECK_CONTAINS(sstr(&f, d), "dot4(acc[2], x[ramp(add(mul(q_0, 4), 0), 1, 4)], w[ramp(add(mul(q_0, 8), 0), 1, 4)])");
+  SAME(&bs, s, d, "four scalar multiply-adds as one dot4");
+  tir_stmt *n = scalar_quad(&f, Acc, X, W, q, 1); /* x's last step reads byte 4, not 3 */
+  tir_stmt *nd = tir_fuse_dot4(B, n);
+  CHECK_INT(count(nd).dot4s, 0);
+  SAME(&bs, n, nd, "not a quad: unchanged");
+  fx_done(&f);
+}
+
 int main(void) {
   const char *seed = getenv("KILN_TEST_SEED");
   rng_state = seed ? strtoull(seed, NULL, 0) : 777;
@@ -616,6 +651,7 @@ int main(void) {
   test_unswitch_tile();
   test_dot4();
   test_fuse_dot4();
+  test_fuse_dot4_scalar();
   property_nests(400);
   return check_finish("test_passes");
 }
