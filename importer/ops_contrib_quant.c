@@ -172,17 +172,11 @@ static gir_value *channels_move(imp_ctx *c, gir_value *x, int to_first) {
 
 /* ---------- element-wise ---------- */
 
-static int qlinear_binary(imp_ctx *c, imp_node *n, gir_binary_fn fn) {
-  gir_value *a = imp_in(n, 0), *b = imp_in(n, 3);
-  if (q8_input(c, a, "A") < 0 || q8_input(c, b, "B") < 0) return -1;
-  if (a->dtype != b->dtype) return imp_fail(c, "A and B must have one type");
-  qparam qa, qb, qc;
-  if (qparam_of(c, n, 1, 2, a->dtype, "A_scale", "A_zero_point", &qa) < 0 ||
-      qparam_of(c, n, 4, 5, a->dtype, "B_scale", "B_zero_point", &qb) < 0 ||
-      qparam_of(c, n, 6, 7, a->dtype, "C_scale", "C_zero_point", &qc) < 0)
-    return -1;
-  gir_value *y = imp_binary(c, fn, dequant(c, a, &qa), dequant(c, b, &qb));
-  return imp_set_output(c, n, 0, quant(c, y, &qc, a->dtype));
+/* The float formula of a QLinear binary op: quantize(fn(dequantize(a), dequantize(b))). */
+static int qlinear_binary_float(imp_ctx *c, imp_node *n, gir_binary_fn fn, gir_value *a, gir_value *b,
+                                const qparam *qa, const qparam *qb, const qparam *qc) {
+  gir_value *y = imp_binary(c, fn, dequant(c, a, qa), dequant(c, b, qb));
+  return imp_set_output(c, n, 0, quant(c, y, qc, a->dtype));
 }
 
 /* A constant scalar's value as a double; 0 for an absent zero point. *known = 0 when
@@ -262,8 +256,8 @@ static gir_value *qlmul_mlas(imp_ctx *c, gir_value *a, gir_value *b, const qcons
 typedef gir_value *(*mlas_binary)(imp_ctx *c, gir_value *a, gir_value *b, const qconst *q, gir_dtype t);
 
 /* QLinearAdd / QLinearMul: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp, computed
- * as MLAS's x86 kernel does (mlas), else (parameters it does not take) through
- * qlinear_binary's float formula. */
+ * as MLAS's x86 kernel does (mlas), else (parameters it does not take) through the
+ * float formula (qlinear_binary_float). */
 static int qlinear_binary_mlas(imp_ctx *c, imp_node *n, mlas_binary mlas, gir_binary_fn fn) {
   gir_value *a = imp_in(n, 0), *b = imp_in(n, 3);
   if (q8_input(c, a, "A") < 0 || q8_input(c, b, "B") < 0) return -1;
@@ -277,10 +271,10 @@ static int qlinear_binary_mlas(imp_ctx *c, imp_node *n, mlas_binary mlas, gir_bi
   qconst q = {const_value(qa.s, &k[0]), const_value(qa.zp, &k[1]), const_value(qb.s, &k[2]),
               const_value(qb.zp, &k[3]), const_value(qc.s, &k[4]), const_value(qc.zp, &k[5])};
   for (int i = 0; i < 6; i++)
-    if (!k[i]) return qlinear_binary(c, n, fn); /* parameters computed at run time */
+    if (!k[i]) return qlinear_binary_float(c, n, fn, a, b, &qa, &qb, &qc); /* parameters computed at run time */
   gir_value *y = mlas(c, a, b, &q, a->dtype);
   if (y) return imp_set_output(c, n, 0, y);
-  return qlinear_binary(c, n, fn);
+  return qlinear_binary_float(c, n, fn, a, b, &qa, &qb, &qc);
 }
 
 int imp_cv_ms_QLinearMul(imp_ctx *c, imp_node *n) { return qlinear_binary_mlas(c, n, qlmul_mlas, GIR_BINARY_MUL); }

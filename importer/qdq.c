@@ -241,10 +241,10 @@ static gir_value *qdq_bias(imp_ctx *c, const Onnx__NodeProto *dq, float xs, cons
  * done, 0 unfit (nothing emitted), -1 error. Fit: per-tensor constant scales (float32)
  * and zero points of one 8-bit type throughout, the QuantizeLinear's zero point given
  * (it sets the output type), a pool's input of rank >= 3. */
-/* One constant scalar of v's dtype, its value as a double in *out. */
+/* One constant scalar, its value as a double in *out. */
 static int scalar_const(const gir_value *v, double *out) {
   if (!v || !v->data || gir_value_numel(v) != 1) return 0;
-  *out = v->dtype == GIR_F32 ? ((const float *)v->data)[0] : (double)gir_load_i64(v->dtype, v->data, 0);
+  *out = gir_load_f64(v->dtype, v->data, 0);
   return 1;
 }
 

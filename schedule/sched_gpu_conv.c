@@ -20,7 +20,7 @@
 /* The shared memory one step's tiles take, in bytes: the weights [boc, bic, KH, KW]
  * and the input window [bic, rows, cols] (strides and dilations from the conv node;
  * 1 when it is not known, which only underestimates when they are larger). */
-static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
+static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c, int depthwise) {
   const gir_node *n = red->t->origin;
   int64_t st[2] = {1, 1}, dl[2] = {1, 1};
   int32_t cnt;
@@ -30,7 +30,7 @@ static int64_t tile_bytes(const sch_stage *red, const lower_gpu_conv_cfg *c) {
   for (int i = 0; v && i < 2 && i < cnt; i++) dl[i] = v[i];
   int64_t KH = red->reduce_axes[1]->extent, KW = red->reduce_axes[2]->extent;
   int64_t rows = (c->boh - 1) * st[0] + (KH - 1) * dl[0] + 1, cols = (c->bow - 1) * st[1] + (KW - 1) * dl[1] + 1;
-  int64_t window_channels = lower_gpu_conv_fits(red) == 2 ? c->boc : c->bic; /* depthwise: the block's own */
+  int64_t window_channels = depthwise ? c->boc : c->bic; /* depthwise: the block's own */
   return 4 * ((int64_t)c->boc * c->bic * KH * KW + window_channels * rows * cols);
 }
 
@@ -127,17 +127,17 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   for (int k = 0; k < nc; k++) {
     c = (lower_gpu_conv_cfg){.toc = cand[k][0], .tow = cand[k][1], .bic = 1};
     lower_gpu_conv_blocks(red, &c);
-    if (k + 1 < nc && !depthwise && tile_bytes(red, &c) > 45056) continue; /* overflows at one channel a step */
+    if (k + 1 < nc && !depthwise && tile_bytes(red, &c, depthwise) > 45056) continue; /* overflows at one channel a step */
     c.bic = 8;
     blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
     int64_t threads = (int64_t)(c.boc / c.toc) * c.boh * (c.bow / c.tow);
     if (blocks * 2 >= sms && blocks * threads >= (KHW > 1 ? 40000 : 20000)) break;
   }
   /* a depthwise block's window holds its channels' rows: fewer rows until it fits */
-  while (depthwise && c.boh > 1 && tile_bytes(red, &c) > 45056) c.boh = (c.boh + 1) / 2;
-  while (depthwise && c.boc > 1 && tile_bytes(red, &c) > 45056) c.boc /= 2;
+  while (depthwise && c.boh > 1 && tile_bytes(red, &c, depthwise) > 45056) c.boh = (c.boh + 1) / 2;
+  while (depthwise && c.boc > 1 && tile_bytes(red, &c, depthwise) > 45056) c.boc /= 2;
   blocks = N * lower_cdiv(OC, c.boc) * lower_cdiv(OH, c.boh) * lower_cdiv(OW, c.bow);
-  *use = blocks >= sms / 2 && (!depthwise || (tile_bytes(red, &c) <= 45056 && c.bow >= OW));
+  *use = blocks >= sms / 2 && (!depthwise || (tile_bytes(red, &c, depthwise) <= 45056 && c.bow >= OW));
   /* input channels per step: a divisor of C (a ragged last step would be a second
    * copy of the loop, shared buffers included), both tiles within 44 KiB of the
    * 48 KiB a block may have statically, and at most 8 for a spatial kernel (two
@@ -145,10 +145,10 @@ lower_gpu_conv_cfg lower_gpu_conv_default(const sch_stage *red, const lower_targ
   int32_t best = 1, most = red->reduce_axes[1]->extent * red->reduce_axes[2]->extent > 1 ? 8 : 16;
   for (int64_t d = 1; d <= most && d <= C; d++) {
     c.bic = (int32_t)d;
-    if (C % d == 0 && tile_bytes(red, &c) <= 45056) best = (int32_t)d;
+    if (C % d == 0 && tile_bytes(red, &c, depthwise) <= 45056) best = (int32_t)d;
   }
   c.bic = best;
-  if (tile_bytes(red, &c) > 45056) *use = 0; /* even one channel a step overflows: the default schedule */
+  if (tile_bytes(red, &c, depthwise) > 45056) *use = 0; /* even one channel a step overflows: the default schedule */
   return c;
 }
 
@@ -174,17 +174,16 @@ typedef struct find_input {
   te_tensor *x;
 } find_input;
 
-static te_expr *note_input(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
+static void note_input(const te_expr *ld, void *arg) {
   find_input *f = arg;
   const te_expr *i0 = ld->u.load.idx[0];
   if (ld->u.load.t->rank == 4 && !(i0->kind == TE_VAR && i0->u.var == f->oc)) f->x = ld->u.load.t;
-  return te_load(c, ld->u.load.t, idx);
 }
 
 /* The conv's input (the operand not indexed by the output channel first), or NULL. */
-static te_tensor *conv_input(sch_schedule *s, sch_stage *red) {
+static te_tensor *conv_input(const sch_stage *red) {
   find_input f = {red->t->axis[1], NULL};
-  te_rewrite_loads(s->te, red->body, note_input, &f);
+  te_visit_load_exprs(red->body, note_input, &f);
   return f.x;
 }
 
@@ -240,7 +239,7 @@ int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const 
       ((KW > 1 && sch_annotate(s, red, red->reduce_axes[2], TIR_UNROLLED) < 0) ||
        (KH > 1 && sch_annotate(s, red, red->reduce_axes[1], TIR_UNROLLED) < 0)))
     return -1;
-  te_tensor *x = conv_input(s, red);
+  te_tensor *x = conv_input(red);
   const gir_node *node = red->t->origin;
   int32_t np = 0;
   const int64_t *pads = node ? gir_attr_ints(node, "pads", &np) : NULL;

@@ -34,24 +34,22 @@ static int mentions(const te_expr *e, te_var *const *vs, int n) {
   }
 }
 
+typedef struct inner_walk {
+  te_var *const *vs;
+  int n, found;
+} inner_walk;
+
+static void note_inner(const te_expr *ld, void *arg) {
+  inner_walk *w = arg;
+  int r = ld->u.load.t->rank;
+  if (r > 0 && ld->u.load.t->shape[r - 1] > 1 && mentions(ld->u.load.idx[r - 1], w->vs, w->n)) w->found = 1;
+}
+
 /* 1 if a load in e indexes its tensor's innermost axis with one of the vars vs. */
 static int walks_inner(const te_expr *e, te_var *const *vs, int n) {
-  if (!e) return 0;
-  switch (e->kind) {
-  case TE_LOAD: {
-    int r = e->u.load.t->rank;
-    if (r > 0 && e->u.load.t->shape[r - 1] > 1 && mentions(e->u.load.idx[r - 1], vs, n)) return 1;
-    for (int i = 0; i < r; i++)
-      if (walks_inner(e->u.load.idx[i], vs, n)) return 1;
-    return 0;
-  }
-  case TE_UNARY: return walks_inner(e->u.un.a, vs, n);
-  case TE_BINARY: return walks_inner(e->u.bin.a, vs, n) || walks_inner(e->u.bin.b, vs, n);
-  case TE_SELECT: return walks_inner(e->u.sel.c, vs, n) || walks_inner(e->u.sel.a, vs, n) || walks_inner(e->u.sel.b, vs, n);
-  case TE_CAST: case TE_BITCAST: return walks_inner(e->u.cast.a, vs, n);
-  case TE_REDUCE: return walks_inner(e->u.red.src, vs, n) || walks_inner(e->u.red.cond, vs, n);
-  default: return 0;
-  }
+  inner_walk w = {vs, n, 0};
+  te_visit_load_exprs(e, note_inner, &w);
+  return w.found;
 }
 
 static int64_t numel(const te_tensor *t) {

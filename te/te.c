@@ -244,29 +244,44 @@ te_expr *te_subst(te_ctx *c, const te_expr *e, te_var *const *vars, te_expr *con
   }
 }
 
-void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *arg) {
+void te_visit_load_exprs(const te_expr *e, void (*f)(const te_expr *load, void *arg), void *arg) {
   switch (e->kind) {
   case TE_LOAD:
-    f(e->u.load.t, arg);
-    for (int i = 0; i < e->u.load.t->rank; i++) te_visit_loads(e->u.load.idx[i], f, arg);
+    f(e, arg);
+    for (int i = 0; i < e->u.load.t->rank; i++) te_visit_load_exprs(e->u.load.idx[i], f, arg);
     break;
-  case TE_UNARY: te_visit_loads(e->u.un.a, f, arg); break;
+  case TE_UNARY: te_visit_load_exprs(e->u.un.a, f, arg); break;
   case TE_BINARY:
-    te_visit_loads(e->u.bin.a, f, arg);
-    te_visit_loads(e->u.bin.b, f, arg);
+    te_visit_load_exprs(e->u.bin.a, f, arg);
+    te_visit_load_exprs(e->u.bin.b, f, arg);
     break;
   case TE_SELECT:
-    te_visit_loads(e->u.sel.c, f, arg);
-    te_visit_loads(e->u.sel.a, f, arg);
-    te_visit_loads(e->u.sel.b, f, arg);
+    te_visit_load_exprs(e->u.sel.c, f, arg);
+    te_visit_load_exprs(e->u.sel.a, f, arg);
+    te_visit_load_exprs(e->u.sel.b, f, arg);
     break;
-  case TE_CAST: case TE_BITCAST: te_visit_loads(e->u.cast.a, f, arg); break;
+  case TE_CAST: case TE_BITCAST: te_visit_load_exprs(e->u.cast.a, f, arg); break;
   case TE_REDUCE:
-    te_visit_loads(e->u.red.src, f, arg);
-    if (e->u.red.cond) te_visit_loads(e->u.red.cond, f, arg);
+    te_visit_load_exprs(e->u.red.src, f, arg);
+    if (e->u.red.cond) te_visit_load_exprs(e->u.red.cond, f, arg);
     break;
   default: break;
   }
+}
+
+typedef struct tensor_visit {
+  void (*f)(te_tensor *t, void *arg);
+  void *arg;
+} tensor_visit;
+
+static void visit_tensor(const te_expr *load, void *arg) {
+  const tensor_visit *v = arg;
+  v->f(load->u.load.t, v->arg);
+}
+
+void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *arg) {
+  tensor_visit v = {f, arg};
+  te_visit_load_exprs(e, visit_tensor, &v);
 }
 
 int te_may_trap(const te_expr *e) {

@@ -42,15 +42,24 @@ MM_TILES = ["def"] + ["%d,%d,%d,%d,%d" % t for t in (
     (32, 32, 32, 2, 2), (128, 32, 16, 8, 2), (32, 128, 16, 2, 8), (64, 64, 16, 8, 8), (128, 64, 16, 4, 4))]
 
 
-def compile_variant(kiln, model, bundle, knobs, what):
-    r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "-o", bundle] + knobs,
-                       capture_output=True, text=True)
-    if r.returncode:
-        print("FAIL %s: %s" % (what, r.stderr.strip()))
+def sweep_model(kiln, out, label, graph, tiles, knobs_of):
+    """graph saved as a model, compiled once per tile (knobs_of(tile): the --knobs value)
+    into OUT/<label>__<tile>.kiln ("def": the default tiles)."""
+    import onnx
+    from onnx import helper
+    model = os.path.join(out, label + ".onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    for tile in tiles:
+        knobs = [] if tile == "def" else ["--knobs", knobs_of(tile.split(","))]
+        bundle = os.path.join(out, "%s__%s.kiln" % (label, tile.replace(",", "x")))
+        r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "-o", bundle] + knobs,
+                           capture_output=True, text=True)
+        if r.returncode:
+            print("FAIL %s %s: %s" % (label, tile, r.stderr.strip()))
+    os.remove(model)
 
 
 def prepare(out, kiln, batch=BATCH, only=None):
-    import onnx
     from onnx import helper, TensorProto as T
     os.makedirs(out, exist_ok=True)
     for name, spec in LAYERS.items():
@@ -66,29 +75,16 @@ def prepare(out, kiln, batch=BATCH, only=None):
             [helper.make_tensor_value_info("x", T.FLOAT, [batch, c, h, h]),
              helper.make_tensor_value_info("w", T.FLOAT, [oc, c, k, k])],
             [helper.make_tensor_value_info("y", T.FLOAT, [batch, oc, oh, oh])])
-        model = os.path.join(out, name + ".onnx")
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
-        for tile in TILES:
-            knobs = [] if tile == "def" else ["--knobs", "gpu_conv:toc=%s,tow=%s" % tuple(tile.split(","))]
-            compile_variant(kiln, model, os.path.join(out, "%s__%s.kiln" % (name, tile.replace(",", "x"))), knobs,
-                            name + " " + tile)
-        os.remove(model)
+        sweep_model(kiln, out, name, g, TILES, lambda t: "gpu_conv:toc=%s,tow=%s" % tuple(t))
     for name, (a, b) in MATMULS.items():
         if only and "mm_" + name not in only:
             continue
         if batch != BATCH:  # the encoder's rows or its heads' batch scale with the batch
             a, b = [a[0] * batch // BATCH] + a[1:], ([b[0] * batch // BATCH] + b[1:]) if len(b) == 3 else b
-        out_shape = a[:-1] + b[-1:]
         g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], name,
                               [helper.make_tensor_value_info("a", T.FLOAT, a), helper.make_tensor_value_info("b", T.FLOAT, b)],
-                              [helper.make_tensor_value_info("y", T.FLOAT, out_shape)])
-        model = os.path.join(out, name + ".onnx")
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
-        for tile in MM_TILES:
-            knobs = [] if tile == "def" else ["--knobs", "gpu_matmul:bm=%s,bn=%s,bk=%s,tm=%s,tn=%s" % tuple(tile.split(","))]
-            compile_variant(kiln, model, os.path.join(out, "mm_%s__%s.kiln" % (name, tile.replace(",", "x"))), knobs,
-                            name + " " + tile)
-        os.remove(model)
+                              [helper.make_tensor_value_info("y", T.FLOAT, a[:-1] + b[-1:])])
+        sweep_model(kiln, out, "mm_" + name, g, MM_TILES, lambda t: "gpu_matmul:bm=%s,bn=%s,bk=%s,tm=%s,tn=%s" % tuple(t))
     print("prepared", len([f for f in os.listdir(out) if f.endswith(".kiln")]), "bundles in", out)
 
 

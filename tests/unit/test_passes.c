@@ -573,15 +573,23 @@ static void test_dot4(void) {
 /* The dot4 fusion (pass_dot4.c): the int8 templates' four unrolled multiply-adds of
  * a quad (weights at stride 4, one input byte broadcast) become one dot4 computing the
  * same bits; a run whose offsets are not the quad's (a skipped byte) stays as it is. */
-static tir_stmt *quad_macs(fx *fp, tir_buffer *acc, tir_buffer *x, tir_buffer *w, tir_var *q, int64_t skip) {
+static tir_stmt *quad_macs(fx *fp, tir_buffer *acc, tir_buffer *x, tir_buffer *w, tir_var *q, int64_t skip,
+                           int32_t lanes) {
   fx f = *fp;
   tir_stmt *st[4];
   for (int j = 0; j < 4; j++) {
     int64_t o = j + (j == 3 ? skip : 0);
-    tir_expr *wv = tir_cast(B, GIR_I32, tir_load(B, w, tir_ramp(B, ADD(MUL(V(q), I(64)), I(o)), I(4), 16)));
-    tir_expr *xv = tir_broadcast(B, tir_cast(B, GIR_I32, tir_load(B, x, ADD(MUL(V(q), I(4)), I(o)))), 16);
-    tir_expr *ix = tir_ramp(B, I(0), I(1), 16);
-    st[j] = tir_store(B, acc, ix, ADD(tir_load(B, acc, ix), MUL(wv, xv)));
+    tir_expr *first, *second, *ix; /* the product's operands, in the template's order */
+    if (lanes > 1) { /* weights at stride 4 across the lanes, one input byte broadcast */
+      first = tir_cast(B, GIR_I32, tir_load(B, w, tir_ramp(B, ADD(MUL(V(q), I(64)), I(o)), I(4), lanes)));
+      second = tir_broadcast(B, tir_cast(B, GIR_I32, tir_load(B, x, ADD(MUL(V(q), I(4)), I(o)))), lanes);
+      ix = tir_ramp(B, I(0), I(1), lanes);
+    } else { /* scalar: both sides step by one byte */
+      first = tir_cast(B, GIR_I32, tir_load(B, x, ADD(MUL(V(q), I(4)), I(o))));
+      second = tir_cast(B, GIR_I32, tir_load(B, w, ADD(MUL(V(q), I(8)), I(j))));
+      ix = I(2);
+    }
+    st[j] = tir_store(B, acc, ix, ADD(tir_load(B, acc, ix), MUL(first, second)));
   }
   return tir_for(B, q, I(0), I(3), TIR_SERIAL, tir_seq(B, st, 4));
 }
@@ -593,13 +601,13 @@ static void test_fuse_dot4(void) {
   tir_buffer *W = tir_buffer_new(B, "w", GIR_I8, 196, TIR_GLOBAL, 2);
   bufset bs = {3, {Acc, X, W}};
   tir_var *q = tir_var_new(B, "q", GIR_I64);
-  tir_stmt *s = quad_macs(&f, Acc, X, W, q, 0);
+  tir_stmt *s = quad_macs(&f, Acc, X, W, q, 0, 16);
   tir_stmt *d = tir_fuse_dot4(B, s);
   CHECK_INT(count(d).dot4s, 1);
   CHECK_INT(count(d).stores, 1);
   CHECK_CONTAINS(sstr(&f, d), "dot4(acc[ramp(0, 1, 16)], x[ramp(add(mul(q_0, 4), 0), 1, 4)], w[ramp(add(mul(q_0, 64), 0), 1, 64)])");
   SAME(&bs, s, d, "four multiply-adds as one dot4");
-  tir_stmt *n = quad_macs(&f, Acc, X, W, q, 1); /* the last step reads byte 4, not 3 */
+  tir_stmt *n = quad_macs(&f, Acc, X, W, q, 1, 16); /* the last step reads byte 4, not 3 */
   tir_stmt *nd = tir_fuse_dot4(B, n);
   CHECK_INT(count(nd).dot4s, 0);
   CHECK_INT(count(nd).stores, 4);
@@ -610,18 +618,6 @@ static void test_fuse_dot4(void) {
 /* The scalar form (the int8 conv template on a target without vectors: Cortex-M4/M7):
  * four scalar multiply-adds of one output channel's quad, both sides stepping by one
  * byte, become one dot4 of L = 1 (the C backend's kc_dot4_*: two SMLADs). */
-static tir_stmt *scalar_quad(fx *fp, tir_buffer *acc, tir_buffer *x, tir_buffer *w, tir_var *q, int64_t skip) {
-  fx f = *fp;
-  tir_stmt *st[4];
-  for (int j = 0; j < 4; j++) {
-    int64_t o = j + (j == 3 ? skip : 0);
-    tir_expr *xv = tir_cast(B, GIR_I32, tir_load(B, x, ADD(MUL(V(q), I(4)), I(o))));
-    tir_expr *wv = tir_cast(B, GIR_I32, tir_load(B, w, ADD(MUL(V(q), I(8)), I(j))));
-    st[j] = tir_store(B, acc, I(2), ADD(tir_load(B, acc, I(2)), MUL(xv, wv)));
-  }
-  return tir_for(B, q, I(0), I(3), TIR_SERIAL, tir_seq(B, st, 4));
-}
-
 static void test_fuse_dot4_scalar(void) {
   fx f;
   fx_init(&f);
@@ -629,13 +625,13 @@ static void test_fuse_dot4_scalar(void) {
   tir_buffer *W = tir_buffer_new(B, "w", GIR_I8, 32, TIR_GLOBAL, 2);
   bufset bs = {3, {Acc, X, W}};
   tir_var *q = tir_var_new(B, "q", GIR_I64);
-  tir_stmt *s = scalar_quad(&f, Acc, X, W, q, 0);
+  tir_stmt *s = quad_macs(&f, Acc, X, W, q, 0, 1);
   tir_stmt *d = tir_fuse_dot4(B, s);
   CHECK_INT(count(d).dot4s, 1);
   CHECK_INT(count(d).stores, 1);
   CHECK_CONTAINS(sstr(&f, d), "dot4(acc[2], x[ramp(add(mul(q_0, 4), 0), 1, 4)], w[ramp(add(mul(q_0, 8), 0), 1, 4)])");
   SAME(&bs, s, d, "four scalar multiply-adds as one dot4");
-  tir_stmt *n = scalar_quad(&f, Acc, X, W, q, 1); /* x's last step reads byte 4, not 3 */
+  tir_stmt *n = quad_macs(&f, Acc, X, W, q, 1, 1); /* x's last step reads byte 4, not 3 */
   tir_stmt *nd = tir_fuse_dot4(B, n);
   CHECK_INT(count(nd).dot4s, 0);
   SAME(&bs, n, nd, "not a quad: unchanged");
