@@ -381,13 +381,11 @@ int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
    * channels, so each output channel's quads of input bytes meet its weights' in
    * a 4-way dot product (SMLAD pairs on the Cortex-M DSP extension) */
   if (block < 4) L.block = 2, L.q8_only = 1;
-  if (L.block >= 2) {
-    for (int k = 0; k < n0; k++) {
-      gir_node *n = g->nodes[k];
-      g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
-      int r = n->op == GIR_OP_conv ? rewrite_conv(&L, n) : propagate(&L, n);
-      if (r < 0) return -1;
-    }
+  for (int k = 0; k < n0; k++) {
+    gir_node *n = g->nodes[k];
+    g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
+    int r = n->op == GIR_OP_conv ? rewrite_conv(&L, n) : propagate(&L, n);
+    if (r < 0) return -1;
   }
   g->cur_guard = NULL;
   if (g->n_nodes != n0) gir_resort_compact(g);

@@ -4,9 +4,8 @@
  * channel tiles, .x over patches, .z over the batch); each thread a toc × tow tile
  * (channels × pixels along the row) in registers; the reduction over input channels
  * runs in steps of bic, each step's weights [boc, bic, kh, kw] and input window
- * [bic, rows, cols] (the patch's receptive field, its halo included; outside the
- * image the copy is skipped and the conv's own condition skips the taps) copied
- * into shared memory by the block's threads together, between barriers. The input
+ * [bic, rows, cols] (the patch's receptive field, its halo included) copied into
+ * shared memory by the block's threads together, between barriers. The input
  * window is copied zero-padded (sch_cache_read_pad: zeros where the taps fall in
  * the conv's padding), so the reduction drops its tests of the taps and its inner
  * loops are straight-line FMAs on registers loaded once per step. Depthwise
