@@ -322,6 +322,64 @@ static int tir_same(const tir_expr *a, const tir_expr *b) {
   }
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+/* sum coef[i]·term[i] + c as an expression. */
+static tir_expr *lin_expr(lower_ctx *L, const lin *l) {
+  tir_builder *b = L->b;
+  tir_expr *e = tir_i64(b, l->c);
+  for (int i = 0; i < l->n; i++)
+    if (l->coef[i])
+      e = tir_bin(b, TE_ADD, e, tir_bin(b, TE_MUL, (tir_expr *)l->term[i], tir_i64(b, l->coef[i])));
+  return e;
+}
+
+/* A division by a constant d whose numerator is S + R — S made of loops outside the
+ * attach point, all its coefficients and constant multiples of some g dividing d
+ * (and not negative), R of the inner loops with positive coefficients spanning
+ * less than g — is S / d: every inner iteration lands in the same quotient. A
+ * grouped conv's group (m / channels-per-group) over a block whose channel tile
+ * lies within one group is then a single point, not every group. Returns ix with
+ * such divisions among its linear terms rewritten (ix itself when there are none). */
+static tir_expr *outer_divs(lower_ctx *L, tir_expr *ix, tir_var *const *iv, const int64_t *iext, int ni) {
+  lin l = lin_of(ix);
+  int changed = 0;
+  for (int i = 0; l.ok && i < l.n; i++) {
+    const tir_expr *t = l.term[i];
+    if (t->kind != TIR_BINARY || t->u.bin.op != TE_DIV || t->u.bin.b->kind != TIR_INT || t->u.bin.b->u.i <= 0 ||
+        !uses_any(t, iv, ni))
+      continue;
+    int64_t d = t->u.bin.b->u.i, span = 0;
+    lin a = lin_of(t->u.bin.a), sym = {.ok = 1, .c = a.c};
+    int ok = a.ok && a.c >= 0;
+    int64_t g = gcd64(d, a.c);
+    for (int j = 0; ok && j < a.n; j++) {
+      int inner = -1;
+      for (int k = 0; k < ni && a.term[j]->kind == TIR_VAR; k++)
+        if (iv[k] == a.term[j]->u.var) inner = k;
+      if (inner >= 0) {
+        ok = a.coef[j] > 0;
+        span += a.coef[j] * (iext[inner] - 1);
+      } else if (uses_any(a.term[j], iv, ni) || a.coef[j] < 0) {
+        ok = 0;
+      } else {
+        g = gcd64(g, a.coef[j]);
+        lin_add_term(&sym, a.term[j], a.coef[j]);
+      }
+    }
+    if (!ok || span >= g) continue;
+    l.term[i] = tir_bin(L->b, TE_DIV, lin_expr(L, &sym), tir_i64(L->b, d));
+    changed = 1;
+  }
+  return changed ? lin_expr(L, &l) : ix;
+}
+
 /* Bound inference state: per axis of the producer, the union so far of the
  * index ranges read (a symbolic base plus [lo, hi]), or a single non-linear
  * point, or the whole axis. */
@@ -351,6 +409,7 @@ static void add_reads(lower_ctx *L, te_tensor *t, const te_expr *body, tir_expr 
       for (int j = 0; j < n_inner; j++) /* a loop of one iteration is 0 (a div/mod of it stays a point) */
         if (inner_ext[j] == 1 && uses_any(ix, &inner_vars[j], 1))
           ix = tir_substitute_expr(L->b, ix, inner_vars[j], tir_i64(L->b, 0));
+      ix = outer_divs(L, ix, inner_vars, inner_ext, n_inner);
       lin l = lin_of(ix);
       if (!l.ok) {
         /* not linear, but made of loops outside the attach point only (a fused

@@ -11,7 +11,10 @@
  * loops are straight-line FMAs on registers loaded once per step. Depthwise
  * convs (one input channel per output channel) take the same template: the
  * reduction over input channels has one step, and the block's window holds the
- * rows of its own channels. Grouped convs keep the default schedule. */
+ * rows of its own channels. Grouped convs too, with a block's channels inside one
+ * group (boc divides the channels per group): the block's group is then one
+ * value, and its window holds only that group's input channels (bound inference
+ * takes m / channels-per-group over such a tile as a point: sch_lower.c). */
 #include <stdlib.h>
 #include <string.h>
 #include "templates.h"
@@ -69,11 +72,22 @@ static void pick_channels(int64_t OC, lower_gpu_conv_cfg *c) {
   c->boc = best_tz * c->toc;
 }
 
+/* Output channels per group of a grouped conv (lower_gpu_conv_fits 3), else 0. */
+static int64_t group_channels(const sch_stage *red) {
+  if (lower_gpu_conv_fits(red) != 3) return 0;
+  const gir_node *n = red->t->origin;
+  int64_t g = n ? gir_attr_int(n, "group", 1) : 1;
+  return g > 1 && red->t->shape[1] % g == 0 ? red->t->shape[1] / g : 0;
+}
+
 void lower_gpu_conv_blocks(const sch_stage *red, lower_gpu_conv_cfg *c) {
   const te_tensor *o = red->t;
-  int64_t OC = o->shape[1], OH = o->shape[2], OW = o->shape[3];
+  int64_t OC = o->shape[1], OH = o->shape[2], OW = o->shape[3], mpg = group_channels(red);
   if (OW % c->tow && OW < 4 * c->tow) c->tow = 1; /* a ragged run on a narrow map: one column */
-  pick_channels(OC, c);
+  /* grouped: the channel groups of one group's channels (a block within a group) */
+  if (mpg && mpg % c->toc) c->toc = 1;
+  pick_channels(mpg ? mpg : OC, c);
+  while (mpg && mpg % c->boc) c->boc -= c->toc;
   pick_patch(OH, OW, c);
   if (lower_gpu_conv_fits(red) == 2 && c->bow < OW) { /* depthwise: whole rows (lower_sched_gpu_conv) */
     int32_t kx = (int32_t)lower_cdiv(OW, c->tow);
@@ -158,12 +172,17 @@ int lower_gpu_conv_fits(const sch_stage *st) {
   int nl = lower_gpu_loads(st, lt, 4);
   if (nl != 2) return 0;
   /* one group: the weights [OC, C, KH, KW] span every input channel; depthwise: one
-   * input channel per output channel, [OC, 1, KH, KW] over an input of OC channels */
+   * input channel per output channel, [OC, 1, KH, KW] over an input of OC channels;
+   * grouped: [OC, C/g, KH, KW], g groups of OC/g output channels */
+  const gir_node *n = st->t->origin;
+  int64_t g = n ? gir_attr_int(n, "group", 1) : 1;
   for (int i = 0; i < 2; i++) {
     const te_tensor *w = lt[i], *x = lt[1 - i];
     if (w->rank != 4 || x->rank != 4 || w->shape[0] != st->t->shape[1]) continue;
     if (w->shape[1] == x->shape[1] && w->shape[1] == st->reduce_axes[0]->extent) return 1;
     if (w->shape[1] == 1 && st->reduce_axes[0]->extent == 1 && x->shape[1] == w->shape[0]) return 2;
+    if (g > 1 && w->shape[1] == st->reduce_axes[0]->extent && x->shape[1] == g * w->shape[1] && w->shape[0] % g == 0)
+      return 3;
   }
   return 0;
 }
@@ -210,6 +229,9 @@ int lower_sched_gpu_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const 
    * plain block index (a fused one reaches the window's region as a modulo, whose
    * range is every channel): there the image goes with the column tiles, one per row */
   int depthwise = lower_gpu_conv_fits(red) == 2;
+  int64_t mpg = group_channels(red);
+  if (mpg && mpg % c->boc)
+    return gir_errf(s->err, "gpu conv: a block's %d channels straddle groups of %lld", c->boc, (long long)mpg);
   if (depthwise && lower_cdiv(OW, c->bow) != 1)
     return gir_errf(s->err, "gpu conv: a depthwise block takes whole rows (bow %d < %lld columns)", c->bow, (long long)OW);
   sch_iter *order[9] = {n, oco, oho, owo, tzi, ohi, owt, oci_i, owi_i};

@@ -2,8 +2,9 @@
 
 Without a GPU (CI has none), every part but the launch is checked:
 1. Shapes that stress the GPU templates (tiles that do not divide the output,
-   strides, padding, 1x1 / 3x3 / 7x7 kernels, a batch of matmuls, one row, a
-   grouped conv that keeps the default schedule…), built here with onnx.helper,
+   strides, padding, 1x1 / 3x3 / 7x7 kernels, a batch of matmuls, one row, grouped
+   convs, a small grouped conv that keeps the default schedule, convs split over
+   input-channel slices (split-K)…), built here with onnx.helper,
    with ONNX Runtime's outputs as the reference: `kiln check --target cuda-sm90
    --emulate --ptxas` runs the GPU loop IR launch by launch in the interpreter's
    emulation (blocks, threads, barriers and shared memory checked for races and
@@ -168,6 +169,12 @@ def cases():
     yield ("conv_small_default",) + conv_case("conv_small_default", 1, 16, 7, 7, 24, 3, pad=1) + (False,)
     yield ("conv_grouped",) + conv_case("conv_grouped", 1, 8, 10, 10, 8, 3, pad=1, group=4) + (False,)
     yield ("conv_depthwise",) + conv_case("conv_depthwise", 1, 16, 12, 12, 16, 3, pad=1, group=16, bias=False) + (False,)
+    yield ("grouped3x3_template",) + conv_case("grouped3x3_template", 2, 64, 28, 28, 64, 3, pad=1, group=4) + (True,)
+    yield ("grouped32_template",) + conv_case("grouped32_template", 2, 128, 28, 28, 128, 3, stride=2, pad=1, group=32) + (True,)
+    yield ("grouped_mult_template",) + conv_case("grouped_mult_template", 2, 32, 28, 28, 128, 3, pad=1, group=32) + (True,)
+    # few outputs, long reductions: split-K (layout/split_k.c), a grouped conv over channel slices
+    yield ("splitk_3x3",) + conv_case("splitk_3x3", 1, 512, 7, 7, 128, 3, pad=1) + ("split 8",)
+    yield ("splitk_1x1_s2",) + conv_case("splitk_1x1_s2", 1, 1024, 13, 13, 512, 1, stride=2) + ("split 4",)
     yield ("dw3x3_template",) + conv_case("dw3x3_template", 4, 64, 28, 28, 64, 3, pad=1, group=64) + (True,)
     yield ("dw3x3_s2_template",) + conv_case("dw3x3_s2_template", 4, 64, 57, 57, 64, 3, stride=2, pad=1, group=64) + (True,)
     yield ("matmul_ragged",) + matmul_case("matmul_ragged", [150, 70], [70, 300]) + (True,)
@@ -237,7 +244,12 @@ def main():
                 bundle = os.path.join(work, name, "m.kiln")
                 r = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda-sm90", "--dump-after=lower", "-o", bundle],
                                   timeout=600)
-                if template in ("shfl", "no shfl"):  # the reduction schedule (warp shuffles, in the PTX too), or not
+                if isinstance(template, str) and template.startswith("split"):  # split-K: the conv grouped over input-channel slices
+                    lay = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda-sm90", "--dump-after=layout", "-o", bundle])
+                    want = "group=%s}" % template.split()[1]
+                    checks.check(lay.rc == 0 and want in lay.out, "%s: split-K into a conv with %s expected: %s" % (
+                        name, want, lay.out[:600]))
+                elif template in ("shfl", "no shfl"):  # the reduction schedule (warp shuffles, in the PTX too), or not
                     want = template == "shfl"
                     shfl = "shfl_xor(" in r.out
                     ptx = ptx_of(bundle) if r.rc == 0 else None
