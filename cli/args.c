@@ -63,6 +63,11 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                           "GEMMs: auto (default) where channels and tiles make it pay, on every 3x3 conv whose "
                           "output is whole tiles, off never",
                           C(COMPILE) | C(BENCH) | C(CHECK) | C(TUNE) | C(INSPECT)},
+    [CLI_OPT_SPLIT_K] = {"--split-k", NULL, CLI_STRING, 0, 0, "auto|off|N",
+                         "GPU targets: convs with few outputs and long reductions split over input-channel "
+                         "slices (a grouped conv, the partial sums added): auto (default) by the rule, off "
+                         "never, N (2 to 16) every conv of one group whose input channels N divides",
+                         C(COMPILE) | C(CHECK)},
     [CLI_OPT_MAX_STRING_BYTES] = {"--max-string-bytes", NULL, CLI_INT, 8, 65536, "N",
                                   "the slot of each element of a string tensor, its 4-byte length included (default "
                                   "64: strings of up to 60 bytes); longer strings are refused, naming the input",
@@ -392,6 +397,17 @@ int cli_winograd_mode(const cli_args *a) {
   if (!strcmp(v, "on")) return LAY_WINOGRAD_ON;
   if (!strcmp(v, "off")) return LAY_WINOGRAD_OFF;
   fprintf(stderr, "kiln %s: --winograd takes auto, on or off, not '%s'\n", commands[a->cmd].name, v);
+  return -1;
+}
+
+int cli_split_k(const cli_args *a) {
+  const char *v = a->str[CLI_OPT_SPLIT_K];
+  if (!v || !strcmp(v, "auto")) return 0;
+  if (!strcmp(v, "off")) return 1;
+  char *end = NULL;
+  long n = strtol(v, &end, 10);
+  if (end != v && !*end && n >= 2 && n <= 16) return (int)n;
+  fprintf(stderr, "kiln %s: --split-k takes auto, off or a slice count from 2 to 16, not '%s'\n", commands[a->cmd].name, v);
   return -1;
 }
 

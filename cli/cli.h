@@ -61,7 +61,7 @@ typedef enum cli_opt {
   CLI_OPT_ONNX, CLI_OPT_PYTHON, CLI_OPT_JSON, CLI_OPT_DOT, CLI_OPT_PRINT, CLI_OPT_FUSED, CLI_OPT_DUMP_IR, CLI_OPT_ATOL_SCALE,
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
-  CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD,
+  CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD, CLI_OPT_SPLIT_K,
   CLI_OPT_MAX_STRING_BYTES, CLI_OPT_KNOBS, CLI_OPT_COUNT
 } cli_opt;
 
@@ -107,6 +107,9 @@ int cli_args_import(const cli_args *a, cli_import *ci);
 /* --winograd auto|on|off as a lay_winograd_mode (auto when not given); -1 after a
  * message for another value. */
 int cli_winograd_mode(const cli_args *a);
+/* --split-k auto|off|N as lay_split_k's `force` (0 auto when not given, 1 off, N
+ * slices); -1 after a message for anything else. */
+int cli_split_k(const cli_args *a);
 
 /* --test-data DIR: DIR/input_N.pb become known inputs (their shapes bind the
  * graph inputs of the same name). Returns the count, -1 on error. Data lives in a. */

@@ -151,7 +151,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     if (lay_split_conv_transpose(g, NULL, err) < 0) return -1; /* phase convs, blocked next */
     if (lay_split_dilated_conv(g, NULL, err) < 0) return -1;   /* no taps on padding, blocked next */
     if (lay_separable_pool(g, NULL, err) < 0) return -1;       /* large max windows as rows, then columns */
-    if (lt.gpu && lay_split_k(g, lt.gpu_sms, NULL, err) < 0) return -1; /* small grids: reductions split */
+    if (lt.gpu && lay_split_k(g, lt.gpu_sms, o->split_k, NULL, err) < 0) return -1; /* small grids: reductions split */
     if (!lt.gpu && lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1; /* a GPU's threads want plain NCHW */
     /* 3x3 convs as Winograd transforms around a batched GEMM, where the channels and
      * tiles make it pay; narrow-vector targets (NEON, Cortex-M) only when asked */
@@ -566,7 +566,7 @@ int kiln_cmd_compile(int argc, char **argv) {
   if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
   o.aot = args.set[CLI_OPT_AOT] > 0;
   o.kernels = args.str[CLI_OPT_KERNELS];
-  if ((o.winograd = cli_winograd_mode(&args)) < 0) return 2;
+  if ((o.winograd = cli_winograd_mode(&args)) < 0 || (o.split_k = cli_split_k(&args)) < 0) return 2;
   if (o.dump_after) {
     int known = 0;
     for (int i = 0; kiln_compile_steps[i]; i++) known |= !strcmp(kiln_compile_steps[i], o.dump_after);

@@ -30,6 +30,8 @@ typedef struct kiln_compile_options {
   const struct lower_tuning *tuning; /* sees every group lowered and may tune it (tuner/); NULL: the defaults */
   int aot;                      /* 1: output_path is a folder that gets a C project (pack/aot.h), no bundle */
   const char *kernels;          /* --aot on a Cortex-M target: "c" (NULL: the default) or "llvm" */
+  int split_k;                  /* GPU convs split over input-channel slices (layout/split_k.c): 0 by the
+                                 * rule, 1 never, N slices wherever N divides the channels */
   int winograd;                 /* 3x3 convs as Winograd F(m,3) (layout/winograd.c): a lay_winograd_mode,
                                  * LAY_WINOGRAD_AUTO (0: where it pays, on targets with 8+ float lanes), ON, OFF */
 } kiln_compile_options;

@@ -77,8 +77,9 @@ int lay_flatten_reduce(gir_graph *g, int32_t *flattened, gir_err *err);
 /* Rewrites float32 2-D convs of one group with constant weights whose outputs are
  * too few to fill a GPU of `sms` multiprocessors and whose reductions are long
  * into a grouped conv over S slices of the input channels, a sum over the slices
- * and the bias (split_k.c: split-K). GPU targets only. *rewritten counts them (may
+ * and the bias (split_k.c: split-K). GPU targets only. force 0: S by the rule; 1:
+ * none; N: N slices for every such conv (whatever its size) whose channels N divides. *rewritten counts them (may
  * be NULL). Requires: topological order. Preserves: semantics up to the order of
  * a float sum, output names and shapes; compacts the graph. */
-int lay_split_k(gir_graph *g, int32_t sms, int32_t *rewritten, gir_err *err);
+int lay_split_k(gir_graph *g, int32_t sms, int32_t force, int32_t *rewritten, gir_err *err);
 #endif

@@ -27,13 +27,14 @@
 
 /* Slices for conv n on sms multiprocessors: the fewest of 2, 4, 8 that bring the
  * outputs to 2·THREADS_PER_SM per multiprocessor, else the most the channels
- * allow; 1: no split. */
-static int64_t slices(const gir_node *n, int32_t sms) {
+ * allow; 1: no split. force (--split-k): that many wherever it divides the channels. */
+static int64_t slices(const gir_node *n, int32_t sms, int32_t force) {
   const gir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
   if (x->shape.rank != 4 || x->dtype != GIR_F32 || w->dtype != GIR_F32 || !w->data ||
       gir_attr_int(n, "group", 1) != 1 || n->n_attrs > 4)
     return 1;
   int64_t outputs = 1, C = w->shape.dims[1], taps = C * w->shape.dims[2] * w->shape.dims[3];
+  if (force) return C % force ? 1 : force;
   for (int i = 0; i < 4; i++) outputs *= y->shape.dims[i];
   if (taps < MIN_TAPS || outputs >= (int64_t)sms * THREADS_PER_SM) return 1;
   int64_t best = 1;
@@ -117,12 +118,12 @@ static int rewrite(gir_graph *g, gir_node *n, int64_t S, gir_err *err) {
   return 1;
 }
 
-int lay_split_k(gir_graph *g, int32_t sms, int32_t *rewritten, gir_err *err) {
+int lay_split_k(gir_graph *g, int32_t sms, int32_t force, int32_t *rewritten, gir_err *err) {
   int32_t n0 = g->n_nodes, cnt = 0;
   for (int i = 0; i < n0 && sms > 0; i++) {
     gir_node *n = g->nodes[i];
     if (n->op != GIR_OP_conv || n->n_out != 1) continue;
-    int64_t S = slices(n, sms);
+    int64_t S = slices(n, sms, force);
     if (S == 1) continue;
     g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
     if (rewrite(g, n, S, err) < 0) return -1;
