@@ -765,9 +765,48 @@ static tir_stmt *allreduce(lower_ctx *L, sch_stage *st, tir_var *const *lv, cons
   return s && sh ? tir_allocate(b, sh, s) : s;
 }
 
+/* A stage tensorized on tensor cores (sch_wmma.c): the factors of its product lowered
+ * with the tile's row and column and the reduce index as free variables, the loop IR
+ * from sch_wmma_lower. Its region must be the one tile (one row of each batch axis). */
+static tir_stmt *emit_wmma(lower_ctx *L, sch_stage *st) {
+  tir_builder *b = L->b;
+  stage_info *si = &L->info[st->id];
+  const sch_wmma *w = st->wmma;
+  const region *reg = &si->reg;
+  const te_expr *ae, *be;
+  int r = st->n_root, ok = sch_wmma_operands(st, &ae, &be) && si->buf && si->buf->scope == TIR_SHARED &&
+                           reg->extent[r - 2] == w->bm && reg->extent[r - 1] == w->bn;
+  for (int i = 0; i < r - 2; i++) ok &= reg->extent[i] == 1;
+  for (int i = 0; i < L->s->n_stages; i++) ok &= !(L->s->stages[i]->attach == SCH_AT && L->s->stages[i]->at_stage == st);
+  if (!ok) {
+    gir_errf(L->err, "stage %s is tensorized on a %dx%d tile but its consumer reads a region of %lldx%lld (or it is "
+             "not shared, or has stages computed inside it)", st->t->name, w->bm, w->bn, (long long)reg->extent[r - 2],
+             (long long)reg->extent[r - 1]);
+    return NULL;
+  }
+  sch_wmma_args a = {.c = si->buf, .m0 = reg->min[r - 2], .n0 = reg->min[r - 1], .M = st->t->shape[r - 2],
+                     .N = st->t->shape[r - 1], .K = st->reduce_axes[0]->extent};
+  a.vm = tir_var_new(b, "m", GIR_I64), a.vn = tir_var_new(b, "n", GIR_I64);
+  a.ka = tir_var_new(b, "k", GIR_I64), a.kb = tir_var_new(b, "k", GIR_I64);
+  te_var *vars[GIR_MAX_RANK + 1];
+  tir_expr *vals[GIR_MAX_RANK + 1];
+  for (int i = 0; i < r; i++) vars[i] = st->root_axes[i]->root, vals[i] = reg->min[i];
+  vars[r] = st->reduce_axes[0]->root;
+  vals[r - 2] = tir_bin(b, TE_ADD, reg->min[r - 2], tir_var_ref(b, a.vm));
+  vals[r] = tir_var_ref(b, a.ka);
+  a.a_val = lower_expr(L, ae, vals, vars, r + 1);
+  vals[r - 2] = reg->min[r - 2];
+  vals[r - 1] = tir_bin(b, TE_ADD, reg->min[r - 1], tir_var_ref(b, a.vn));
+  vals[r] = tir_var_ref(b, a.kb);
+  a.b_val = lower_expr(L, be, vals, vars, r + 1);
+  si->emitted = 1;
+  return sch_wmma_lower(b, w, &a);
+}
+
 static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   tir_builder *b = L->b;
   stage_info *si = &L->info[st->id];
+  if (st->wmma) return emit_wmma(L, st);
   si->emitted = 1;
   region *reg = &si->reg;
   int64_t *ext = gir_arena_calloc(L->s->arena, (size_t)L->s->next_iter + 1, sizeof *ext);
