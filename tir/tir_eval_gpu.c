@@ -565,9 +565,12 @@ static float *wmma_mem(tir_env *env, const tir_stmt *s) {
 /* Runs wmma s once for a warp, as its lane 0 (env; memory accesses checked for races as
  * that thread's): op[] holds the fragment number, MMA's two operand numbers and index. */
 static int wmma_exec(tir_env *env, const tir_stmt *s, const int64_t op[4]) {
+  tir_wmma_op k = s->u.wmma.op;
+  tir_frag role = k == TIR_WMMA_LOAD_A ? TIR_FRAG_A : k == TIR_WMMA_LOAD_B ? TIR_FRAG_B : TIR_FRAG_ACC;
+  if (s->u.wmma.frag->frag != role || (k == TIR_WMMA_MMA && (s->u.wmma.fa->frag != TIR_FRAG_A || s->u.wmma.fb->frag != TIR_FRAG_B)))
+    return failf(env, "wmma.%s on fragments of the wrong role (%s)", wmma_names[k], s->u.wmma.frag->name);
   float *d = wmma_frag(env, s->u.wmma.frag, op[0]);
   if (!d) return -1;
-  tir_wmma_op k = s->u.wmma.op;
   if (k == TIR_WMMA_FILL) {
     for (int e = 0; e < TIR_WMMA_M * TIR_WMMA_N; e++) d[e] = (float)s->u.wmma.value;
     return 0;

@@ -222,6 +222,14 @@ static void check_stmt(checker *c, const tir_stmt *s) {
         if (!c->failed && (fb[i]->scope != TIR_FRAGMENT || fb[i]->frag == TIR_FRAG_NONE))
           return cfail(c, "wmma on buffer %s, which is not a fragment buffer", fb[i]->name);
       }
+    tir_wmma_op op = s->u.wmma.op;
+    tir_frag role = op == TIR_WMMA_LOAD_A ? TIR_FRAG_A : op == TIR_WMMA_LOAD_B ? TIR_FRAG_B : TIR_FRAG_ACC;
+    if (fb[0]->frag != role || (op == TIR_WMMA_MMA && (!fb[1] || !fb[2] || fb[1]->frag != TIR_FRAG_A ||
+                                                       fb[2]->frag != TIR_FRAG_B)))
+      return cfail(c, "wmma on fragment buffer %s of the wrong role", fb[0]->name);
+    if ((op == TIR_WMMA_MMA) != (s->u.wmma.ia != NULL) || (op == TIR_WMMA_MMA) != (s->u.wmma.ib != NULL) ||
+        (op == TIR_WMMA_LOAD_A || op == TIR_WMMA_LOAD_B || op == TIR_WMMA_STORE) != (s->u.wmma.mem != NULL))
+      return cfail(c, "a wmma with the wrong operands for its operation");
     for (int i = 0; i < 4; i++)
       if (e[i]) {
         check_expr(c, e[i]);

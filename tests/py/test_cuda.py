@@ -233,15 +233,35 @@ TC_KNOBS = {
 }
 
 
+def transposed_case(name, m, k, n):
+    """MatMul(Transpose(a), Transpose(b)) of two inputs (the transposes are kernels of their own)."""
+    rng = np.random.default_rng(len(name) + 400)
+    nodes = [helper.make_node("Transpose", ["a"], ["at"]), helper.make_node("Transpose", ["b"], ["bt"]),
+             helper.make_node("MatMul", ["at", "bt"], ["y"])]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("a", TensorProto.FLOAT, [k, m]),
+                                        helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])])
+    feeds = {"a": rng.uniform(-1, 1, (k, m)).astype(np.float32), "b": rng.uniform(-1, 1, (n, k)).astype(np.float32)}
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), feeds
+
+
+def mm_ref(v):
+    return np.matmul(tf32(v["a"]).astype(np.float64), tf32(v["b"]).astype(np.float64))
+
+
 def tf32_cases():
-    """(name, model, feeds, K, tensor cores expected): the tensor-core template's shapes."""
-    yield ("tf32_matmul",) + matmul_case("tf32_matmul", [128, 64], [64, 128]) + (64, True)
-    yield ("tf32_ragged",) + matmul_case("tf32_ragged", [150, 70], [70, 300]) + (70, True)
-    yield ("tf32_batch",) + matmul_case("tf32_batch", [6, 40, 33], [6, 33, 50], const_b=False) + (33, True)
-    yield ("tf32_broadcast_b",) + matmul_case("tf32_broadcast_b", [3, 64, 40], [40, 96]) + (40, True)
-    yield ("tf32_rank4",) + matmul_case("tf32_rank4", [2, 3, 40, 24], [2, 3, 24, 50], const_b=False) + (24, True)
-    yield ("tf32_gemm_relu",) + gemm_case("tf32_gemm_relu", 96, 72, 80) + (72, True)
-    yield ("tf32_few_rows",) + matmul_case("tf32_few_rows", [8, 96], [96, 200]) + (96, False)
+    """(name, model, feeds, K, tensor cores expected, reference from the inputs and weights by name,
+    TF32-rounded and summed in f64): the tensor-core template's shapes."""
+    yield ("tf32_matmul",) + matmul_case("tf32_matmul", [128, 64], [64, 128]) + (64, True, mm_ref)
+    yield ("tf32_ragged",) + matmul_case("tf32_ragged", [150, 70], [70, 300]) + (70, True, mm_ref)
+    yield ("tf32_batch",) + matmul_case("tf32_batch", [6, 40, 33], [6, 33, 50], const_b=False) + (33, True, mm_ref)
+    yield ("tf32_broadcast_b",) + matmul_case("tf32_broadcast_b", [3, 64, 40], [40, 96]) + (40, True, mm_ref)
+    yield ("tf32_rank4",) + matmul_case("tf32_rank4", [2, 3, 40, 24], [2, 3, 24, 50], const_b=False) + (24, True, mm_ref)
+    yield ("tf32_gemm_relu",) + gemm_case("tf32_gemm_relu", 96, 72, 80) + (72, True, lambda v: np.maximum(
+        tf32(v["x"]).astype(np.float64) @ tf32(v["W"]).astype(np.float64).T + v["B"], 0))
+    yield ("tf32_transposed",) + transposed_case("tf32_transposed", 80, 40, 96) + (40, True, lambda v: np.matmul(
+        tf32(v["a"]).astype(np.float64).T, tf32(v["b"]).astype(np.float64).T))
+    yield ("tf32_few_rows",) + matmul_case("tf32_few_rows", [8, 96], [96, 200]) + (96, False, mm_ref)
 
 
 def write_case(d, model, feeds):
@@ -315,19 +335,12 @@ def main():
                     print("ok %s --knobs %s: emulated and matches ONNX Runtime" % (name, knobs), flush=True)
         # tensor cores (--gpu-math tf32): the WMMA template's loop IR and PTX, emulated
         # against TF32-rounded numpy (tight) and ONNX Runtime's fp32 (TF32's tolerance)
-        for name, model, feeds, K, tc in tf32_cases():
+        for name, model, feeds, K, tc, ref_of in tf32_cases():
             if a.filter not in name:
                 continue
             d = os.path.join(work, name)
             path, data = write_case(d, model, feeds)
-            inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-            vals = dict(inits, **feeds)
-            x = tf32(vals[model.graph.node[0].input[0]]).astype(np.float64)
-            w = tf32(vals[model.graph.node[0].input[1]]).astype(np.float64)
-            if model.graph.node[0].op_type == "Gemm":
-                ref = np.maximum(x @ w.T + vals["B"].astype(np.float64), 0)
-            else:
-                ref = np.matmul(x, w)
+            ref = ref_of(dict({i.name: numpy_helper.to_array(i) for i in model.graph.initializer}, **feeds))
             tdata = os.path.join(d, "tf32")
             os.makedirs(tdata, exist_ok=True)
             for f in os.listdir(data):
