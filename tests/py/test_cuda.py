@@ -22,7 +22,8 @@ Without a GPU (CI has none), every part but the launch is checked:
    does, only the summation order differs), which the fp32 reference fails (the
    rounding happened); and ONNX Runtime's fp32 outputs within TF32's error, --atol-scale
    1e-3·sqrt(K) of the largest output. The PTX (wmma.*.m16n16k8 tf32) must assemble
-   for sm_80 and sm_90, and the BERT-like encoder compiles with it too.
+   for sm_80 and sm_90; the BERT-like encoder's PTX too, and the encoder at batch 1
+   emulated against ONNX Runtime within 1% of its largest output.
 ptxas is the CUDA toolkit's (/usr/local/cuda/bin/ptxas or $PTXAS); without it the
 PTX checks are reported skipped, never passed. The node suite runs the same way in
 ctest conformance_cuda.
@@ -458,6 +459,19 @@ def main():
                     p = subprocess.run([ptxas, "-arch=sm_%d" % arch, src_ptx, "-o", os.devnull], capture_output=True, text=True)
                     if checks.check(p.returncode == 0, "%s --target %s: ptxas -arch=sm_%d: %s" % (name, target, arch, p.stderr[-400:])):
                         print("ok %s --target %s: ptxas -arch=sm_%d accepts its %d KiB of PTX" % (name, target, arch, len(ptx) // 1024), flush=True)
+        # the encoder on tensor cores, emulated at batch 1 against ONNX Runtime's fp32 (~10 s)
+        if "bert_encoder" in names:
+            m = onnx.load(paths["bert_encoder"])
+            rng = np.random.default_rng(11)
+            feeds = {i.name: rng.uniform(-1, 1, [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+                     for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}}
+            path, data = write_case(os.path.join(work, "bert_tf32"), m, feeds)
+            r = util.run_kiln(a.kiln, ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate",
+                                       "--gpu-math", "tf32", "--atol-scale", "0.01"], timeout=900)
+            if checks.check(r.rc == 0 and "(emulated)" in r.out, "bert_encoder --gpu-math tf32, emulated: %s %s"
+                            % (r.describe(), (r.err or r.out)[-400:])):
+                print("ok bert_encoder --gpu-math tf32: emulated at batch 1, within 1%% of the largest output (%s)"
+                      % r.out.strip().splitlines()[-1].strip(), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     checks.finish()
