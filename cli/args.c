@@ -150,7 +150,7 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                          C(TUNE) | C(COMPILE)},
     [CLI_OPT_KNOBS] = {"--knobs", NULL, CLI_REPEATED, 0, 0, "TEMPLATE:NAME=V,...",
                        "set these knobs of every group that template schedules (conv, matmul, gpu_conv, gpu_matmul, "
-                       "gpu_matmul_tc; "
+                       "gpu_conv_tc, gpu_matmul_tc; "
                        "names and ranges in schedule/tuning.c), the rest as the default picks: for experiments and "
                        "sweeps; not with --records",
                        C(COMPILE) | C(CHECK)},

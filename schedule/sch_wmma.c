@@ -37,26 +37,39 @@ static int uses(const te_expr *e, const te_var *v) {
   }
 }
 
-int sch_wmma_operands(const sch_stage *st, const te_expr **a, const te_expr **b) {
+/* 1 if e reads one of root axes lo..hi-1 of st. */
+static int uses_axes(const te_expr *e, const sch_stage *st, int lo, int hi) {
+  for (int i = lo; i < hi; i++)
+    if (uses(e, st->root_axes[i]->root)) return 1;
+  return 0;
+}
+
+int sch_wmma_operands(const sch_stage *st, const te_expr **a, const te_expr **b, const te_expr **b_cond) {
   const te_expr *body = st->body;
-  if (st->t->dtype != GIR_F32 || st->n_root < 2 || st->n_reduce != 1 || body->kind != TE_REDUCE ||
-      body->u.red.comb != TE_SUM || body->u.red.cond || body->u.red.src->kind != TE_BINARY ||
-      body->u.red.src->u.bin.op != TE_MUL || body->u.red.src->dtype != GIR_F32)
-    return 0;
-  const te_var *m = st->root_axes[st->n_root - 2]->root, *n = st->root_axes[st->n_root - 1]->root;
-  const te_expr *x = body->u.red.src->u.bin.a, *y = body->u.red.src->u.bin.b;
-  if (uses(x, n) || uses(y, m)) {
-    const te_expr *t = x;
-    x = y, y = t;
-  }
-  if (uses(x, n) || uses(y, m)) return 0;
-  *a = x, *b = y;
-  return 1;
+  int r = st->n_root;
+  if (st->t->dtype != GIR_F32 || r < 2 || st->n_reduce < 1 || body->kind != TE_REDUCE || body->u.red.comb != TE_SUM ||
+      body->u.red.src->kind != TE_BINARY || body->u.red.src->u.bin.op != TE_MUL || body->u.red.src->dtype != GIR_F32)
+    return -1;
+  *b_cond = body->u.red.cond;
+  /* the row axis: the last one after which A reads no axis and which B does not read */
+  for (int ma = r - 2; ma >= 0; ma--)
+    for (int swap = 0; swap < 2; swap++) {
+      const te_expr *x = body->u.red.src->u.bin.a, *y = body->u.red.src->u.bin.b;
+      if (swap) {
+        const te_expr *t = x;
+        x = y, y = t;
+      }
+      if (!uses_axes(x, st, ma + 1, r) && !uses_axes(y, st, ma, ma + 1) && !uses_axes(*b_cond, st, ma, ma + 1)) {
+        *a = x, *b = y;
+        return ma;
+      }
+    }
+  return -1;
 }
 
 int sch_tensorize_wmma(sch_schedule *s, sch_stage *st, const sch_wmma *w) {
-  const te_expr *a, *b;
-  if (!sch_wmma_operands(st, &a, &b))
+  const te_expr *a, *b, *bc;
+  if (sch_wmma_operands(st, &a, &b, &bc) < 0)
     return gir_errf(s->err, "tensorize: %s is not an f32 sum of a product of its rows and columns", st->t->name);
   if (w->bm < 16 || w->bn < 16 || w->bk < 8 || w->bk % 8 || w->wm < 16 || w->wn < 16 || w->wm % 16 || w->wn % 16 ||
       w->bm % w->wm || w->bn % w->wn || (w->bm / w->wm) * (w->bn / w->wn) > 32)
@@ -122,10 +135,8 @@ tir_stmt *sch_wmma_lower(tir_builder *b, const sch_wmma *w, const sch_wmma_args 
 
   /* the tiles of A and B at step ko, zero outside the matrices (tests only where ragged) */
   tir_expr *k0 = mul(b, tir_var_ref(b, ko), w->bk);
-  tir_expr *a_ok = and_(b, a->M % w->bm ? lt(b, add(b, a->m0, tir_var_ref(b, a->vm)), a->M) : NULL,
-                        a->K % w->bk ? lt(b, tir_var_ref(b, a->ka), a->K) : NULL);
-  tir_expr *b_ok = and_(b, a->K % w->bk ? lt(b, tir_var_ref(b, a->kb), a->K) : NULL,
-                        a->N % w->bn ? lt(b, add(b, a->n0, tir_var_ref(b, a->vn)), a->N) : NULL);
+  tir_expr *a_ok = and_(b, a->a_ok, a->K % w->bk ? lt(b, tir_var_ref(b, a->ka), a->K) : NULL);
+  tir_expr *b_ok = and_(b, a->b_ok, a->K % w->bk ? lt(b, tir_var_ref(b, a->kb), a->K) : NULL);
   tir_stmt *fetch[4] = {
       tir_barrier(b),
       copy_tile(b, as, w->bm, w->bk, lda, tid, threads, a->vm, NULL, a->ka, k0, a->a_val, a_ok),

@@ -80,8 +80,12 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
     if (!matmul && !lower_gpu_conv_fits(st)) continue;
     lower_gpu_matmul_cfg mc;
     lower_gpu_matmul_tc_cfg tcc;
+    lower_gpu_conv_tc_cfg tcv;
     lower_gpu_conv_cfg cc;
-    if (matmul && t && t->gpu_tf32) tcc = lower_gpu_matmul_tc_default(st, t, &tc); /* opt-in: tensor cores */
+    if (t && t->gpu_tf32) { /* opt-in: tensor cores */
+      if (matmul) tcc = lower_gpu_matmul_tc_default(st, t, &tc);
+      else tcv = lower_gpu_conv_tc_default(st, t, &tc);
+    }
     if (tc) use = 1;
     else if (matmul) mc = lower_gpu_matmul_default(st, t, &use);
     else cc = lower_gpu_conv_default(st, t, &use);
@@ -91,9 +95,14 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
       epi = st;
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
     }
-    if (tc) {
+    if (tc && matmul) {
       lower_tune_knobs(t, "gpu_matmul_tc", &tcc, sizeof tcc);
       if (lower_sched_gpu_matmul_tc(s, st, epi, &tcc) < 0) return -1;
+      continue;
+    }
+    if (tc) {
+      lower_tune_knobs(t, "gpu_conv_tc", &tcv, sizeof tcv);
+      if (lower_sched_gpu_conv_tc(s, st, epi, &tcv) < 0) return -1;
       continue;
     }
     if (matmul) lower_tune_knobs(t, "gpu_matmul", &mc, sizeof mc);

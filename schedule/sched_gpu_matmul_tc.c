@@ -16,8 +16,8 @@
 /* 1 if st is a matmul this template computes: a plain f32 sum of a product of rows and
  * columns (any number of batch axes: they are fused into blockIdx.z). */
 static int tc_fits(const sch_stage *st) {
-  const te_expr *a, *b;
-  return st->t->rank >= 2 && sch_wmma_operands(st, &a, &b);
+  const te_expr *a, *b, *bc;
+  return st->t->rank >= 2 && st->n_reduce == 1 && sch_wmma_operands(st, &a, &b, &bc) == st->t->rank - 2;
 }
 
 lower_gpu_matmul_tc_cfg lower_gpu_matmul_tc_default(const sch_stage *red, const lower_target *t, int *use) {

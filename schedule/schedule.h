@@ -147,10 +147,14 @@ int sch_reads(const sch_stage *reader, const sch_stage *producer);
 int sch_check_attachments(sch_schedule *s);
 
 /* Tensorize on tensor cores (TVM's tensorize with the WMMA intrinsics; sch_wmma.c): a
- * matmul stage C[b.., m, n] = sum_k A(b.., m, k) · B(b.., k, n) of f32 (its body a sum
- * of one product, one factor free of n, the other of m; sch_wmma_operands), SHARED and
- * computed at a block loop of its consumer whose region of C is one bm x bn tile (one
- * row of each batch axis), is lowered to warps of TIR_WMMA instead of its loop nest:
+ * stage C[b.., m, n..] = sum_k.. A(b.., m, k..) · B(b.., k.., n..) of f32 (its body a
+ * sum of one product, its condition, if any (a conv's padding), free of m and taken as
+ * B's zeros; the row axis m one output axis, the column axes n.. every axis
+ * after it, the reduce axes k.. flattened into one: a matmul, or a conv as an implicit
+ * GEMM with m its output channels and n its pixels; sch_wmma_operands), SHARED and
+ * computed at a block loop of its consumer whose region of C is one tile of bm rows
+ * and bn columns (one row of each batch axis, the column axes' extents multiplying to
+ * bn: the tile row-major), is lowered to warps of TIR_WMMA instead of its loop nest:
  * the block's (bm/wm)·(bn/wn) warps (threadIdx.y; lanes threadIdx.x, 32, which the
  * consumer's thread loops must match) step through K by bk, copying the A and B tiles
  * to shared memory together (zero past M, N and K: ragged shapes), each warp
@@ -162,18 +166,22 @@ typedef struct sch_wmma {
   int32_t wm, wn;     /* a warp's tile (multiples of 16 dividing bm, bn) */
 } sch_wmma;
 int sch_tensorize_wmma(sch_schedule *s, sch_stage *st, const sch_wmma *w);
-/* The factors of a matmul stage's product, A (free of the last output axis) and B (free
- * of the one before): 1, or 0 when st is no plain f32 sum of one such product. */
-int sch_wmma_operands(const sch_stage *st, const te_expr **a, const te_expr **b);
+/* The row axis m of such a stage (the last output axis such that A, the factor
+ * returned in *a, reads no output axis after it and B, in *b, does not read it: the one
+ * before last for a matmul, the channels for a conv in NCHW), or -1 when st is no plain
+ * f32 sum of one such product; *b_cond the reduction's condition (NULL: none), which
+ * reads no row axis either: B is zero where it is false. */
+int sch_wmma_operands(const sch_stage *st, const te_expr **a, const te_expr **b, const te_expr **b_cond);
 /* The loop IR of a tensorized stage (sch_lower.c gives it the lowered factors): a_val is
- * A at row vm of the tile and reduce index ka, b_val B at reduce index kb and column vn
- * of the tile (vm, vn relative to the tile's origin m0, n0; ka, kb absolute), c the
- * SHARED buffer of the bm x bn tile; M, N, K the matmul's sizes. */
+ * A at row vm of the tile and flat reduce index ka, b_val B at flat reduce index kb and
+ * column vn of the tile; a_ok and b_ok (NULL: always) say where they lie inside C's
+ * domain (zeros elsewhere; the test of the reduce index against K is added here); c
+ * the SHARED buffer of the tile; K the reduce axes' extents multiplied. */
 typedef struct sch_wmma_args {
   tir_buffer *c;
-  tir_expr *a_val, *b_val, *m0, *n0;
+  tir_expr *a_val, *b_val, *a_ok, *b_ok;
   tir_var *vm, *vn, *ka, *kb;
-  int64_t M, N, K;
+  int64_t K;
 } sch_wmma_args;
 tir_stmt *sch_wmma_lower(tir_builder *b, const sch_wmma *w, const sch_wmma_args *a);
 

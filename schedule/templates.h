@@ -57,6 +57,20 @@ typedef struct lower_gpu_matmul_tc_cfg {
 lower_gpu_matmul_tc_cfg lower_gpu_matmul_tc_default(const sch_stage *red, const lower_target *t, int *use);
 int lower_sched_gpu_matmul_tc(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_tc_cfg *cfg);
 
+/* The GPU tensor-core conv template (sched_gpu_conv_tc.c; with lower_target.gpu_tf32):
+ * dense 2-D convs as implicit GEMMs on tensor cores, a block per bm output channels ×
+ * boh whole output rows of one image (bn = boh × the map's width pixels), warp tiles
+ * wm × wn, the flattened reduction (input channels × taps) in steps of bk. */
+typedef struct lower_gpu_conv_tc_cfg {
+  int32_t bm, boh, bk; /* output channels and rows per block, reduction step (a multiple of 8) */
+  int32_t wm, wn;      /* warp tile (multiples of 16) */
+} lower_gpu_conv_tc_cfg;
+/* The default tile, *use 0 where the template does not fit (no dense conv in NCHW, fewer
+ * than 16 channels, rows too narrow to make whole fragments within the map's height):
+ * the CUDA-core conv template then runs. */
+lower_gpu_conv_tc_cfg lower_gpu_conv_tc_default(const sch_stage *red, const lower_target *t, int *use);
+int lower_sched_gpu_conv_tc(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_tc_cfg *cfg);
+
 /* The GPU conv template (sched_gpu_conv.c): 2-D convs of one group, a block per
  * boc channels × boh × bow output pixels, toc × tow per thread in registers, input
  * channels in steps of bic through shared memory. */

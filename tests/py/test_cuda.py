@@ -229,6 +229,7 @@ def gemm_case(name, m, k, n):
 # other tiles of the tensor-core template: 8 warps of 32 x 32 in a 128 x 64 tile; 4 warps
 # of 16 x 32 with k steps of 16; one warp of 32 x 64 (fragments 2 x 4)
 TC_KNOBS = {
+    "tf32_conv3x3": ("gpu_conv_tc:bm=32,boh=8,bk=16,wm=32,wn=32", "gpu_conv_tc:bm=16,boh=4,bk=8,wm=16,wn=16"),
     "tf32_matmul": ("gpu_matmul_tc:bm=128,bn=64,bk=16,wm=32,wn=32", "gpu_matmul_tc:bm=32,bn=64,bk=8,wm=32,wn=64"),
     "tf32_ragged": ("gpu_matmul_tc:bm=32,bn=64,bk=16,wm=16,wn=32",),
 }
@@ -244,6 +245,25 @@ def transposed_case(name, m, k, n):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])])
     feeds = {"a": rng.uniform(-1, 1, (k, m)).astype(np.float32), "b": rng.uniform(-1, 1, (n, k)).astype(np.float32)}
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), feeds
+
+
+def conv_ref(stride, pad, relu):
+    """The TF32 reference of conv_case's model: x and W rounded, the conv summed in f64, bias, relu."""
+    def ref(v):
+        x, w = tf32(v["x"]).astype(np.float64), tf32(v["W"]).astype(np.float64)
+        n, c, h, wd = x.shape
+        m, _, k, _ = w.shape
+        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+        y = np.zeros((n, m, oh, ow))
+        for i in range(k):
+            for j in range(k):
+                win = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                y += np.einsum("nchw,mc->nmhw", win, w[:, :, i, j])
+        if "B" in v:
+            y += v["B"].astype(np.float64)[None, :, None, None]
+        return np.maximum(y, 0) if relu else y
+    return ref
 
 
 def mm_ref(v):
@@ -263,6 +283,14 @@ def tf32_cases():
     yield ("tf32_transposed",) + transposed_case("tf32_transposed", 80, 40, 96) + (40, True, lambda v: np.matmul(
         tf32(v["a"]).astype(np.float64).T, tf32(v["b"]).astype(np.float64).T))
     yield ("tf32_few_rows",) + matmul_case("tf32_few_rows", [8, 96], [96, 200]) + (96, False, mm_ref)
+    # convs as implicit GEMMs: 1x1 on a 56-wide map (2 rows a block), 3x3 padded at 28 and
+    # at 14 (4 and 8 rows; 48 channels: a ragged channel tile), a 7x7 stride-2 stem (32
+    # wide: 4 rows), two images; a 29-wide map keeps the CUDA-core template
+    yield ("tf32_conv1x1",) + conv_case("tf32_conv1x1", 1, 16, 56, 56, 64, 1, relu=False) + (16, True, conv_ref(1, 0, False))
+    yield ("tf32_conv3x3",) + conv_case("tf32_conv3x3", 2, 16, 28, 28, 32, 3, pad=1) + (144, True, conv_ref(1, 1, True))
+    yield ("tf32_conv3x3_14",) + conv_case("tf32_conv3x3_14", 1, 24, 14, 14, 48, 3, pad=1) + (216, True, conv_ref(1, 1, True))
+    yield ("tf32_conv_stem",) + conv_case("tf32_conv_stem", 1, 3, 64, 64, 32, 7, stride=2, pad=3) + (147, True, conv_ref(2, 3, True))
+    yield ("tf32_conv_29",) + conv_case("tf32_conv_29", 1, 16, 57, 57, 32, 3, stride=2, pad=1) + (144, False, conv_ref(2, 1, True))
 
 
 def write_case(d, model, feeds):
@@ -385,7 +413,7 @@ def main():
             if checks.check(r.rc == 0 and "(emulated)" in r.out, "%s: emulated TF32 vs ONNX Runtime fp32, --atol-scale %s: %s %s"
                             % (name, scale, r.describe(), (r.err or r.out)[-400:])):
                 print("ok %s: %s, emulated (%sfp32 within %s of the largest output), PTX %s"
-                      % (name, "tensor cores" if tc else "CUDA cores (too few rows)",
+                      % (name, "tensor cores" if tc else "CUDA cores (no tensor-core tile fits)",
                          "the TF32 reference at rtol 1e-3; " if tc else "", scale,
                          "assembled" if ptxas else "not assembled"), flush=True)
         # a whole model: the transformer of gen_models, TF32 against ONNX Runtime's fp32
