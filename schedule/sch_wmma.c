@@ -1,6 +1,8 @@
-/* sch_wmma.c — tensorizing a matmul stage on tensor cores (schedule.h's
- * sch_tensorize_wmma): what the stage must look like, and the loop IR that replaces
- * its loop nest when it is lowered (sch_lower.c lowers the two factors of its product
+/* sch_wmma.c — tensorizing a matmul-like stage on tensor cores (schedule.h's
+ * sch_tensorize_wmma): what the stage must look like (a sum of one product: its row
+ * axis, column axes and reduce axes found here; a matmul, or a conv as an implicit
+ * GEMM), and the loop IR that replaces its loop nest when it is lowered (sch_lower.c
+ * lowers the two factors of its product at a tile's row, column and flat reduce index
  * and hands them here). This is TVM's tensorize with the WMMA intrinsics, as one
  * fixed pattern rather than a matched intrinsic declaration: a block computes one
  * bm x bn tile of C into shared memory with TIR_WMMA (tir.h; m16n16k8, TF32 inputs,

@@ -1,6 +1,6 @@
 /* sched_gpu.c — the default schedule for a GPU (targets/cuda): every stage that
- * is not inlined and no template takes (matmuls — on tensor cores with
- * lower_target.gpu_tf32 where they fit —, convs, reductions over long rows:
+ * is not inlined and no template takes (matmuls and convs — on tensor cores with
+ * lower_target.gpu_tf32 where they fit —, reductions over long rows:
  * sched_gpu_*.c) computes one output element per thread, its output axes fused and
  * split into blocks of up to 256 threads (blockIdx.x, threadIdx.x), reductions in a
  * serial loop inside the thread; a reduction feeding an element-wise epilogue of
