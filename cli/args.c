@@ -68,6 +68,11 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                          "slices (a grouped conv, the partial sums added): auto (default) by the rule, off "
                          "never, N (2 to 16) every conv of one group whose input channels N divides",
                          C(COMPILE) | C(CHECK)},
+    [CLI_OPT_GPU_MATH] = {"--gpu-math", NULL, CLI_STRING, 0, 0, "fp32|tf32",
+                          "GPU targets: fp32 (default) computes f32 as ONNX says, on CUDA cores; tf32 lets f32 "
+                          "matmuls run on tensor cores with inputs rounded to TF32 (10-bit mantissas, f32 sums: "
+                          "relative errors near 1e-3, as PyTorch's allow_tf32)",
+                          C(COMPILE) | C(CHECK)},
     [CLI_OPT_MAX_STRING_BYTES] = {"--max-string-bytes", NULL, CLI_INT, 8, 65536, "N",
                                   "the slot of each element of a string tensor, its 4-byte length included (default "
                                   "64: strings of up to 60 bytes); longer strings are refused, naming the input",
@@ -149,7 +154,8 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                          "the best tuned schedule of each workload in FILE",
                          C(TUNE) | C(COMPILE)},
     [CLI_OPT_KNOBS] = {"--knobs", NULL, CLI_REPEATED, 0, 0, "TEMPLATE:NAME=V,...",
-                       "set these knobs of every group that template schedules (conv, matmul, gpu_conv, gpu_matmul; "
+                       "set these knobs of every group that template schedules (conv, matmul, gpu_conv, gpu_matmul, "
+                       "gpu_conv_tc, gpu_matmul_tc; "
                        "names and ranges in schedule/tuning.c), the rest as the default picks: for experiments and "
                        "sweeps; not with --records",
                        C(COMPILE) | C(CHECK)},
@@ -408,6 +414,14 @@ int cli_split_k(const cli_args *a) {
   long n = strtol(v, &end, 10);
   if (end != v && !*end && n >= 2 && n <= 16) return (int)n;
   fprintf(stderr, "kiln %s: --split-k takes auto, off or a slice count from 2 to 16, not '%s'\n", commands[a->cmd].name, v);
+  return -1;
+}
+
+int cli_gpu_tf32(const cli_args *a) {
+  const char *v = a->str[CLI_OPT_GPU_MATH];
+  if (!v || !strcmp(v, "fp32")) return 0;
+  if (!strcmp(v, "tf32")) return 1;
+  fprintf(stderr, "kiln %s: --gpu-math takes fp32 or tf32, not '%s'\n", commands[a->cmd].name, v);
   return -1;
 }
 

@@ -65,6 +65,7 @@ int kiln_cmd_check(int argc, char **argv) {
   if (args.set[CLI_OPT_MAX_ARENA]) o.max_arena_bytes = args.num[CLI_OPT_MAX_ARENA];
   if (args.set[CLI_OPT_DUMP_IR]) o.dump_after = "codegen";
   if ((o.winograd = cli_winograd_mode(&args)) < 0 || (o.split_k = cli_split_k(&args)) < 0) return 2;
+  if ((o.gpu_tf32 = cli_gpu_tf32(&args)) < 0) return 2;
   const char *dir = args.str[CLI_OPT_TEST_DATA];
   double atol_scale = 0;
   if (args.str[CLI_OPT_ATOL_SCALE]) {

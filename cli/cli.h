@@ -62,7 +62,7 @@ typedef enum cli_opt {
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
   CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD, CLI_OPT_SPLIT_K,
-  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_KNOBS, CLI_OPT_COUNT
+  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_KNOBS, CLI_OPT_GPU_MATH, CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a
@@ -110,6 +110,9 @@ int cli_winograd_mode(const cli_args *a);
 /* --split-k auto|off|N as lay_split_k's `force` (0 auto when not given, 1 off, N
  * slices); -1 after a message for anything else. */
 int cli_split_k(const cli_args *a);
+/* --gpu-math fp32|tf32: 1 for tf32 (tensor cores), 0 for fp32 (the default); -1 after a
+ * message on another value. */
+int cli_gpu_tf32(const cli_args *a);
 
 /* --test-data DIR: DIR/input_N.pb become known inputs (their shapes bind the
  * graph inputs of the same name). Returns the count, -1 on error. Data lives in a. */

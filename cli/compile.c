@@ -146,6 +146,8 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
                                                         : tgt_llvm_lower_target(&f->topt, &lt)) < 0)
     return -1;
   lt.tuning = o->tuning; /* kiln tune's probe, or --records' tuned schedules (tuner/); NULL: the defaults */
+  if (o->gpu_tf32 && !lt.gpu) return gir_errf(err, "--gpu-math tf32 is for GPU targets (--target cuda, cuda-sm90)");
+  lt.gpu_tf32 = o->gpu_tf32; /* opt-in: TF32 changes results (10-bit mantissas) */
   if (o->opt_level >= 2) {
     lay_stats ls;
     if (lay_split_conv_transpose(g, NULL, err) < 0) return -1; /* phase convs, blocked next */
@@ -567,6 +569,7 @@ int kiln_cmd_compile(int argc, char **argv) {
   o.aot = args.set[CLI_OPT_AOT] > 0;
   o.kernels = args.str[CLI_OPT_KERNELS];
   if ((o.winograd = cli_winograd_mode(&args)) < 0 || (o.split_k = cli_split_k(&args)) < 0) return 2;
+  if ((o.gpu_tf32 = cli_gpu_tf32(&args)) < 0) return 2;
   if (o.dump_after) {
     int known = 0;
     for (int i = 0; kiln_compile_steps[i]; i++) known |= !strcmp(kiln_compile_steps[i], o.dump_after);

@@ -34,6 +34,7 @@ typedef struct kiln_compile_options {
                                  * rule, 1 never, N slices wherever N divides the channels */
   int winograd;                 /* 3x3 convs as Winograd F(m,3) (layout/winograd.c): a lay_winograd_mode,
                                  * LAY_WINOGRAD_AUTO (0: where it pays, on targets with 8+ float lanes), ON, OFF */
+  int gpu_tf32;                 /* GPU targets: f32 matmuls on tensor cores, inputs rounded to TF32 (--gpu-math tf32) */
 } kiln_compile_options;
 
 typedef struct kiln_compile_result {

@@ -47,7 +47,7 @@ cli_knobs *cli_knobs_parse(const char *const *specs, int n_specs, gir_err *err) 
     const lower_knob *knobs = tmpl[0] ? lower_template_knobs(tmpl, &nk) : NULL;
     if (!knobs) {
       gir_errf(err, "--knobs '%s': expected TEMPLATE:NAME=VALUE[,NAME=VALUE...] with TEMPLATE one of conv, matmul, "
-                    "gpu_conv, gpu_matmul", specs[s]);
+                    "gpu_conv, gpu_matmul, gpu_conv_tc, gpu_matmul_tc", specs[s]);
       goto fail;
     }
     for (const char *p = colon + 1; *p;) {

@@ -824,9 +824,88 @@ static tir_stmt *allreduce(lower_ctx *L, sch_stage *st, tir_var *const *lv, cons
   return s && sh ? tir_allocate(b, sh, s) : s;
 }
 
+/* A stage tensorized on tensor cores (sch_wmma.c): the factors of its product lowered
+ * with the tile's row, its column and the flat reduce index as free variables (a column
+ * index taken apart over the column axes' extents in the region, row-major; the reduce
+ * index over the reduce axes'), their domain tests, and the loop IR from sch_wmma_lower.
+ * Its region must be the one tile: one row of each batch axis, bm rows, columns whose
+ * extents multiply to bn. */
+static tir_stmt *emit_wmma(lower_ctx *L, sch_stage *st) {
+  tir_builder *b = L->b;
+  stage_info *si = &L->info[st->id];
+  const sch_wmma *w = st->wmma;
+  const region *reg = &si->reg;
+  const te_expr *ae, *be, *bc;
+  int r = st->n_root, ma = sch_wmma_operands(st, &ae, &be, &bc), ok = ma >= 0 && si->buf && si->buf->scope == TIR_SHARED;
+  int64_t cols = 1, K = 1;
+  for (int i = 0; ok && i < r; i++) {
+    if (i < ma) ok &= reg->extent[i] == 1;
+    if (i > ma) cols *= reg->extent[i];
+  }
+  ok &= ma >= 0 && reg->extent[ma] == w->bm && cols == w->bn;
+  for (int i = 0; i < L->s->n_stages; i++) ok &= !(L->s->stages[i]->attach == SCH_AT && L->s->stages[i]->at_stage == st);
+  if (!ok) {
+    char ext[160] = "";
+    for (int i = 0, n = 0; i < r && n >= 0 && n < (int)sizeof ext; i++)
+      n += snprintf(ext + n, sizeof ext - (size_t)n, "%s%lld", i ? "x" : "", (long long)reg->extent[i]);
+    gir_errf(L->err, "stage %s is tensorized on a %dx%d tile but its consumer reads a region of %s (or it is not "
+             "shared, or has stages computed inside it)", st->t->name, w->bm, w->bn, ext);
+    return NULL;
+  }
+  for (int j = 0; j < st->n_reduce; j++) K *= st->reduce_axes[j]->extent;
+  sch_wmma_args a = {.c = si->buf, .K = K};
+  a.vm = tir_var_new(b, "m", GIR_I64), a.vn = tir_var_new(b, "n", GIR_I64);
+  a.ka = tir_var_new(b, "k", GIR_I64), a.kb = tir_var_new(b, "k", GIR_I64);
+  te_var *vars[2 * GIR_MAX_RANK + 8];
+  tir_expr *va[2 * GIR_MAX_RANK + 8], *vb[2 * GIR_MAX_RANK + 8];
+  int nv = r + st->n_reduce;
+  if (nv > 2 * GIR_MAX_RANK + 8) {
+    gir_errf(L->err, "stage %s: too many axes to tensorize", st->t->name);
+    return NULL;
+  }
+  /* output axes: A at (row vm, the tile's first column), B at (the tile's row, column vn) */
+  int64_t stride = 1;
+  for (int i = r - 1; i >= 0; i--) {
+    vars[i] = st->root_axes[i]->root;
+    va[i] = vb[i] = reg->min[i];
+    tir_expr *rel = NULL, **guard = NULL;
+    if (i == ma) rel = tir_var_ref(b, a.vm), va[i] = tir_bin(b, TE_ADD, reg->min[i], rel), guard = &a.a_ok;
+    if (i > ma) {
+      rel = tir_var_ref(b, a.vn);
+      if (stride > 1) rel = tir_bin(b, TE_DIV, rel, tir_i64(b, stride));
+      if (i > ma + 1) rel = tir_bin(b, TE_MOD, rel, tir_i64(b, reg->extent[i]));
+      stride *= reg->extent[i];
+      vb[i] = tir_bin(b, TE_ADD, reg->min[i], rel), guard = &a.b_ok;
+    }
+    if (guard && st->t->shape[i] % reg->extent[i]) { /* a ragged last tile along the axis */
+      tir_expr *in = tir_bin(b, TE_LT, i == ma ? va[i] : vb[i], tir_i64(b, st->t->shape[i]));
+      *guard = *guard ? tir_bin(b, TE_AND, *guard, in) : in;
+    }
+  }
+  /* reduce axes: the flat indices ka, kb taken apart, the last axis fastest */
+  int64_t kstride = 1;
+  for (int j = st->n_reduce - 1; j >= 0; j--) {
+    int64_t e = st->reduce_axes[j]->extent;
+    tir_expr *x[2] = {tir_var_ref(b, a.ka), tir_var_ref(b, a.kb)};
+    for (int q = 0; q < 2; q++) {
+      if (kstride > 1) x[q] = tir_bin(b, TE_DIV, x[q], tir_i64(b, kstride));
+      if (j > 0) x[q] = tir_bin(b, TE_MOD, x[q], tir_i64(b, e));
+    }
+    vars[r + j] = st->reduce_axes[j]->root, va[r + j] = x[0], vb[r + j] = x[1];
+    kstride *= e;
+  }
+  a.a_val = lower_expr(L, ae, va, vars, nv);
+  a.b_val = lower_expr(L, be, vb, vars, nv);
+  if (bc) /* the reduction's condition (a conv's padding): B is zero where it is false */
+    a.b_val = tir_if_then_else(b, lower_expr(L, bc, vb, vars, nv), a.b_val, tir_float(b, GIR_F32, 0));
+  si->emitted = 1;
+  return sch_wmma_lower(b, w, &a);
+}
+
 static tir_stmt *emit_stage(lower_ctx *L, sch_stage *st) {
   tir_builder *b = L->b;
   stage_info *si = &L->info[st->id];
+  if (st->wmma) return emit_wmma(L, st);
   si->emitted = 1;
   region *reg = &si->reg;
   int64_t *ext = gir_arena_calloc(L->s->arena, (size_t)L->s->next_iter + 1, sizeof *ext);

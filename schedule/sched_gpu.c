@@ -1,5 +1,6 @@
 /* sched_gpu.c — the default schedule for a GPU (targets/cuda): every stage that
- * is not inlined and no template takes (matmuls, convs, reductions over long rows:
+ * is not inlined and no template takes (matmuls and convs — on tensor cores with
+ * lower_target.gpu_tf32 where they fit —, reductions over long rows:
  * sched_gpu_*.c) computes one output element per thread, its output axes fused and
  * split into blocks of up to 256 threads (blockIdx.x, threadIdx.x), reductions in a
  * serial loop inside the thread; a reduction feeding an element-wise epilogue of
@@ -75,17 +76,34 @@ int lower_sched_gpu(sch_schedule *s, const lower_target *t) {
   for (int i = 0; i < s->n_stages; i++) {
     sch_stage *st = s->stages[i];
     if (st->attach != SCH_ROOT || st->n_rels || st->t->dtype != GIR_F32 || !st->t->tag) continue;
-    int matmul = !strcmp(st->t->tag, "matmul") && st->n_reduce == 1 && st->t->rank >= 2, use = 0;
+    int matmul = !strcmp(st->t->tag, "matmul") && st->n_reduce == 1 && st->t->rank >= 2, use = 0, tc = 0;
     if (!matmul && !lower_gpu_conv_fits(st)) continue;
     lower_gpu_matmul_cfg mc;
+    lower_gpu_matmul_tc_cfg tcc;
+    lower_gpu_conv_tc_cfg tcv;
     lower_gpu_conv_cfg cc;
-    if (matmul) mc = lower_gpu_matmul_default(st, t, &use);
+    if (t && t->gpu_tf32) { /* opt-in: tensor cores */
+      if (matmul) tcc = lower_gpu_matmul_tc_default(st, t, &tc);
+      else tcv = lower_gpu_conv_tc_default(st, t, &tc);
+    }
+    if (tc) use = 1;
+    else if (matmul) mc = lower_gpu_matmul_default(st, t, &use);
     else cc = lower_gpu_conv_default(st, t, &use);
     if (!use) continue;
     sch_stage *epi = lower_epilogue_of(s, st);
     if (!epi) {
       epi = st;
       if (!(st = sch_cache_write(s, st, TIR_LOCAL))) return -1;
+    }
+    if (tc && matmul) {
+      lower_tune_knobs(t, "gpu_matmul_tc", &tcc, sizeof tcc);
+      if (lower_sched_gpu_matmul_tc(s, st, epi, &tcc) < 0) return -1;
+      continue;
+    }
+    if (tc) {
+      lower_tune_knobs(t, "gpu_conv_tc", &tcv, sizeof tcv);
+      if (lower_sched_gpu_conv_tc(s, st, epi, &tcv) < 0) return -1;
+      continue;
     }
     if (matmul) lower_tune_knobs(t, "gpu_matmul", &mc, sizeof mc);
     else {

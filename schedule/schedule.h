@@ -74,6 +74,7 @@ struct sch_stage {
   sch_prefetch_rec *prefetch;
   int32_t n_prefetch;
   const char *template_name; /* the schedule template that scheduled it (templates.c), or NULL */
+  const struct sch_wmma *wmma; /* tensorized on tensor cores (sch_tensorize_wmma), or NULL */
 };
 
 typedef struct sch_schedule {
@@ -144,6 +145,45 @@ int sch_reads(const sch_stage *reader, const sch_stage *producer);
 /* Checks that every stage computed at a consumer's loop is read by that consumer
  * only (inlining can break this after the fact); -1 with a message otherwise. */
 int sch_check_attachments(sch_schedule *s);
+
+/* Tensorize on tensor cores (TVM's tensorize with the WMMA intrinsics; sch_wmma.c): a
+ * stage C[b.., m, n..] = sum_k.. A(b.., m, k..) · B(b.., k.., n..) of f32 (its body a
+ * sum of one product, its condition, if any (a conv's padding), free of m and taken as
+ * B's zeros; the row axis m one output axis, the column axes n.. every axis
+ * after it, the reduce axes k.. flattened into one: a matmul, or a conv as an implicit
+ * GEMM with m its output channels and n its pixels; sch_wmma_operands), SHARED and
+ * computed at a block loop of its consumer whose region of C is one tile of bm rows
+ * and bn columns (one row of each batch axis, the column axes' extents multiplying to
+ * bn: the tile row-major), is lowered to warps of TIR_WMMA instead of its loop nest:
+ * the block's (bm/wm)·(bn/wn) warps (threadIdx.y; lanes threadIdx.x, 32, which the
+ * consumer's thread loops must match) step through K by bk, copying the A and B tiles
+ * to shared memory together (zero past M, N and K: ragged shapes), each warp
+ * accumulating a wm x wn tile in (wm/16)·(wn/16) fragments of TF32 products, then
+ * storing them to C's tile for the consumer (the epilogue) to read. The stage's own
+ * loops are ignored. */
+typedef struct sch_wmma {
+  int32_t bm, bn, bk; /* the block's tile of C and the reduction step (bk a multiple of 8) */
+  int32_t wm, wn;     /* a warp's tile (multiples of 16 dividing bm, bn) */
+} sch_wmma;
+int sch_tensorize_wmma(sch_schedule *s, sch_stage *st, const sch_wmma *w);
+/* The row axis m of such a stage (the last output axis such that A, the factor
+ * returned in *a, reads no output axis after it and B, in *b, does not read it: the one
+ * before last for a matmul, the channels for a conv in NCHW), or -1 when st is no plain
+ * f32 sum of one such product; *b_cond the reduction's condition (NULL: none), which
+ * reads no row axis either: B is zero where it is false. */
+int sch_wmma_operands(const sch_stage *st, const te_expr **a, const te_expr **b, const te_expr **b_cond);
+/* The loop IR of a tensorized stage (sch_lower.c gives it the lowered factors): a_val is
+ * A at row vm of the tile and flat reduce index ka, b_val B at flat reduce index kb and
+ * column vn of the tile; a_ok and b_ok (NULL: always) say where they lie inside C's
+ * domain (zeros elsewhere; the test of the reduce index against K is added here); c
+ * the SHARED buffer of the tile; K the reduce axes' extents multiplied. */
+typedef struct sch_wmma_args {
+  tir_buffer *c;
+  tir_expr *a_val, *b_val, *a_ok, *b_ok;
+  tir_var *vm, *vn, *ka, *kb;
+  int64_t K;
+} sch_wmma_args;
+tir_stmt *sch_wmma_lower(tir_builder *b, const sch_wmma *w, const sch_wmma_args *a);
 
 /* Lowers the schedule to one kernel: parameters are the inputs then the outputs;
  * intermediate stages get buffers (LOCAL scope at their attach point, shrunk to the

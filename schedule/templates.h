@@ -26,6 +26,8 @@ typedef struct lower_target {
   int32_t gpu_sms;  /* its multiprocessors (108 for sm_80's A100, 132 for sm_90's H100/H200): the
                        templates pick tiles that give every one of them blocks */
   const lower_tuning *tuning; /* NULL (the default): every schedule is the analytic default (tuning.c) */
+  int32_t gpu_tf32; /* a GPU may compute f32 matmuls on tensor cores with TF32 inputs (10-bit mantissas; opt-in:
+                       `kiln compile --gpu-math tf32`): sched_gpu_matmul_tc.c */
 } lower_target;
 
 /* The GPU matmul template (sched_gpu_matmul.c): bm × bn output tiles per block,
@@ -40,6 +42,34 @@ typedef struct lower_gpu_matmul_cfg {
  * product): then one output per thread (the default schedule) runs wider. */
 lower_gpu_matmul_cfg lower_gpu_matmul_default(const sch_stage *red, const lower_target *t, int *use);
 int lower_sched_gpu_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_cfg *cfg);
+
+/* The GPU tensor-core matmul template (sched_gpu_matmul_tc.c; with lower_target.gpu_tf32):
+ * bm × bn output tiles per block computed by warps of wm × wn on tensor cores (TF32
+ * inputs, f32 sums; sch_tensorize_wmma), the reduction in steps of bk through shared
+ * memory, the epilogue on the tile in shared memory. */
+typedef struct lower_gpu_matmul_tc_cfg {
+  int32_t bm, bn, bk; /* block tile and reduction step (bk a multiple of 8) */
+  int32_t wm, wn;     /* warp tile (multiples of 16): (bm/wm)·(bn/wn) warps per block */
+} lower_gpu_matmul_tc_cfg;
+/* The default tiles, *use 0 where the template does not fit (not a plain f32 sum of a
+ * product of rows and columns — sch_wmma_operands —, fewer than 16 rows or 32 columns,
+ * K below 8): the CUDA-core templates then run. */
+lower_gpu_matmul_tc_cfg lower_gpu_matmul_tc_default(const sch_stage *red, const lower_target *t, int *use);
+int lower_sched_gpu_matmul_tc(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_matmul_tc_cfg *cfg);
+
+/* The GPU tensor-core conv template (sched_gpu_conv_tc.c; with lower_target.gpu_tf32):
+ * dense 2-D convs as implicit GEMMs on tensor cores, a block per bm output channels ×
+ * boh whole output rows of one image (bn = boh × the map's width pixels), warp tiles
+ * wm × wn, the flattened reduction (input channels × taps) in steps of bk. */
+typedef struct lower_gpu_conv_tc_cfg {
+  int32_t bm, boh, bk; /* output channels and rows per block, reduction step (a multiple of 8) */
+  int32_t wm, wn;      /* warp tile (multiples of 16) */
+} lower_gpu_conv_tc_cfg;
+/* The default tile, *use 0 where the template does not fit (no dense conv in NCHW, fewer
+ * than 16 channels, rows too narrow to make whole fragments within the map's height):
+ * the CUDA-core conv template then runs. */
+lower_gpu_conv_tc_cfg lower_gpu_conv_tc_default(const sch_stage *red, const lower_target *t, int *use);
+int lower_sched_gpu_conv_tc(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_gpu_conv_tc_cfg *cfg);
 
 /* The GPU conv template (sched_gpu_conv.c): 2-D convs of one group, a block per
  * boc channels × boh × bow output pixels, toc × tow per thread in registers, input

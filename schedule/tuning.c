@@ -44,6 +44,18 @@ static const lower_knob gpu_matmul_knobs[] = {
     {"tn", offsetof(lower_gpu_matmul_cfg, tn), 1, 16},
 };
 
+static const lower_knob gpu_matmul_tc_knobs[] = {
+    {"bm", offsetof(lower_gpu_matmul_tc_cfg, bm), 16, 256}, {"bn", offsetof(lower_gpu_matmul_tc_cfg, bn), 16, 256},
+    {"bk", offsetof(lower_gpu_matmul_tc_cfg, bk), 8, 64},   {"wm", offsetof(lower_gpu_matmul_tc_cfg, wm), 16, 128},
+    {"wn", offsetof(lower_gpu_matmul_tc_cfg, wn), 16, 128},
+};
+
+static const lower_knob gpu_conv_tc_knobs[] = {
+    {"bm", offsetof(lower_gpu_conv_tc_cfg, bm), 16, 256}, {"boh", offsetof(lower_gpu_conv_tc_cfg, boh), 1, 64},
+    {"bk", offsetof(lower_gpu_conv_tc_cfg, bk), 8, 64},   {"wm", offsetof(lower_gpu_conv_tc_cfg, wm), 16, 128},
+    {"wn", offsetof(lower_gpu_conv_tc_cfg, wn), 16, 128},
+};
+
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {
   if (tmpl && !strcmp(tmpl, "conv")) {
     *n = (int32_t)(sizeof conv_knobs / sizeof conv_knobs[0]);
@@ -60,6 +72,14 @@ const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {
   if (tmpl && !strcmp(tmpl, "gpu_matmul")) {
     *n = (int32_t)(sizeof gpu_matmul_knobs / sizeof gpu_matmul_knobs[0]);
     return gpu_matmul_knobs;
+  }
+  if (tmpl && !strcmp(tmpl, "gpu_conv_tc")) {
+    *n = (int32_t)(sizeof gpu_conv_tc_knobs / sizeof gpu_conv_tc_knobs[0]);
+    return gpu_conv_tc_knobs;
+  }
+  if (tmpl && !strcmp(tmpl, "gpu_matmul_tc")) {
+    *n = (int32_t)(sizeof gpu_matmul_tc_knobs / sizeof gpu_matmul_tc_knobs[0]);
+    return gpu_matmul_tc_knobs;
   }
   *n = 0;
   return NULL;

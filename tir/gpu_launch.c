@@ -40,6 +40,7 @@ static int grid_work(const tir_stmt *s) {
   case TIR_LET: return grid_work(s->u.let.body);
   case TIR_IF: return grid_work(s->u.ifs.then_s) || grid_work(s->u.ifs.else_s);
   case TIR_STORE: return s->u.store.buf->scope == TIR_GLOBAL;
+  case TIR_WMMA: return s->u.wmma.op == TIR_WMMA_STORE && s->u.wmma.mem->scope == TIR_GLOBAL;
   case TIR_ALLOCATE: return grid_work(s->u.alloc.body);
   case TIR_SEQ:
     for (int32_t i = 0; i < s->u.seq.n; i++)

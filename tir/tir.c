@@ -248,10 +248,91 @@ tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo,
 
 tir_stmt *tir_barrier(tir_builder *b) { return stmt(b, TIR_BARRIER); }
 
+tir_buffer *tir_fragment_new(tir_builder *b, const char *name, tir_frag f, int64_t n) {
+  assert(f != TIR_FRAG_NONE && n >= 1);
+  tir_buffer *x = tir_buffer_new(b, name, GIR_F32, n * tir_frag_elems(f), TIR_FRAGMENT, -1);
+  x->frag = f;
+  return x;
+}
+
+static inline int wmma_scalar(const tir_expr *e) { return e && e->dtype == GIR_I64 && e->lanes == 1; }
+
+static tir_stmt *wmma(tir_builder *b, tir_wmma_op op, tir_buffer *frag, tir_expr *fi) {
+  assert(frag->scope == TIR_FRAGMENT && wmma_scalar(fi));
+  tir_stmt *s = stmt(b, TIR_WMMA);
+  s->u.wmma.op = op;
+  s->u.wmma.frag = frag;
+  s->u.wmma.fi = fi;
+  return s;
+}
+
+tir_stmt *tir_wmma_fill(tir_builder *b, tir_buffer *acc, tir_expr *fi, double value) {
+  assert(acc->frag == TIR_FRAG_ACC);
+  tir_stmt *s = wmma(b, TIR_WMMA_FILL, acc, fi);
+  s->u.wmma.value = value;
+  return s;
+}
+
+tir_stmt *tir_wmma_load(tir_builder *b, tir_buffer *frag, tir_expr *fi, tir_buffer *mem, tir_expr *index, int64_t ldm) {
+  assert(frag->frag == TIR_FRAG_A || frag->frag == TIR_FRAG_B);
+  assert(mem->dtype == GIR_F32 && (mem->scope == TIR_GLOBAL || mem->scope == TIR_SHARED) && wmma_scalar(index) &&
+         ldm > 0 && ldm % 4 == 0);
+  tir_stmt *s = wmma(b, frag->frag == TIR_FRAG_A ? TIR_WMMA_LOAD_A : TIR_WMMA_LOAD_B, frag, fi);
+  s->u.wmma.mem = mem;
+  s->u.wmma.index = index;
+  s->u.wmma.ldm = ldm;
+  return s;
+}
+
+tir_stmt *tir_wmma_mma(tir_builder *b, tir_buffer *acc, tir_expr *fi, tir_buffer *fa, tir_expr *ia, tir_buffer *fb,
+                       tir_expr *ib) {
+  assert(acc->frag == TIR_FRAG_ACC && fa->frag == TIR_FRAG_A && fb->frag == TIR_FRAG_B && wmma_scalar(ia) &&
+         wmma_scalar(ib));
+  tir_stmt *s = wmma(b, TIR_WMMA_MMA, acc, fi);
+  s->u.wmma.fa = fa;
+  s->u.wmma.fb = fb;
+  s->u.wmma.ia = ia;
+  s->u.wmma.ib = ib;
+  return s;
+}
+
+tir_stmt *tir_wmma_store(tir_builder *b, tir_buffer *acc, tir_expr *fi, tir_buffer *mem, tir_expr *index, int64_t ldm) {
+  assert(acc->frag == TIR_FRAG_ACC && mem->dtype == GIR_F32 && (mem->scope == TIR_GLOBAL || mem->scope == TIR_SHARED) &&
+         wmma_scalar(index) && ldm > 0 && ldm % 4 == 0);
+  tir_stmt *s = wmma(b, TIR_WMMA_STORE, acc, fi);
+  s->u.wmma.mem = mem;
+  s->u.wmma.index = index;
+  s->u.wmma.ldm = ldm;
+  return s;
+}
+
+tir_stmt *tir_wmma_with(tir_builder *b, const tir_stmt *s, tir_expr *fi, tir_expr *ia, tir_expr *ib, tir_expr *index) {
+  assert(s->kind == TIR_WMMA);
+  tir_stmt *x = stmt(b, TIR_WMMA);
+  x->u.wmma = s->u.wmma;
+  if (fi) x->u.wmma.fi = fi;
+  if (ia) x->u.wmma.ia = ia;
+  if (ib) x->u.wmma.ib = ib;
+  if (index) x->u.wmma.index = index;
+  return x;
+}
+
+float tir_round_tf32(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) { /* finite: add half an ulp of the 10-bit mantissa, truncate */
+    u += 0x1000u;
+    u &= 0xffffe000u;
+  }
+  memcpy(&x, &u, 4);
+  return x;
+}
+
 int tir_stmt_has_sync(const tir_stmt *s) {
   if (!s) return 0;
   switch (s->kind) {
   case TIR_BARRIER: return 1;
+  case TIR_WMMA: return 1;
   case TIR_FOR:
     return tir_expr_has_shuffle(s->u.loop.min) || tir_expr_has_shuffle(s->u.loop.extent) ||
            tir_stmt_has_sync(s->u.loop.body);
@@ -414,6 +495,27 @@ void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
     fputs("]\n", f);
     break;
   case TIR_BARRIER: fprintf(f, "%*sbarrier\n", ind, ""); break;
+  case TIR_WMMA: {
+    static const char *const ops[5] = {"fill", "load_a", "load_b", "mma", "store"};
+    fprintf(f, "%*swmma.%s %s[", ind, "", ops[s->u.wmma.op], s->u.wmma.frag->name);
+    tir_print_expr(s->u.wmma.fi, f);
+    fputc(']', f);
+    if (s->u.wmma.op == TIR_WMMA_FILL) fprintf(f, " = %g", s->u.wmma.value);
+    if (s->u.wmma.op == TIR_WMMA_MMA) {
+      fprintf(f, " += %s[", s->u.wmma.fa->name);
+      tir_print_expr(s->u.wmma.ia, f);
+      fprintf(f, "] * %s[", s->u.wmma.fb->name);
+      tir_print_expr(s->u.wmma.ib, f);
+      fputc(']', f);
+    }
+    if (s->u.wmma.mem) {
+      fprintf(f, " %s %s[", s->u.wmma.op == TIR_WMMA_STORE ? "->" : "<-", s->u.wmma.mem->name);
+      tir_print_expr(s->u.wmma.index, f);
+      fprintf(f, "] ldm %lld", (long long)s->u.wmma.ldm);
+    }
+    fputc('\n', f);
+    break;
+  }
   case TIR_FAIL:
     fprintf(f, "%*sfail check %d: ", ind, "", s->u.fail.check);
     tir_print_expr(s->u.fail.value, f);
@@ -425,7 +527,10 @@ void tir_print_stmt(const tir_stmt *s, FILE *f, int ind) {
     break;
   case TIR_ALLOCATE:
     fprintf(f, "%*sallocate %s: %s[%lld] %s\n", ind, "", s->u.alloc.buf->name, gir_dtype_name(s->u.alloc.buf->dtype),
-            (long long)s->u.alloc.buf->size, s->u.alloc.buf->scope == TIR_LOCAL ? "local" : s->u.alloc.buf->scope == TIR_SHARED ? "shared" : "global");
+            (long long)s->u.alloc.buf->size, s->u.alloc.buf->scope == TIR_LOCAL      ? "local"
+            : s->u.alloc.buf->scope == TIR_SHARED   ? "shared"
+            : s->u.alloc.buf->scope == TIR_FRAGMENT ? "fragment"
+                                                    : "global");
     tir_print_stmt(s->u.alloc.body, f, ind);
     break;
   case TIR_SEQ:

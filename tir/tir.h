@@ -37,6 +37,20 @@
  * - TIR_FOR runs var over [min, min + extent); kind says how: serial, parallel
  *   (outlined into a task and run through ctx->parallel_for), vectorized (the
  *   vectorize pass rewrites it; a target may also run it serially) or unrolled.
+ * - TIR_WMMA (GPU code only; CUDA's wmma API, shape m16n16k8, TF32 inputs, f32
+ *   accumulation): warp-collective operations on fragments, which are tiles held by a
+ *   warp as a whole (its lanes' registers). Fragment number i of a FRAGMENT buffer is
+ *   elements [i·E, (i+1)·E) of it, E = tir_frag_elems. FILL sets accumulator `frag`[fi]
+ *   to `value`; LOAD_A reads the 16 x 8 tile mem[index + r·ldm + c], LOAD_B the 8 x 16
+ *   tile mem[index + r·ldm + c] (both row-major) into `frag`[fi]; MMA does frag[fi] += fa[ia] · fb[ib], each element of
+ *   A and B first rounded to TF32 (10 mantissa bits, to nearest, ties away from zero:
+ *   cvt.rna.tf32.f32), the products summed in f32 (in an order the hardware chooses);
+ *   STORE writes accumulator frag[fi] to mem[index + r·ldm + c]. mem is GLOBAL or SHARED
+ *   f32; index (int64) and the fragment numbers are scalars, ldm a constant multiple of
+ *   4 (16-byte aligned rows) and index a multiple of 8 (the tile 32-byte aligned: mem's
+ *   base is, tir_buffer.align >= 32). Every lane of a warp must
+ *   reach the statement together with the same operands (like TIR_SHUFFLE: passes treat
+ *   it as sync code), and a block holding one is whole warps.
  * - Buffers of scope LOCAL are allocated by TIR_ALLOCATE for the duration of its
  *   body (stack or registers); GLOBAL buffers are the function's parameters. */
 #ifndef TIR_H
@@ -59,7 +73,16 @@ typedef enum tir_expr_kind {
  * the warp's last gets its own value), as CUDA's __shfl_xor_sync / __shfl_down_sync. */
 typedef enum tir_shfl_mode { TIR_SHFL_XOR, TIR_SHFL_DOWN } tir_shfl_mode;
 
-typedef enum tir_scope { TIR_GLOBAL, TIR_LOCAL, TIR_SHARED, TIR_SCOPE_COUNT } tir_scope;
+/* TIR_FRAGMENT (GPU code only): a warp's tensor-core operand or accumulator tiles
+ * (tir_buffer.frag says which), opaque: only TIR_WMMA statements touch them. */
+typedef enum tir_scope { TIR_GLOBAL, TIR_LOCAL, TIR_SHARED, TIR_FRAGMENT, TIR_SCOPE_COUNT } tir_scope;
+
+/* A FRAGMENT buffer's role, and the m16n16k8 tile each of its fragments holds: A 16 x 8
+ * (TF32), B 8 x 16 (TF32), the accumulator 16 x 16 (f32). */
+typedef enum tir_frag { TIR_FRAG_NONE, TIR_FRAG_A, TIR_FRAG_B, TIR_FRAG_ACC } tir_frag;
+enum { TIR_WMMA_M = 16, TIR_WMMA_N = 16, TIR_WMMA_K = 8 };
+/* Elements of one fragment of role f (128 for A and B, 256 for the accumulator). */
+static inline int64_t tir_frag_elems(tir_frag f) { return f == TIR_FRAG_ACC ? TIR_WMMA_M * TIR_WMMA_N : TIR_WMMA_M * TIR_WMMA_K; }
 
 typedef struct tir_var {
   int32_t id;
@@ -75,6 +98,7 @@ typedef struct tir_buffer {
   tir_scope scope;
   int32_t param;       /* index in the kernel's buffer array, -1 if allocated */
   int32_t align;       /* bytes the base pointer is known to be aligned to */
+  tir_frag frag;       /* FRAGMENT buffers: the role of their fragments (size: count x tir_frag_elems) */
 } tir_buffer;
 
 typedef struct tir_expr tir_expr;
@@ -122,8 +146,11 @@ struct tir_expr {
  * threadIdx kind at most once on a path), checking races on shared and global
  * memory, divergent barriers and bounds; CPU backends refuse bound loops and barriers. */
 typedef enum tir_stmt_kind {
-  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_FAIL, TIR_BARRIER, TIR_STMT_KIND_COUNT
+  TIR_FOR, TIR_LET, TIR_IF, TIR_STORE, TIR_ALLOCATE, TIR_SEQ, TIR_PREFETCH, TIR_FAIL, TIR_BARRIER,
+  TIR_WMMA, /* a warp's tensor-core operation on fragments (u.wmma; see above) */
+  TIR_STMT_KIND_COUNT
 } tir_stmt_kind;
+typedef enum tir_wmma_op { TIR_WMMA_FILL, TIR_WMMA_LOAD_A, TIR_WMMA_LOAD_B, TIR_WMMA_MMA, TIR_WMMA_STORE } tir_wmma_op;
 typedef enum tir_for_kind {
   TIR_SERIAL, TIR_PARALLEL, TIR_VECTORIZED, TIR_UNROLLED,
   TIR_BLOCK_X, TIR_BLOCK_Y, TIR_BLOCK_Z, TIR_THREAD_X, TIR_THREAD_Y, TIR_THREAD_Z,
@@ -149,6 +176,13 @@ struct tir_stmt {
     struct { tir_buffer *buf; tir_expr *index; } prefetch;
     struct { int32_t check; tir_expr *value, *lo, *hi; } fail;
     struct { int32_t n; tir_stmt **s; } seq;
+    struct {
+      tir_wmma_op op;
+      tir_buffer *frag; tir_expr *fi;  /* the fragment written (MMA: and accumulated) */
+      tir_buffer *fa, *fb; tir_expr *ia, *ib; /* MMA's operands */
+      tir_buffer *mem; tir_expr *index; int64_t ldm; /* LOAD_A/B, STORE */
+      double value; /* FILL */
+    } wmma;
   } u;
 };
 
@@ -201,7 +235,21 @@ tir_stmt *tir_allocate(tir_builder *b, tir_buffer *buf, tir_stmt *body);
 tir_stmt *tir_prefetch(tir_builder *b, tir_buffer *buf, tir_expr *index);
 tir_stmt *tir_fail(tir_builder *b, int32_t check, tir_expr *value, tir_expr *lo, tir_expr *hi); /* scalar int64s */
 tir_stmt *tir_barrier(tir_builder *b); /* the threads of a GPU block wait for each other */
-/* 1 if s holds a TIR_BARRIER or a TIR_SHUFFLE (code that the threads of a block, or of
+/* A FRAGMENT buffer of n fragments of role f. */
+tir_buffer *tir_fragment_new(tir_builder *b, const char *name, tir_frag f, int64_t n);
+/* TIR_WMMA statements (see above); fragment numbers and index are int64 scalars. */
+tir_stmt *tir_wmma_fill(tir_builder *b, tir_buffer *acc, tir_expr *fi, double value);
+tir_stmt *tir_wmma_load(tir_builder *b, tir_buffer *frag, tir_expr *fi, tir_buffer *mem, tir_expr *index, int64_t ldm);
+tir_stmt *tir_wmma_mma(tir_builder *b, tir_buffer *acc, tir_expr *fi, tir_buffer *fa, tir_expr *ia, tir_buffer *fb,
+                       tir_expr *ib);
+tir_stmt *tir_wmma_store(tir_builder *b, tir_buffer *acc, tir_expr *fi, tir_buffer *mem, tir_expr *index, int64_t ldm);
+/* A copy of TIR_WMMA s with its expressions replaced (NULL: the ones s has; a pass
+ * rewriting expressions rebuilds the statement with it). */
+tir_stmt *tir_wmma_with(tir_builder *b, const tir_stmt *s, tir_expr *fi, tir_expr *ia, tir_expr *ib, tir_expr *index);
+/* Rounds an f32 to TF32 as cvt.rna.tf32.f32 does (the low 13 bits cleared, to nearest, ties
+ * away from zero; infinities and NaNs kept). */
+float tir_round_tf32(float x);
+/* 1 if s holds a TIR_BARRIER, a TIR_WMMA or a TIR_SHUFFLE (code that the threads of a block, or of
  * a warp, must reach together): passes must not put such code under a condition that
  * may differ between the threads (unswitching, for one). */
 int tir_stmt_has_sync(const tir_stmt *s);

@@ -92,6 +92,7 @@ tir_value tir_eval_expr(tir_env *env, const tir_expr *e, int32_t lane) {
   case TIR_LOAD: {
     const tir_buffer *buf = e->u.load.buf;
     int64_t ix = tir_eval_expr(env, e->u.load.index, lane).i;
+    if (buf->scope == TIR_FRAGMENT) return fail(env, "element-wise load of fragment buffer ", buf->name), ival(0);
     void *data = buffer(env, buf);
     if (!data || !in_bounds(env, buf, ix, "load")) return ival(0);
     if (env->gpu && buf->scope != TIR_LOCAL && tir_gpu_access(env, buf, data, ix, NULL) < 0) return ival(0);
@@ -177,6 +178,7 @@ static int run_store(tir_env *env, const tir_stmt *s) {
     ix[l] = tir_eval_expr(env, s->u.store.index, l).i;
     val[l] = tir_eval_expr(env, s->u.store.value, l);
   }
+  if (buf->scope == TIR_FRAGMENT) return fail(env, "element-wise store to fragment buffer ", buf->name);
   void *data = buffer(env, buf);
   if (env->failed || !data) return -1;
   for (int32_t l = 0; l < lanes; l++) {
@@ -197,7 +199,7 @@ void *tir_eval_alloc(tir_env *env, const tir_buffer *buf) {
   if (buf->id < 0 || buf->id >= env->n_buffers) return fail_null(env, "buffer id out of range: ", buf->name);
   size_t elem = gir_dtype_size(buf->dtype), n = buf->size > 0 ? (size_t)buf->size : 1;
   if (!elem) return fail_null(env, "allocation of a non-first-class dtype: ", buf->name);
-  if (env->gpu && buf->scope != TIR_LOCAL) return tir_gpu_shared(env, buf); /* SHARED: the block's */
+  if (env->gpu && buf->scope != TIR_LOCAL && buf->scope != TIR_FRAGMENT) return tir_gpu_shared(env, buf); /* SHARED: the block's */
   if (!env->local_cache[buf->id]) env->local_cache[buf->id] = gir_arena_calloc(env->scratch, n, elem);
   if (!env->local_cache[buf->id]) return fail_null(env, "out of memory allocating ", buf->name);
   memset(env->local_cache[buf->id], 0, n * elem);
@@ -257,6 +259,8 @@ static int run(tir_env *env, const tir_stmt *s) {
     return 0;
   case TIR_BARRIER: /* the emulator runs the statements holding barriers itself */
     return fail(env, "barrier outside the threads of a GPU launch", NULL);
+  case TIR_WMMA: /* warp-collective: the emulator runs it (tir_eval_gpu.c) */
+    return fail(env, "wmma outside the threads of a GPU launch", NULL);
   default: return fail(env, "unknown statement kind", NULL);
   }
 }

@@ -45,6 +45,15 @@
  * holding a shuffle is whole warps). A shuffle under an if_then_else's branch is
  * divergent: an error.
  *
+ * Warp matrix operations (TIR_WMMA) run like barriers too (the block's threads
+ * reach them together): their operands (fragment numbers, memory index) are
+ * evaluated in every thread and must be the same in every lane of a warp ("wmma in
+ * divergent code" otherwise); each warp's operation then runs once, as its lane 0
+ * (memory accesses checked for races and bounds as that thread's), and the fragment
+ * it writes is copied to each lane's FRAGMENT buffer (per thread, like LOCAL ones:
+ * every lane holds the whole tile). The MMA rounds A and B to TF32 and sums in f32
+ * (tir_round_tf32), so results match a GPU's up to the order of the sums.
+ *
  * Races: each SHARED and GLOBAL buffer the launch touches gets a shadow array
  * (16 bytes an element, malloc'ed for the launch and freed at its end) holding
  * the last writer and reader of each element and their phases. Two accesses
@@ -523,6 +532,136 @@ static int prepare_stmt(launch *L, const tir_stmt *s) {
   }
 }
 
+/* --- warp matrix operations (TIR_WMMA) --- */
+
+static const char *const wmma_names[5] = {"fill", "load_a", "load_b", "mma", "store"};
+
+/* Fragment i of FRAGMENT buffer f in env's thread, or NULL (reported). */
+static float *wmma_frag(tir_env *env, const tir_buffer *f, int64_t i) {
+  float *d = f->id >= 0 && f->id < env->n_buffers ? env->bufs[f->id] : NULL;
+  int64_t e = tir_frag_elems(f->frag);
+  if (!d) return failf(env, "wmma on fragment buffer %s, which is not allocated", f->name), NULL;
+  if (f->scope != TIR_FRAGMENT || f->frag == TIR_FRAG_NONE || f->dtype != GIR_F32)
+    return failf(env, "wmma on buffer %s, which is not an f32 fragment buffer", f->name), NULL;
+  if (i < 0 || (i + 1) * e > f->size)
+    return failf(env, "wmma on fragment %lld of %s, which holds %lld", (long long)i, f->name, (long long)(f->size / e)),
+           NULL;
+  return d + i * e;
+}
+
+/* Element (r, c) of the memory tile of wmma s, at `index` (row-major). */
+static int64_t wmma_offset(const tir_stmt *s, int64_t index, int r, int c) { return index + (int64_t)r * s->u.wmma.ldm + c; }
+
+/* The memory of wmma s in env (bound, f32), or NULL (reported). */
+static float *wmma_mem(tir_env *env, const tir_stmt *s) {
+  const tir_buffer *m = s->u.wmma.mem;
+  float *data = m->id >= 0 && m->id < env->n_buffers ? env->bufs[m->id] : NULL;
+  if (!data) return failf(env, "wmma.%s of unbound buffer %s", wmma_names[s->u.wmma.op], m->name), NULL;
+  if (m->dtype != GIR_F32 || (m->scope != TIR_GLOBAL && m->scope != TIR_SHARED))
+    return failf(env, "wmma.%s of %s: memory must be f32, global or shared", wmma_names[s->u.wmma.op], m->name), NULL;
+  return data;
+}
+
+/* Runs wmma s once for a warp, as its lane 0 (env; memory accesses checked for races as
+ * that thread's): op[] holds the fragment number, MMA's two operand numbers and index. */
+static int wmma_exec(tir_env *env, const tir_stmt *s, const int64_t op[4]) {
+  tir_wmma_op k = s->u.wmma.op;
+  tir_frag role = k == TIR_WMMA_LOAD_A ? TIR_FRAG_A : k == TIR_WMMA_LOAD_B ? TIR_FRAG_B : TIR_FRAG_ACC;
+  if (s->u.wmma.frag->frag != role || (k == TIR_WMMA_MMA && (s->u.wmma.fa->frag != TIR_FRAG_A || s->u.wmma.fb->frag != TIR_FRAG_B)))
+    return failf(env, "wmma.%s on fragments of the wrong role (%s)", wmma_names[k], s->u.wmma.frag->name);
+  float *d = wmma_frag(env, s->u.wmma.frag, op[0]);
+  if (!d) return -1;
+  if (k == TIR_WMMA_FILL) {
+    for (int e = 0; e < TIR_WMMA_M * TIR_WMMA_N; e++) d[e] = (float)s->u.wmma.value;
+    return 0;
+  }
+  if (k == TIR_WMMA_MMA) { /* TF32 inputs (exact products in f32), f32 sums */
+    const float *a = wmma_frag(env, s->u.wmma.fa, op[1]), *b = wmma_frag(env, s->u.wmma.fb, op[2]);
+    if (!a || !b) return -1;
+    for (int i = 0; i < TIR_WMMA_M; i++)
+      for (int j = 0; j < TIR_WMMA_N; j++) {
+        float acc = d[i * TIR_WMMA_N + j];
+        for (int q = 0; q < TIR_WMMA_K; q++)
+          acc += tir_round_tf32(a[i * TIR_WMMA_K + q]) * tir_round_tf32(b[q * TIR_WMMA_N + j]);
+        d[i * TIR_WMMA_N + j] = acc;
+      }
+    env->work += TIR_WMMA_M * TIR_WMMA_N * TIR_WMMA_K;
+    return 0;
+  }
+  float *data = wmma_mem(env, s);
+  if (!data) return -1;
+  const tir_buffer *m = s->u.wmma.mem;
+  int rows = k == TIR_WMMA_LOAD_B ? TIR_WMMA_K : TIR_WMMA_M, cols = k == TIR_WMMA_LOAD_A ? TIR_WMMA_K : TIR_WMMA_N;
+  if (op[3] % 8 || s->u.wmma.ldm % 4)
+    return failf(env, "wmma.%s of %s at %lld, ldm %lld: a tile starts 32-byte aligned, its rows 16", wmma_names[k], m->name,
+                 (long long)op[3], (long long)s->u.wmma.ldm);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      int64_t ix = wmma_offset(s, op[3], r, c);
+      if (ix < 0 || ix >= m->size)
+        return failf(env, "wmma.%s of %s: element %lld out of bounds [0, %lld)", wmma_names[k], m->name, (long long)ix,
+                     (long long)m->size);
+      if (k == TIR_WMMA_STORE) {
+        tir_value v = {.f = d[r * cols + c]};
+        if (tir_gpu_access(env, m, data, ix, &v) < 0) return -1;
+        data[ix] = d[r * cols + c];
+      } else {
+        if (tir_gpu_access(env, m, data, ix, NULL) < 0) return -1;
+        d[r * cols + c] = data[ix];
+      }
+    }
+  env->work += rows * cols;
+  return 0;
+}
+
+/* TIR_WMMA across the block: its operands evaluated in every thread, the same in every
+ * lane of a warp (else an error: the operation is warp-collective), run once per warp;
+ * the fragment written is then the same in each of the warp's lanes. */
+static int phased_wmma(launch *L, const tir_stmt *s) {
+  const char *name = wmma_names[s->u.wmma.op];
+  if (L->nthreads % WARP)
+    return block_fail(L, "wmma.%s in a block of %d threads: a block holding one is made of whole warps of %d", name,
+                      L->nthreads, WARP);
+  const tir_expr *ex[4] = {s->u.wmma.fi, s->u.wmma.ia, s->u.wmma.ib, s->u.wmma.index};
+  static const char *const what[4] = {"fragment", "A fragment", "B fragment", "memory index"};
+  tir_value *v = calloc((size_t)L->nthreads * 4, sizeof *v);
+  if (!v) return block_fail(L, "out of memory");
+  int rc = 0;
+  for (int k = 0; k < 4 && rc == 0; k++)
+    if (ex[k]) rc = eval_each(L, ex[k], v + (size_t)k * (size_t)L->nthreads);
+  for (int32_t w = 0; rc == 0 && w < L->nthreads; w += WARP) {
+    int64_t op[4];
+    for (int k = 0; k < 4; k++) op[k] = v[(size_t)k * (size_t)L->nthreads + (size_t)w].i;
+    for (int32_t t = w + 1; rc == 0 && t < w + WARP; t++)
+      for (int k = 0; k < 4 && rc == 0; k++)
+        if (v[(size_t)k * (size_t)L->nthreads + (size_t)t].i != op[k]) {
+          char a[64], b[64];
+          coords(a, sizeof a, w, L->dim);
+          coords(b, sizeof b, t, L->dim);
+          rc = block_fail(L, "warp-collective wmma.%s in divergent code: its %s is %lld in thread %s and %lld in thread "
+                          "%s of the same warp (every lane of a warp must run it together, with the same operands)",
+                          name, what[k], (long long)op[k], a, (long long)v[(size_t)k * (size_t)L->nthreads + (size_t)t].i,
+                          b);
+        }
+    if (rc < 0) break;
+    struct tir_gpu_thread *th = &L->th[w];
+    thread_begin(L, th);
+    wmma_exec(&th->env, s, op);
+    if ((rc = thread_end(L, th)) < 0) break;
+    if (s->u.wmma.op == TIR_WMMA_STORE) continue;
+    const tir_buffer *f = s->u.wmma.frag;
+    int64_t e = tir_frag_elems(f->frag);
+    const float *src = (const float *)th->env.bufs[f->id] + op[0] * e;
+    for (int32_t t = w + 1; rc == 0 && t < w + WARP; t++) {
+      float *dst = L->th[t].env.bufs[f->id];
+      if (!dst) rc = block_fail(L, "fragment buffer %s is not allocated in every lane", f->name);
+      else memcpy(dst + op[0] * e, src, (size_t)e * sizeof *src);
+    }
+  }
+  free(v);
+  return rc;
+}
+
 static int phased(launch *L, const tir_stmt *s) {
   if (L->env->failed) return -1;
   if (!s) return 0;
@@ -534,6 +673,7 @@ static int phased(launch *L, const tir_stmt *s) {
     for (int32_t i = 0; i < s->u.seq.n; i++)
       if (phased(L, s->u.seq.s[i]) < 0) return -1;
     return 0;
+  case TIR_WMMA: return phased_wmma(L, s);
   case TIR_BARRIER:
     if (L->phase == INT32_MAX) return block_fail(L, "too many barriers to emulate");
     L->phase++;

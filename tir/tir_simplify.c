@@ -791,6 +791,9 @@ int tir_stmt_uses_var(const tir_stmt *s, const tir_var *v) {
            tir_stmt_uses_var(s->u.ifs.else_s, v);
   case TIR_STORE: return arith_uses_var(s->u.store.index, v) || arith_uses_var(s->u.store.value, v);
   case TIR_PREFETCH: return arith_uses_var(s->u.prefetch.index, v);
+  case TIR_WMMA:
+    return arith_uses_var(s->u.wmma.fi, v) || (s->u.wmma.ia && arith_uses_var(s->u.wmma.ia, v)) ||
+           (s->u.wmma.ib && arith_uses_var(s->u.wmma.ib, v)) || (s->u.wmma.index && arith_uses_var(s->u.wmma.index, v));
   case TIR_FAIL:
     return arith_uses_var(s->u.fail.value, v) || arith_uses_var(s->u.fail.lo, v) || arith_uses_var(s->u.fail.hi, v);
   case TIR_ALLOCATE: return tir_stmt_uses_var(s->u.alloc.body, v);
@@ -878,6 +881,10 @@ static tir_stmt *ss(simp *s, tir_stmt *st) {
   case TIR_STORE:
     return tir_store(s->b, st->u.store.buf, simplify_fix(s, st->u.store.index), simplify_fix(s, st->u.store.value));
   case TIR_PREFETCH: return tir_prefetch(s->b, st->u.prefetch.buf, simplify_fix(s, st->u.prefetch.index));
+  case TIR_WMMA:
+    return tir_wmma_with(s->b, st, simplify_fix(s, st->u.wmma.fi), st->u.wmma.ia ? simplify_fix(s, st->u.wmma.ia) : NULL,
+                         st->u.wmma.ib ? simplify_fix(s, st->u.wmma.ib) : NULL,
+                         st->u.wmma.index ? simplify_fix(s, st->u.wmma.index) : NULL);
   case TIR_FAIL:
     return tir_fail(s->b, st->u.fail.check, simplify_fix(s, st->u.fail.value), simplify_fix(s, st->u.fail.lo),
                     simplify_fix(s, st->u.fail.hi));
@@ -1035,6 +1042,13 @@ static tir_stmt *sub_s(tir_builder *b, const subst *m, tir_stmt *s) {
   case TIR_PREFETCH: {
     tir_expr *ix = sub_e(b, m, s->u.prefetch.index);
     return ix == s->u.prefetch.index ? s : tir_prefetch(b, s->u.prefetch.buf, ix);
+  }
+  case TIR_WMMA: {
+    tir_expr *fi = sub_e(b, m, s->u.wmma.fi), *ia = s->u.wmma.ia ? sub_e(b, m, s->u.wmma.ia) : NULL,
+             *ib = s->u.wmma.ib ? sub_e(b, m, s->u.wmma.ib) : NULL,
+             *ix = s->u.wmma.index ? sub_e(b, m, s->u.wmma.index) : NULL;
+    if (fi == s->u.wmma.fi && ia == s->u.wmma.ia && ib == s->u.wmma.ib && ix == s->u.wmma.index) return s;
+    return tir_wmma_with(b, s, fi, ia, ib, ix);
   }
   case TIR_FAIL: {
     tir_expr *v = sub_e(b, m, s->u.fail.value), *lo = sub_e(b, m, s->u.fail.lo), *hi = sub_e(b, m, s->u.fail.hi);

@@ -7,7 +7,7 @@
  * register (ctaid / tid) instead of looping, guarded when its extent is below the
  * launch's dimension; a SHARED buffer is an addrspace(3) global; TIR_BARRIER is
  * llvm.nvvm.barrier0, TIR_SHUFFLE llvm.nvvm.shfl.sync.bfly / .down (f32, i32; 64-bit
- * values as two 32-bit halves); a failed run-time check claims the launch's failure record
+ * values as two 32-bit halves); TIR_WMMA the m16n16k8 TF32 wmma intrinsics (below); a failed run-time check claims the launch's failure record
  * (runtime/FORMAT.md) with an atomic compare-and-swap and writes its numbers. */
 #include <assert.h>
 #include <string.h>
@@ -119,6 +119,94 @@ static LLVMValueRef shuffle(tgt_lcg *g, tir_shfl_mode mode, LLVMValueRef v, gir_
   return t == GIR_F64 ? LLVMBuildBitCast(B, r, g->t_double, "") : r;
 }
 
+/* Tensor cores (TIR_WMMA, m16n16k8, TF32 in, f32 accumulation): the wmma intrinsics of
+ * LLVM's NVPTX back end. A FRAGMENT buffer is each lane's share of its tiles, an alloca
+ * that SROA turns into registers once the fragment numbers are constants (the loops
+ * over fragments are unrolled): 4 x i32 per A or B fragment (TF32 bits), 8 x f32 per
+ * accumulator. Loads round each element to TF32 to nearest (cvt.rna.tf32.f32, as
+ * CUDA's wmma::__float_to_tf32), which is what the emulator's rounding assumes. */
+static int frag_words(tir_frag f) { return f == TIR_FRAG_ACC ? 8 : 4; }
+
+static LLVMTypeRef frag_elem(tgt_lcg *g, tir_frag f) { return f == TIR_FRAG_ACC ? g->t_float : g->t_i32; }
+
+static LLVMValueRef fragment(tgt_lcg *g, const tir_buffer *b) {
+  int64_t n = b->size / tir_frag_elems(b->frag) * frag_words(b->frag);
+  return tgt_llvm_alloca(g, LLVMArrayType2(frag_elem(g, b->frag), (uint64_t)n), 16, b->name);
+}
+
+/* Word w of fragment fi of buffer f in this lane. */
+static LLVMValueRef frag_word(tgt_lcg *g, const tir_buffer *f, LLVMValueRef fi, int w) {
+  LLVMValueRef ix = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, fi, LLVMConstInt(g->t_i64, (unsigned long long)frag_words(f->frag), 0), ""),
+                                 LLVMConstInt(g->t_i64, (unsigned long long)w, 0), "");
+  return LLVMBuildInBoundsGEP2(g->b, frag_elem(g, f->frag), g->bufs[f->id], &ix, 1, "");
+}
+
+static LLVMValueRef intrinsic(tgt_lcg *g, const char *name, LLVMTypeRef *over, size_t n_over) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  assert(id && "unknown intrinsic");
+  return LLVMGetIntrinsicDeclaration(g->mod, id, over, n_over);
+}
+
+static void wmma(tgt_lcg *g, const tir_stmt *s) {
+  LLVMBuilderRef B = g->b;
+  const tir_buffer *f = s->u.wmma.frag;
+  LLVMValueRef fi = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.wmma.fi), g->t_i64);
+  LLVMValueRef ptr = NULL, ldm = NULL;
+  LLVMTypeRef pt = g->t_ptr; /* the intrinsics' pointer: shared memory's own address space where it is shared */
+  if (s->u.wmma.mem) {
+    LLVMValueRef ix = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.wmma.index), g->t_i64);
+    ptr = LLVMBuildInBoundsGEP2(B, g->t_float, g->bufs[s->u.wmma.mem->id], &ix, 1, "");
+    if (s->u.wmma.mem->scope == TIR_SHARED) {
+      pt = LLVMPointerTypeInContext(g->ctx, 3);
+      ptr = LLVMBuildAddrSpaceCast(B, ptr, pt, "");
+    }
+    ldm = LLVMConstInt(g->t_i32, (unsigned long long)s->u.wmma.ldm, 0);
+  }
+  switch (s->u.wmma.op) {
+  case TIR_WMMA_FILL:
+    for (int w = 0; w < 8; w++) LLVMBuildStore(B, LLVMConstReal(g->t_float, s->u.wmma.value), frag_word(g, f, fi, w));
+    break;
+  case TIR_WMMA_LOAD_A:
+  case TIR_WMMA_LOAD_B: {
+    LLVMValueRef fn = intrinsic(g, s->u.wmma.op == TIR_WMMA_LOAD_A ? "llvm.nvvm.wmma.m16n16k8.load.a.row.stride.tf32"
+                                                                  : "llvm.nvvm.wmma.m16n16k8.load.b.row.stride.tf32",
+                                &pt, 1);
+    LLVMValueRef cvt = intrinsic(g, "llvm.nvvm.f2tf32.rna", NULL, 0);
+    LLVMValueRef args[2] = {ptr, ldm};
+    LLVMValueRef r = LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, args, 2, "");
+    for (int w = 0; w < 4; w++) {
+      LLVMValueRef x = LLVMBuildBitCast(B, LLVMBuildExtractValue(B, r, (unsigned)w, ""), g->t_float, "");
+      x = LLVMBuildCall2(B, LLVMGlobalGetValueType(cvt), cvt, &x, 1, "");
+      LLVMBuildStore(B, x, frag_word(g, f, fi, w));
+    }
+    break;
+  }
+  case TIR_WMMA_MMA: {
+    LLVMValueRef fn = intrinsic(g, "llvm.nvvm.wmma.m16n16k8.mma.row.row.tf32", NULL, 0);
+    LLVMValueRef ia = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.wmma.ia), g->t_i64);
+    LLVMValueRef ib = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.wmma.ib), g->t_i64);
+    LLVMValueRef args[16];
+    for (int w = 0; w < 4; w++) {
+      args[w] = LLVMBuildLoad2(B, g->t_i32, frag_word(g, s->u.wmma.fa, ia, w), "");
+      args[4 + w] = LLVMBuildLoad2(B, g->t_i32, frag_word(g, s->u.wmma.fb, ib, w), "");
+    }
+    for (int w = 0; w < 8; w++) args[8 + w] = LLVMBuildLoad2(B, g->t_float, frag_word(g, f, fi, w), "");
+    LLVMValueRef r = LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, args, 16, "");
+    for (int w = 0; w < 8; w++) LLVMBuildStore(B, LLVMBuildExtractValue(B, r, (unsigned)w, ""), frag_word(g, f, fi, w));
+    break;
+  }
+  case TIR_WMMA_STORE: {
+    LLVMValueRef fn = intrinsic(g, "llvm.nvvm.wmma.m16n16k8.store.d.row.stride.f32", &pt, 1);
+    LLVMValueRef args[10];
+    args[0] = ptr;
+    for (int w = 0; w < 8; w++) args[1 + w] = LLVMBuildLoad2(B, g->t_float, frag_word(g, f, fi, w), "");
+    args[9] = ldm;
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, args, 10, "");
+    break;
+  }
+  }
+}
+
 /* One launch of a kernel on the GPU: void symbol(ptr buffer..., ptr fail), the
  * buffers the kernel's parameters in order, fail its launch's failure record;
  * body is the launch's statement, dims its grid and block (tir/gpu_launch.c). */
@@ -216,4 +304,5 @@ static int emit(tgt_lcg *g, const tir_func *const *fns, int32_t n) {
 }
 
 const tgt_llvm_gpu tgt_cuda_gpu = {.emit = emit, .finish = tgt_cuda_link_libdevice, .loop = gpu_loop,
-                                   .fail = gpu_fail_stmt, .barrier = barrier, .shuffle = shuffle, .shared = shared};
+                                   .fail = gpu_fail_stmt, .barrier = barrier, .shuffle = shuffle, .shared = shared,
+                                   .fragment = fragment, .wmma = wmma};

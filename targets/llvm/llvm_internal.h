@@ -30,6 +30,8 @@ struct tgt_llvm_gpu {
   /* a warp shuffle (TIR_SHUFFLE) of v, a scalar of dtype t */
   LLVMValueRef (*shuffle)(tgt_lcg *g, tir_shfl_mode mode, LLVMValueRef v, gir_dtype t, int32_t offset);
   LLVMValueRef (*shared)(tgt_lcg *g, const tir_buffer *b, LLVMTypeRef array); /* a SHARED buffer's base */
+  LLVMValueRef (*fragment)(tgt_lcg *g, const tir_buffer *b); /* a FRAGMENT buffer's base (a lane's registers) */
+  void (*wmma)(tgt_lcg *g, const tir_stmt *s);               /* a warp matrix operation (TIR_WMMA) */
 };
 
 struct tgt_lcg {

@@ -192,6 +192,9 @@ static void check_stmt(checker *c, const tir_stmt *s) {
     const tir_buffer *b = s->u.alloc.buf;
     if (!buf_ok(c, b)) return;
     if (b->scope == TIR_SHARED && !c->gpu) return cfail(c, "buffer %s: shared memory is a GPU scope", b->name);
+    if (b->scope == TIR_FRAGMENT && (!c->gpu || b->frag == TIR_FRAG_NONE || b->dtype != GIR_F32 ||
+                                     b->size % tir_frag_elems(b->frag)))
+      return cfail(c, "buffer %s: a fragment buffer is GPU code's, f32, whole fragments of a role", b->name);
     if (b->scope == TIR_GLOBAL) { /* a parameter, already live */
       if (b->param < 0) return cfail(c, "buffer %s: global buffers are parameters, never allocated", b->name);
       check_stmt(c, s->u.alloc.body);
@@ -209,6 +212,39 @@ static void check_stmt(checker *c, const tir_stmt *s) {
   case TIR_BARRIER:
     if (!c->gpu) cfail(c, "a barrier is a GPU statement");
     break;
+  case TIR_WMMA: {
+    if (!c->gpu) return cfail(c, "a warp matrix operation (wmma) is a GPU statement");
+    const tir_buffer *fb[3] = {s->u.wmma.frag, s->u.wmma.fa, s->u.wmma.fb};
+    const tir_expr *e[4] = {s->u.wmma.fi, s->u.wmma.ia, s->u.wmma.ib, s->u.wmma.index};
+    for (int i = 0; i < 3; i++)
+      if (fb[i]) {
+        check_use(c, fb[i]);
+        if (!c->failed && (fb[i]->scope != TIR_FRAGMENT || fb[i]->frag == TIR_FRAG_NONE))
+          return cfail(c, "wmma on buffer %s, which is not a fragment buffer", fb[i]->name);
+      }
+    tir_wmma_op op = s->u.wmma.op;
+    tir_frag role = op == TIR_WMMA_LOAD_A ? TIR_FRAG_A : op == TIR_WMMA_LOAD_B ? TIR_FRAG_B : TIR_FRAG_ACC;
+    if (fb[0]->frag != role || (op == TIR_WMMA_MMA && (!fb[1] || !fb[2] || fb[1]->frag != TIR_FRAG_A ||
+                                                       fb[2]->frag != TIR_FRAG_B)))
+      return cfail(c, "wmma on fragment buffer %s of the wrong role", fb[0]->name);
+    if ((op == TIR_WMMA_MMA) != (s->u.wmma.ia != NULL) || (op == TIR_WMMA_MMA) != (s->u.wmma.ib != NULL) ||
+        (op == TIR_WMMA_LOAD_A || op == TIR_WMMA_LOAD_B || op == TIR_WMMA_STORE) != (s->u.wmma.mem != NULL))
+      return cfail(c, "a wmma with the wrong operands for its operation");
+    for (int i = 0; i < 4; i++)
+      if (e[i]) {
+        check_expr(c, e[i]);
+        if (!c->failed && (e[i]->lanes != 1 || e[i]->dtype != GIR_I64))
+          return cfail(c, "a wmma's fragment numbers and index must be scalar int64");
+      }
+    if (s->u.wmma.mem) {
+      check_use(c, s->u.wmma.mem);
+      if (!c->failed && (s->u.wmma.mem->dtype != GIR_F32 || s->u.wmma.mem->scope == TIR_LOCAL ||
+                         s->u.wmma.mem->scope == TIR_FRAGMENT || s->u.wmma.ldm <= 0 || s->u.wmma.ldm % 4 ||
+                         s->u.wmma.ldm > INT32_MAX))
+        return cfail(c, "a wmma load or store takes global or shared f32 memory and a positive ldm, a multiple of 4");
+    }
+    break;
+  }
   default: cfail(c, "unknown statement kind %d", (int)s->kind); break;
   }
 }
@@ -612,6 +648,7 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
     else fail_stmt(g, s);
     break;
   case TIR_BARRIER: g->gpu->barrier(g); break; /* the checker let it through: GPU code */
+  case TIR_WMMA: g->gpu->wmma(g, s); break;
   case TIR_LET: {
     const tir_var *v = s->u.let.var;
     LLVMValueRef val = tgt_llvm_expr(g, s->u.let.value), old = g->vars[v->id];
@@ -646,7 +683,10 @@ static void stmt(tgt_lcg *g, const tir_stmt *s) {
     LLVMTypeRef at = LLVMArrayType2(tgt_llvm_mem_type(g, b->dtype), (uint64_t)b->size);
     LLVMValueRef old = g->bufs[b->id];
     if (b->scope == TIR_SHARED) { /* GPU code: the target's shared memory */
-      g->bufs[b->id] = g->gpu->shared(g, b, at);    } else {
+      g->bufs[b->id] = g->gpu->shared(g, b, at);
+    } else if (b->scope == TIR_FRAGMENT) { /* GPU code: a lane's share of a warp's tiles */
+      g->bufs[b->id] = g->gpu->fragment(g, b);
+    } else {
       g->bufs[b->id] = tgt_llvm_alloca(g, at, tgt_llvm_buf_align(b), b->name);
     }
     stmt(g, s->u.alloc.body);

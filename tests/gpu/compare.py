@@ -8,7 +8,8 @@ want/<k>_<NAME>.npy: floats within atol + rtol·|want| (rtol 1e-3, atol 1e-5, as
 `kiln check`; e2e models against ONNX Runtime CPU: rtol 1e-3, atol 1e-4), integers
 and bools exactly, NaN where the reference has NaN. Node tests run --jobs at a
 time (each process opens its own CUDA context). e2e models are then timed with
---repeat R (median). Writes results.txt and summary.json into --out; exit 0 when
+--repeat R (median). A folder with a tolerance.json (prepare.py --gpu-math tf32) is
+compared with its rtol and atol instead. Writes results.txt and summary.json into --out; exit 0 when
 everything matched.
 """
 import argparse, concurrent.futures as cf, json, os, subprocess, sys, time
@@ -33,6 +34,11 @@ def run_bundle(kiln_run, d, outdir, repeat=1, timeout=300, extra=()):
 
 
 def compare(d, outdir, rtol, atol):
+    tol = os.path.join(d, "tolerance.json")
+    if os.path.exists(tol):  # --gpu-math tf32 bundles: TF32's tolerance (prepare.py)
+        with open(tol) as f:
+            t = json.load(f)
+        rtol, atol = t["rtol"], t["atol"]
     worst = 0.0
     for f in sorted(os.listdir(os.path.join(d, "want"))):
         k, name = f[:-4].replace("%2F", "/").split("_", 1)

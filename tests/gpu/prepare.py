@@ -18,9 +18,16 @@ writes OUT (default .gpu/, git-ignored):
                               CUDA image may lack (libarchive and its closure, cJSON)
 
 tests/gpu/run_on_gpu.sh runs it all there; tests/gpu/compare.py (numpy only) compares.
+--gpu-math tf32 compiles everything with `--gpu-math tf32` (f32 matmuls on tensor cores,
+inputs rounded to TF32): e2e folders are then <model>_b<B>_tf32, and each folder gets a
+tolerance.json that compare.py applies instead of its fp32 tolerances (rtol 1e-2, atol
+1e-2 x the largest |want|: TF32's 10-bit mantissas; the node tests' emulated check
+here uses --atol-scale 0.01 likewise).
 usage: prepare.py [--kiln build/kiln] [--target cuda-sm90] [--out .gpu] [--node-filter S]
                   [--models mobilenetv2,bert_encoder] [--model-dir DIR] [--batches 1,16] [--no-node]
+                  [--gpu-math fp32|tf32]
 """
+import json
 import argparse, concurrent.futures as cf, os, shutil, subprocess, sys
 
 import numpy as np
@@ -61,7 +68,24 @@ SUPPORTED = {np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.u
              np.uint64, np.bool_, np.float16}
 
 
-def prepare_node(kiln, target, test, out):
+TF32_RTOL, TF32_ATOL_SCALE = 1e-2, 1e-2
+
+
+def math_args(math):
+    """kiln's options for --gpu-math (none for the default, fp32)."""
+    return [] if math == "fp32" else ["--gpu-math", math]
+
+
+def write_tolerance(dst, wants, math):
+    """tf32: tolerance.json for compare.py (rtol, and atol scaled by the largest |want|)."""
+    if math == "fp32":
+        return
+    big = max([float(np.abs(a).max()) for a in wants if a.size and a.dtype.kind == "f"] + [0.0])
+    with open(os.path.join(dst, "tolerance.json"), "w") as f:
+        json.dump({"rtol": TF32_RTOL, "atol": max(TF32_ATOL_SCALE * big, 1e-5), "why": "--gpu-math " + math}, f)
+
+
+def prepare_node(kiln, target, test, out, math="fp32"):
     d = os.path.join(node_dir(), test)
     data = os.path.join(d, "test_data_set_0")
     ins, wants = tensors(data, "input"), tensors(data, "output")
@@ -71,7 +95,8 @@ def prepare_node(kiln, target, test, out):
     os.makedirs(os.path.join(dst, "in"), exist_ok=True)
     os.makedirs(os.path.join(dst, "want"), exist_ok=True)
     r = subprocess.run([kiln, "check", os.path.join(d, "model.onnx"), "--test-data", data, "--target", target,
-                        "--emulate", "--save-bundle", os.path.join(dst, "model.kiln")],
+                        "--emulate", "--save-bundle", os.path.join(dst, "model.kiln")] + math_args(math) +
+                       (["--atol-scale", str(TF32_ATOL_SCALE)] if math != "fp32" else []),
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         shutil.rmtree(dst, ignore_errors=True)
@@ -80,10 +105,11 @@ def prepare_node(kiln, target, test, out):
         np.save(os.path.join(dst, "in", name.replace("/", "%2F") + ".npy"), a)
     for k, (name, a) in enumerate(wants):
         np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, name.replace("/", "%2F"))), a)
+    write_tolerance(dst, [a for _, a in wants], math)
     return test, "ok", ""
 
 
-def prepare_model(kiln, target, path, name, batch, out, part_bytes):
+def prepare_model(kiln, target, path, name, batch, out, part_bytes, math="fp32"):
     """e2e/<name>_b<batch>/: the bundle as parts (its params once per model under
     params/, travel.py), inputs (large ones as recipes) and ONNX Runtime's outputs."""
     import onnx
@@ -95,7 +121,7 @@ def prepare_model(kiln, target, path, name, batch, out, part_bytes):
     os.makedirs(os.path.join(out, "e2e"), exist_ok=True)
     tmp = os.path.join(out, "e2e", "%s_b%d.onnx" % (name, batch))
     onnx.save(m, tmp)
-    dst = os.path.join(out, "e2e", "%s_b%d" % (name, batch))
+    dst = os.path.join(out, "e2e", "%s_b%d%s" % (name, batch, "" if math == "fp32" else "_" + math))
     os.makedirs(os.path.join(dst, "in"), exist_ok=True)
     os.makedirs(os.path.join(dst, "want"), exist_ok=True)
     sess = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
@@ -113,8 +139,10 @@ def prepare_model(kiln, target, path, name, batch, out, part_bytes):
     outs = sess.run(None, feeds)
     for k, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
         np.save(os.path.join(dst, "want", "%d_%s.npy" % (k, o.name.replace("/", "%2F"))), a)
+    write_tolerance(dst, outs, math)
     bundle = os.path.join(dst, "model.kiln")
-    r = subprocess.run([kiln, "compile", tmp, "--target", target, "-o", bundle], capture_output=True, text=True)
+    r = subprocess.run([kiln, "compile", tmp, "--target", target, "-o", bundle] + math_args(math), capture_output=True,
+                       text=True)
     os.remove(tmp)
     if r.returncode != 0:
         raise SystemExit("kiln compile %s: %s" % (name, r.stderr))
@@ -150,6 +178,8 @@ def main():
     ap.add_argument("--batches", default="1,16")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--part-mib", type=int, default=48, help="params.bin travels in parts of this size")
+    ap.add_argument("--gpu-math", default="fp32", choices=("fp32", "tf32"),
+                    help="tf32: compile with --gpu-math tf32 (tensor cores), compared with TF32's tolerance")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     copy_runner(a.kiln_run, a.out)
@@ -157,7 +187,7 @@ def main():
         tests = sorted(t for t in os.listdir(node_dir()) if a.node_filter in t)
         counts = {}
         with cf.ThreadPoolExecutor(a.jobs) as ex:
-            for test, status, why in ex.map(lambda t: prepare_node(a.kiln, a.target, t, a.out), tests):
+            for test, status, why in ex.map(lambda t: prepare_node(a.kiln, a.target, t, a.out, a.gpu_math), tests):
                 counts[status] = counts.get(status, 0) + 1
                 if status == "fail":
                     print("FAIL %s: %s" % (test, why), flush=True)
@@ -165,7 +195,7 @@ def main():
     for name in filter(None, a.models.split(",")):
         for b in map(int, a.batches.split(",")):
             print("e2e:", prepare_model(a.kiln, a.target, os.path.join(a.model_dir, name + ".onnx"), name, b, a.out,
-                                        a.part_mib << 20), flush=True)
+                                        a.part_mib << 20, a.gpu_math), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,16 @@ Without a GPU (CI has none), every part but the launch is checked:
    for `cuda` (sm_80 PTX), whose PTX ptxas must accept for sm_80 and sm_90, and for
    `cuda-sm90`, for sm_90 (too big to emulate in a test's time); the light models
    of test_e2e.py for `cuda`, sm_80 and sm_90.
+4. Tensor cores (`--gpu-math tf32`): matmuls (ragged, batched, broadcast, rank 4, a
+   Gemm with bias and relu, a small model) whose loop IR must hold the WMMA template
+   (or, for a matmul too small for a 16-row tile, not), emulated against two
+   references: numpy with the inputs rounded to TF32 (cvt.rna) and summed in f64, at
+   `kiln check`'s own tolerance (rtol 1e-3, atol 1e-5; the emulator rounds as the GPU
+   does, only the summation order differs), which the fp32 reference fails (the
+   rounding happened); and ONNX Runtime's fp32 outputs within TF32's error, --atol-scale
+   1e-3·sqrt(K) of the largest output. The PTX (wmma.*.m16n16k8 tf32) must assemble
+   for sm_80 and sm_90; the BERT-like encoder's PTX too, and the encoder at batch 1
+   emulated against ONNX Runtime within 1% of its largest output.
 ptxas is the CUDA toolkit's (/usr/local/cuda/bin/ptxas or $PTXAS); without it the
 PTX checks are reported skipped, never passed. The node suite runs the same way in
 ctest conformance_cuda.
@@ -204,6 +214,92 @@ def cases():
         yield name, m, feeds, None
 
 
+def tf32(x):
+    """x rounded to TF32 as cvt.rna.tf32.f32 does: 10 mantissa bits, to nearest, ties away from zero."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).copy()
+    fin = (u & 0x7F800000) != 0x7F800000
+    u[fin] = (u[fin] + 0x1000) & 0xFFFFE000
+    return u.view(np.float32)
+
+
+def gemm_case(name, m, k, n):
+    """Gemm(x, W^T) + B, then Relu: a dense layer's epilogue on the tensor-core tile."""
+    rng = np.random.default_rng(len(name) + 300)
+    inits = [numpy_helper.from_array(rng.standard_normal((n, k)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "B")]
+    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["g"], transB=1), helper.make_node("Relu", ["g"], ["y"])]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), {"x": rng.uniform(-1, 1, (m, k)).astype(np.float32)}
+
+
+# other tiles of the tensor-core template: 8 warps of 32 x 32 in a 128 x 64 tile; 4 warps
+# of 16 x 32 with k steps of 16; one warp of 32 x 64 (fragments 2 x 4)
+TC_KNOBS = {
+    "tf32_conv3x3": ("gpu_conv_tc:bm=32,boh=8,bk=16,wm=32,wn=32", "gpu_conv_tc:bm=16,boh=4,bk=8,wm=16,wn=16"),
+    "tf32_matmul": ("gpu_matmul_tc:bm=128,bn=64,bk=16,wm=32,wn=32", "gpu_matmul_tc:bm=32,bn=64,bk=8,wm=32,wn=64"),
+    "tf32_ragged": ("gpu_matmul_tc:bm=32,bn=64,bk=16,wm=16,wn=32",),
+}
+
+
+def transposed_case(name, m, k, n):
+    """MatMul(Transpose(a), Transpose(b)) of two inputs (the transposes are kernels of their own)."""
+    rng = np.random.default_rng(len(name) + 400)
+    nodes = [helper.make_node("Transpose", ["a"], ["at"]), helper.make_node("Transpose", ["b"], ["bt"]),
+             helper.make_node("MatMul", ["at", "bt"], ["y"])]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("a", TensorProto.FLOAT, [k, m]),
+                                        helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])])
+    feeds = {"a": rng.uniform(-1, 1, (k, m)).astype(np.float32), "b": rng.uniform(-1, 1, (n, k)).astype(np.float32)}
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), feeds
+
+
+def conv_ref(stride, pad, relu):
+    """The TF32 reference of conv_case's model: x and W rounded, the conv summed in f64, bias, relu."""
+    def ref(v):
+        x, w = tf32(v["x"]).astype(np.float64), tf32(v["W"]).astype(np.float64)
+        n, c, h, wd = x.shape
+        m, _, k, _ = w.shape
+        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+        y = np.zeros((n, m, oh, ow))
+        for i in range(k):
+            for j in range(k):
+                win = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                y += np.einsum("nchw,mc->nmhw", win, w[:, :, i, j])
+        if "B" in v:
+            y += v["B"].astype(np.float64)[None, :, None, None]
+        return np.maximum(y, 0) if relu else y
+    return ref
+
+
+def mm_ref(v):
+    return np.matmul(tf32(v["a"]).astype(np.float64), tf32(v["b"]).astype(np.float64))
+
+
+def tf32_cases():
+    """(name, model, feeds, K, tensor cores expected, reference from the inputs and weights by name,
+    TF32-rounded and summed in f64): the tensor-core template's shapes."""
+    yield ("tf32_matmul",) + matmul_case("tf32_matmul", [128, 64], [64, 128]) + (64, True, mm_ref)
+    yield ("tf32_ragged",) + matmul_case("tf32_ragged", [150, 70], [70, 300]) + (70, True, mm_ref)
+    yield ("tf32_batch",) + matmul_case("tf32_batch", [6, 40, 33], [6, 33, 50], const_b=False) + (33, True, mm_ref)
+    yield ("tf32_broadcast_b",) + matmul_case("tf32_broadcast_b", [3, 64, 40], [40, 96]) + (40, True, mm_ref)
+    yield ("tf32_rank4",) + matmul_case("tf32_rank4", [2, 3, 40, 24], [2, 3, 24, 50], const_b=False) + (24, True, mm_ref)
+    yield ("tf32_gemm_relu",) + gemm_case("tf32_gemm_relu", 96, 72, 80) + (72, True, lambda v: np.maximum(
+        tf32(v["x"]).astype(np.float64) @ tf32(v["W"]).astype(np.float64).T + v["B"], 0))
+    yield ("tf32_transposed",) + transposed_case("tf32_transposed", 80, 40, 96) + (40, True, lambda v: np.matmul(
+        tf32(v["a"]).astype(np.float64).T, tf32(v["b"]).astype(np.float64).T))
+    yield ("tf32_few_rows",) + matmul_case("tf32_few_rows", [8, 96], [96, 200]) + (96, False, mm_ref)
+    # convs as implicit GEMMs: 1x1 on a 56-wide map (2 rows a block), 3x3 padded at 28 and
+    # at 14 (4 and 8 rows; 48 channels: a ragged channel tile), a 7x7 stride-2 stem (32
+    # wide: 4 rows), two images; a 29-wide map keeps the CUDA-core template
+    yield ("tf32_conv1x1",) + conv_case("tf32_conv1x1", 1, 16, 56, 56, 64, 1, relu=False) + (16, True, conv_ref(1, 0, False))
+    yield ("tf32_conv3x3",) + conv_case("tf32_conv3x3", 2, 16, 28, 28, 32, 3, pad=1) + (144, True, conv_ref(1, 1, True))
+    yield ("tf32_conv3x3_14",) + conv_case("tf32_conv3x3_14", 1, 24, 14, 14, 48, 3, pad=1) + (216, True, conv_ref(1, 1, True))
+    yield ("tf32_conv_stem",) + conv_case("tf32_conv_stem", 1, 3, 64, 64, 32, 7, stride=2, pad=3) + (147, True, conv_ref(2, 3, True))
+    yield ("tf32_conv_29",) + conv_case("tf32_conv_29", 1, 16, 57, 57, 32, 3, stride=2, pad=1) + (144, False, conv_ref(2, 1, True))
+
+
 def write_case(d, model, feeds):
     import onnxruntime as ort
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
@@ -278,6 +374,74 @@ def main():
                 r = util.run_kiln(a.kiln, args + ["--knobs", knobs], timeout=600)
                 if checks.check(r.rc == 0 and "(emulated)" in r.out, "%s --knobs %s: %s %s" % (name, knobs, r.describe(), (r.err or r.out)[-400:])):
                     print("ok %s --knobs %s: emulated and matches ONNX Runtime" % (name, knobs), flush=True)
+        # tensor cores (--gpu-math tf32): the WMMA template's loop IR and PTX, emulated
+        # against TF32-rounded numpy (tight) and ONNX Runtime's fp32 (TF32's tolerance)
+        for name, model, feeds, K, tc, ref_of in tf32_cases():
+            if a.filter not in name:
+                continue
+            d = os.path.join(work, name)
+            path, data = write_case(d, model, feeds)
+            ref = ref_of(dict({i.name: numpy_helper.to_array(i) for i in model.graph.initializer}, **feeds))
+            tdata = os.path.join(d, "tf32")
+            os.makedirs(tdata, exist_ok=True)
+            for f in os.listdir(data):
+                if f.startswith("input_"):
+                    shutil.copy(os.path.join(data, f), tdata)
+            out_name = model.graph.output[0].name
+            open(os.path.join(tdata, "output_0.pb"), "wb").write(
+                numpy_helper.from_array(ref.astype(np.float32), out_name).SerializeToString())
+            for target, archs in (("cuda", (80, 90)), ("cuda-sm90", (90,))):
+                bundle = os.path.join(d, "%s.kiln" % target)
+                r = util.run_kiln(a.kiln, ["compile", path, "--target", target, "--gpu-math", "tf32", "--dump-after=lower",
+                                           "-o", bundle], timeout=600)
+                has = "wmma.mma" in r.out
+                if not checks.check(r.rc == 0 and has == tc, "%s --target %s: the loop IR %s the tensor-core template: %s %s"
+                                    % (name, target, "has" if has else "lacks", r.describe(), r.err[-300:])):
+                    continue
+                ptx = ptx_of(bundle) or b""
+                checks.check(not tc or b"wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32" in ptx,
+                             "%s --target %s: the PTX has the m16n16k8 TF32 MMA" % (name, target))
+                for arch in archs if ptxas else ():
+                    src_ptx = os.path.join(d, "k.ptx")
+                    open(src_ptx, "wb").write(ptx)
+                    p = subprocess.run([ptxas, "-arch=sm_%d" % arch, src_ptx, "-o", os.devnull], capture_output=True, text=True)
+                    checks.check(p.returncode == 0, "%s --target %s: ptxas -arch=sm_%d: %s" % (name, target, arch, p.stderr[-400:]))
+            base = ["check", path, "--target", "cuda-sm90", "--emulate", "--gpu-math", "tf32"]
+            for knobs in TC_KNOBS.get(name, ()):
+                r = util.run_kiln(a.kiln, base + ["--test-data", tdata, "--knobs", knobs, "--ptxas", ptxas] if ptxas else
+                                  base + ["--test-data", tdata, "--knobs", knobs], timeout=600)
+                if checks.check(r.rc == 0 and "(emulated)" in r.out, "%s --knobs %s: %s %s" % (name, knobs, r.describe(), (r.err or r.out)[-400:])):
+                    print("ok %s --knobs %s: emulated, matches the TF32 reference" % (name, knobs), flush=True)
+            r = util.run_kiln(a.kiln, base + ["--test-data", tdata], timeout=600)
+            want_tf32 = tc  # without tensor cores the result is fp32's: the TF32 reference may miss it
+            if want_tf32:
+                checks.check(r.rc == 0 and "(emulated)" in r.out, "%s: emulated TF32 vs numpy's TF32 at rtol 1e-3, atol 1e-5: %s %s"
+                             % (name, r.describe(), (r.err or r.out)[-400:]))
+                r = util.run_kiln(a.kiln, base + ["--test-data", data], timeout=600)
+                checks.check(r.rc == 1 and "MISMATCH" in r.out, "%s: emulated TF32 differs from fp32 at rtol 1e-3: %s %s"
+                             % (name, r.describe(), (r.err or r.out)[-300:]))
+            scale = "%g" % min(1.0, 1e-3 * K ** 0.5)
+            r = util.run_kiln(a.kiln, base + ["--test-data", data, "--atol-scale", scale], timeout=600)
+            if checks.check(r.rc == 0 and "(emulated)" in r.out, "%s: emulated TF32 vs ONNX Runtime fp32, --atol-scale %s: %s %s"
+                            % (name, scale, r.describe(), (r.err or r.out)[-400:])):
+                print("ok %s: %s, emulated (%sfp32 within %s of the largest output), PTX %s"
+                      % (name, "tensor cores" if tc else "CUDA cores (no tensor-core tile fits)",
+                         "the TF32 reference at rtol 1e-3; " if tc else "", scale,
+                         "assembled" if ptxas else "not assembled"), flush=True)
+        # a whole model: the transformer of gen_models, TF32 against ONNX Runtime's fp32
+        if a.filter in "tf32_transformer":
+            _, m, feeds, _ = next(c for c in cases() if c[0] == "transformer")
+            path, data = write_case(os.path.join(work, "tf32_transformer"), m, feeds)
+            r = util.run_kiln(a.kiln, ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate",
+                                       "--gpu-math", "tf32", "--atol-scale", "0.01"], timeout=600)
+            if checks.check(r.rc == 0 and "(emulated)" in r.out, "tf32_transformer: %s %s" % (r.describe(), (r.err or r.out)[-400:])):
+                print("ok tf32_transformer: emulated with --gpu-math tf32, within 1% of the largest output", flush=True)
+        path, _ = write_case(os.path.join(work, "gpu_math_cli"), *matmul_case("gpu_math_cli", [32, 16], [16, 32]))
+        r = util.run_kiln(a.kiln, ["compile", path, "--target", "x86_64", "--gpu-math", "tf32", "-o", os.path.join(work, "cpu.kiln")])
+        checks.check(r.rc == 1 and "--gpu-math tf32 is for GPU targets" in r.err, "--gpu-math tf32 on a CPU target: refused: %s %s"
+                     % (r.describe(), r.err[-200:]))
+        r = util.run_kiln(a.kiln, ["compile", path, "--target", "cuda", "--gpu-math", "fp16", "-o", os.path.join(work, "x.kiln")])
+        checks.check(r.rc == 2 and "--gpu-math takes fp32 or tf32" in r.err, "--gpu-math fp16: exit 2: %s %s" % (r.describe(), r.err[-200:]))
         # --knobs refuses what no template has, naming the knobs it has
         # a tile whose shared memory passes what a block may have statically: refused at compile time
         path, _ = write_case(os.path.join(work, "knobs_shared"), *conv_case("knobs_shared", 16, 128, 14, 14, 128, 3, pad=1))
@@ -307,20 +471,25 @@ def main():
                      "zfnet512")
         paths = bench_run.prepare_models(names, model_dir, False) if names else {}
         models = [(n, paths[n], (("cuda", (80, 90)), ("cuda-sm90", (90,)))) for n in names]
+        if "bert_encoder" in names:  # its matmuls on tensor cores (--gpu-math tf32)
+            models.append(("bert_encoder_tf32", paths["bert_encoder"], (("cuda", (80, 90)),), ["--gpu-math", "tf32"]))
         # the other e2e models of test_e2e.py: the onnx package's light models (their
         # placeholder weights: the kernels do not depend on the values), sm_80 PTX
         for n in light:
             if a.filter in "light_" + n:
                 models.append(("light_" + n, os.path.join(util.onnx_data_dir("light"), "light_%s.onnx" % n),
                                (("cuda", (80, 90)),)))
-        for name, src, targets in models:
+        for name, src, targets, *extra in models:
             for target, archs in targets:
                 out = os.path.join(work, "%s.%s.kiln" % (name, target))
-                r = util.run_kiln(a.kiln, ["compile", src, "--target", target, "-o", out], timeout=900)
+                r = util.run_kiln(a.kiln, ["compile", src, "--target", target, "-o", out] + (extra[0] if extra else []),
+                                  timeout=900)
                 if not checks.check(r.rc == 0, "%s --target %s: %s %s" % (name, target, r.describe(), r.err[-300:])):
                     continue
                 ptx = ptx_of(out)
                 checks.check(ptx is not None and b".entry" in ptx, "%s --target %s: the bundle has PTX" % (name, target))
+                if extra:
+                    checks.check(b"wmma.mma.sync" in (ptx or b""), "%s --target %s: the PTX has tensor-core MMAs" % (name, target))
                 os.remove(out)
                 if not ptxas or ptx is None:
                     continue
@@ -330,6 +499,19 @@ def main():
                     p = subprocess.run([ptxas, "-arch=sm_%d" % arch, src_ptx, "-o", os.devnull], capture_output=True, text=True)
                     if checks.check(p.returncode == 0, "%s --target %s: ptxas -arch=sm_%d: %s" % (name, target, arch, p.stderr[-400:])):
                         print("ok %s --target %s: ptxas -arch=sm_%d accepts its %d KiB of PTX" % (name, target, arch, len(ptx) // 1024), flush=True)
+        # the encoder on tensor cores, emulated at batch 1 against ONNX Runtime's fp32 (~10 s)
+        if "bert_encoder" in names:
+            m = onnx.load(paths["bert_encoder"])
+            rng = np.random.default_rng(11)
+            feeds = {i.name: rng.uniform(-1, 1, [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+                     for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}}
+            path, data = write_case(os.path.join(work, "bert_tf32"), m, feeds)
+            r = util.run_kiln(a.kiln, ["check", path, "--test-data", data, "--target", "cuda-sm90", "--emulate",
+                                       "--gpu-math", "tf32", "--atol-scale", "0.01"], timeout=900)
+            if checks.check(r.rc == 0 and "(emulated)" in r.out, "bert_encoder --gpu-math tf32, emulated: %s %s"
+                            % (r.describe(), (r.err or r.out)[-400:])):
+                print("ok bert_encoder --gpu-math tf32: emulated at batch 1, within 1%% of the largest output (%s)"
+                      % r.out.strip().splitlines()[-1].strip(), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     checks.finish()

@@ -7,7 +7,9 @@
  * accesses, unsupported structure — each checked by its message. Warp shuffles
  * (TIR_SHUFFLE): butterflies and shifts of f32, f64, i32 and i64 values compared
  * with what a GPU's lanes would read, a row sum across warps, and shuffles in
- * divergent code or partial warps refused. */
+ * divergent code or partial warps refused. Tensor cores (TIR_WMMA): a matmul by two
+ * warps against TF32-rounded C, and warp-collective operations in divergent code,
+ * partial warps and overlapping stores refused. */
 #include <stdlib.h>
 #include "check.h"
 #include "tir_eval.h"
@@ -433,6 +435,76 @@ static void test_shuffle(void) {
   fx_done(&f);
 }
 
+/* 8. Tensor cores (TIR_WMMA): C = A B on 32 x 16 x 16 by two warps straight from global
+ * memory, each warp a 16-row tile in two k-steps of 8, compared with C summing the
+ * TF32-rounded products in the same order (so exactly); TF32 rounding itself; and the
+ * errors: operands that differ between a warp's lanes, a partial warp, two warps
+ * storing different tiles over each other, a fragment read element-wise, a wmma
+ * outside a launch. */
+static void test_wmma(void) {
+  fx f;
+  fx_init(&f);
+  /* rounding to nearest on the 10-bit mantissa, ties away from zero (cvt.rna.tf32.f32) */
+  CHECK(tir_round_tf32(1.0f + 0x1p-12f) == 1.0f && tir_round_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f);
+  CHECK(tir_round_tf32(-(1.0f + 0x1p-11f)) == -(1.0f + 0x1p-10f) && tir_round_tf32(1.0f + 3 * 0x1p-12f) == 1.0f + 0x1p-10f);
+  CHECK(tir_round_tf32(1.0f / 0.0f) == 1.0f / 0.0f && tir_round_tf32(0.0f / 0.0f) != tir_round_tf32(0.0f / 0.0f));
+  enum { M = 32, N = 16, K = 16 };
+  tir_buffer *A = GLOBAL("a", M * K, 0), *Bm = GLOBAL("b", K * N, 1), *C = GLOBAL("c", M * N, 2);
+  A->align = Bm->align = C->align = 32;
+  float a[M * K], bb[K * N], c[M * N], want[M * N];
+  for (int i = 0; i < M * K; i++) a[i] = 1.0f + (float)((i * 37) % 101) * 0x1p-12f; /* bits TF32 drops */
+  for (int i = 0; i < K * N; i++) bb[i] = (float)((i * 53) % 17 - 8) * (1.0f + 0x1p-13f);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0;
+      for (int k = 0; k < K; k++) acc += tir_round_tf32(a[i * K + k]) * tir_round_tf32(bb[k * N + j]);
+      want[i * N + j] = acc;
+    }
+  tir_buffer *acc = tir_fragment_new(B, "acc", TIR_FRAG_ACC, 1), *fa = tir_fragment_new(B, "fa", TIR_FRAG_A, 1),
+             *fb = tir_fragment_new(B, "fb", TIR_FRAG_B, 1);
+  tir_var *bx = VAR("bx"), *ty = VAR("ty"), *tx = VAR("tx"), *kk = VAR("kk");
+  tir_expr *row = MUL(V(ty), I(16 * K)), *z = I(0);
+  tir_stmt *step = SEQ(tir_wmma_load(B, fa, z, A, ADD(row, MUL(V(kk), I(8))), K),
+                       tir_wmma_load(B, fb, z, Bm, MUL(V(kk), I(8 * N)), N), tir_wmma_mma(B, acc, z, fa, z, fb, z));
+  tir_stmt *body = SEQ(tir_wmma_fill(B, acc, z, 0), FOR(kk, 0, K / 8, step),
+                       tir_wmma_store(B, acc, z, C, MUL(V(ty), I(16 * N)), N));
+  tir_stmt *s = BX(bx, 1, TY(ty, 2, TX(tx, 32, tir_allocate(B, acc, tir_allocate(B, fa, tir_allocate(B, fb, body))))));
+  tir_buffer *bufs[3] = {A, Bm, C};
+  void *data[3] = {a, bb, c};
+  CHECKF(run(&f, s, 3, bufs, data, 0) == 0, "%s", f.err.msg);
+  int bad = 0, rounded = 0;
+  for (int i = 0; i < M * N; i++) bad += c[i] != want[i];
+  for (int i = 0; i < N; i++) { /* the fp32 product differs: the rounding happened */
+    float x = 0;
+    for (int k = 0; k < K; k++) x += a[k] * bb[k * N + i];
+    rounded += x != c[i];
+  }
+  CHECK_INT(bad, 0);
+  CHECK(rounded > 0);
+  CHECK(tir_stmt_has_sync(step));
+  /* divergent operands: each lane its own row of A */
+  s = BX(bx, 1, TX(tx, 32, tir_allocate(B, fa, tir_wmma_load(B, fa, z, A, MUL(V(tx), I(8)), K))));
+  CHECK(run(&f, s, 3, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "warp-collective wmma.load_a in divergent code: its memory index is 0 in thread (0,0,0) and 8 in thread (1,0,0)");
+  s = BX(bx, 1, TX(tx, 32, tir_allocate(B, acc, tir_if(B, LT(V(tx), I(8)), tir_wmma_fill(B, acc, z, 0), NULL))));
+  CHECK(run(&f, s, 3, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "barrier in divergent code: the condition of an if");
+  s = BX(bx, 1, TX(tx, 48, tir_allocate(B, acc, tir_wmma_fill(B, acc, z, 0))));
+  CHECK(run(&f, s, 3, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "wmma.fill in a block of 48 threads");
+  /* two warps store their different tiles over each other between barriers */
+  body = SEQ(tir_wmma_fill(B, acc, z, 0), FOR(kk, 0, K / 8, step), tir_wmma_store(B, acc, z, C, z, N));
+  s = BX(bx, 1, TY(ty, 2, TX(tx, 32, tir_allocate(B, acc, tir_allocate(B, fa, tir_allocate(B, fb, body))))));
+  CHECK(run(&f, s, 3, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "race between barriers");
+  s = BX(bx, 1, TX(tx, 32, tir_allocate(B, acc, ST(C, V(tx), LD(acc, V(tx))))));
+  CHECK(run(&f, s, 3, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "element-wise load of fragment buffer acc");
+  CHECK(run(&f, tir_allocate(B, acc, tir_wmma_fill(B, acc, z, 0)), 3, bufs, data, 0) < 0);
+  CHECK_CONTAINS(f.err.msg, "wmma outside the threads of a GPU launch");
+  fx_done(&f);
+}
+
 int main(void) {
   test_elementwise();
   test_matmul();
@@ -441,5 +513,6 @@ int main(void) {
   test_partial_and_vector();
   test_cpu_unchanged();
   test_shuffle();
+  test_wmma();
   return check_finish("test_gpu_emul");
 }
