@@ -5,8 +5,9 @@ prepare.py (here) and compare.py (there).
 - Inputs: a large float input travels as a recipe (in/NAME.gen.json) that both
   sides expand with integer arithmetic alone (a multiplicative hash of the element
   index, then a scale into [lo, hi)), so the two machines make the same bits.
-- Weights: a bundle's params.bin travels once per model (batch 1 and 16 share it),
-  cut into parts that may go in different calls (params/<model>.bin.<k>); the rest
+- Weights: a bundle's params.bin travels once per model and content (batch 1 and 16
+  share it unless a batch-dependent rewrite changed the weights), cut into parts that
+  may go in different calls (params/<model>-<sha8>.bin.<k>); the rest
   of the bundle (manifest, plan, PTX) travels as files and is tarred back together
   there (the runtime takes a bundle's entries in any order).
 """
@@ -49,7 +50,9 @@ def read_inputs(d):
 
 
 def split_bundle(bundle, dst, params_dir, model, part_bytes):
-    """bundle → dst/parts/* (every entry but params.bin) + params_dir/<model>.bin.<k> (once per model)."""
+    """bundle → dst/parts/* (every entry but params.bin) + params_dir/<model>-<sha8>.bin.<k>, once
+    per distinct params.bin (batch 1 and 16 share it unless a batch-dependent rewrite, such as
+    split-K at batch 1, changed the weights)."""
     os.makedirs(os.path.join(dst, "parts"), exist_ok=True)
     os.makedirs(params_dir, exist_ok=True)
     with tarfile.open(bundle) as t:
@@ -57,6 +60,7 @@ def split_bundle(bundle, dst, params_dir, model, part_bytes):
             data = t.extractfile(m).read()
             if m.name == "params.bin":
                 digest = hashlib.sha256(data).hexdigest()
+                model = "%s-%s" % (model, digest[:8])
                 json.dump({"model": model, "sha256": digest, "bytes": len(data)},
                           open(os.path.join(dst, "params.json"), "w"))
                 if not os.path.exists(os.path.join(params_dir, "%s.bin.0" % model)):

@@ -183,8 +183,8 @@ def cases():
     yield ("grouped32_template",) + conv_case("grouped32_template", 2, 128, 28, 28, 128, 3, stride=2, pad=1, group=32) + (True,)
     yield ("grouped_mult_template",) + conv_case("grouped_mult_template", 2, 32, 28, 28, 128, 3, pad=1, group=32) + (True,)
     # few outputs, long reductions: split-K (layout/split_k.c), a grouped conv over channel slices
-    yield ("splitk_3x3",) + conv_case("splitk_3x3", 1, 512, 7, 7, 128, 3, pad=1) + ("split 8",)
-    yield ("splitk_1x1_s2",) + conv_case("splitk_1x1_s2", 1, 1024, 13, 13, 512, 1, stride=2) + ("split 4",)
+    yield ("splitk_3x3",) + conv_case("splitk_3x3", 1, 512, 7, 7, 128, 3, pad=1) + ("split 16",)
+    yield ("splitk_3x3_s2",) + conv_case("splitk_3x3_s2", 1, 96, 13, 13, 512, 3, stride=2, pad=1) + ("split 4",)
     yield ("dw3x3_template",) + conv_case("dw3x3_template", 4, 64, 28, 28, 64, 3, pad=1, group=64) + (True,)
     yield ("dw3x3_s2_template",) + conv_case("dw3x3_s2_template", 4, 64, 57, 57, 64, 3, stride=2, pad=1, group=64) + (True,)
     yield ("matmul_ragged",) + matmul_case("matmul_ragged", [150, 70], [70, 300]) + (True,)
