@@ -162,7 +162,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     if (!lt.gpu && lay_winograd(g, wm, &res->winograd_convs, err) < 0) return -1;
     if (lay_flatten_reduce(g, NULL, err) < 0) return -1; /* what stayed plain: rows for the row template */
     int32_t packed = 0; /* constant matmul weights in the template's column panels */
-    if (!lt.gpu && lay_pack_matmul(g, lt.vec_f32, &packed, err) < 0) return -1;
+    if (!lt.gpu && lay_pack_matmul(g, lt.vec_f32, lt.vec_regs, &packed, err) < 0) return -1;
     int32_t merged = 0; /* two convs reading one input got one relayout each */
     if (gir_cse(g, &merged) < 0) return gir_errf(err, "layout: CSE failed");
     int32_t folded = 0;

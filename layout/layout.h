@@ -56,9 +56,10 @@ int lay_winograd(gir_graph *g, lay_winograd_mode mode, int32_t *rewritten, gir_e
 
 /* Packs the constant float32 [K, N] weights of matmuls into column panels
  * [ceil(N/nr), K, nr] (matmul attributes packed = nr, n = N), nr the matmul
- * template's tile width for `vec` lanes (pack_matmul.c). *packed counts them.
+ * template's tile width for `vec` lanes and `vec_regs` vector registers
+ * (pack_matmul.c). *packed counts them.
  * Preserves: semantics, output shapes; compacts the graph. */
-int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t *packed, gir_err *err);
+int lay_pack_matmul(gir_graph *g, int32_t vec, int32_t vec_regs, int32_t *packed, gir_err *err);
 
 /* Rewrites float32 2-D max pools with windows of 5x5 or more into a pool over
  * rows (kh x 1) and one over columns (1 x kw) (separable_pool.c): kh + kw

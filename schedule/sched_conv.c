@@ -52,9 +52,16 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   c.pad_tile = c.unroll_kw = red->n_reduce == 2;
   /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide, when
    * there are output blocks enough for every thread to get four (fewer, as
-   * MobileNet's 160 channels in 5 blocks, split 3:2 over two threads) */
-  c.image_tile = red->n_reduce == 4 && o->shape[2] * ow <= 64 && c.ow_tile == ow && o->shape[2] > 1 &&
-                 o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads;
+   * MobileNet's 160 channels in 5 blocks, split 3:2 over two threads). A kernel
+   * wider than 1x1 reads each input row for several output rows and each weight
+   * window for every row: there whole images pay up to the size whose partial sums of
+   * one output block still fit in 32 KiB of L1 (14x14 x 32 channels) — ResNet-50's
+   * 3x3 stride-2 conv to 14x14 x 256 went from ~740 to ~670 us on two threads, where
+   * the 1x1 convs at 14x14 ran the same or up to 10% slower as whole images */
+  int64_t kpix = red->n_reduce == 4 ? red->reduce_axes[1]->extent * red->reduce_axes[2]->extent : 1;
+  int64_t img_px = o->shape[2] * ow;
+  c.image_tile = red->n_reduce == 4 && (img_px <= 64 || (kpix > 1 && img_px * ob * 4 <= 32 * 1024)) &&
+                 c.ow_tile == ow && o->shape[2] > 1 && o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads;
   const gir_node *n = o->origin;
   if (!c.image_tile && red->n_reduce == 4 && o->shape[1] > 1 && n && n->op == GIR_OP_conv_nchwc)
     c.pixel_outer = gir_value_nbytes(n->in[0]) > gir_value_nbytes(n->in[1]);

@@ -1131,6 +1131,9 @@ def conv_cases():
             ("prefetch/row-blocks", (1, 64, 14, 14), (96, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
             ("prefetch/image-tile", (1, 64, 7, 7), (256, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
             ("prefetch/1x1-stride2", (1, 64, 14, 14), (256, 64, 1, 1), {"strides": [2, 2]}),
+            # a 3x3 kernel onto 14x14 in 8 output blocks: whole images (image_tile) too
+            ("image-tile/3x3-stride2-14x14", (1, 64, 28, 28), (256, 64, 3, 3), {"pads": [1, 1, 1, 1],
+                                                                                 "strides": [2, 2]}),
             # depthwise in NCHW[x]c, kernel columns unrolled: one-vector blocks (144
             # channels), two-vector blocks with stride 2
             ("depthwise/144", (1, 144, 11, 11), (144, 1, 3, 3), {"group": 144, "pads": [1, 1, 1, 1]}),

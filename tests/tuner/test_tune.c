@@ -90,7 +90,7 @@ static int run_front(front *f, const tun_target *t) {
   lay_stats ls;
   int32_t packed = 0, folded = 0;
   if (!CHECKF(lay_nchwc(f->g, t->lower.vec_f32, &ls, &e) == 0, "%s", e.msg)) return -1;
-  if (!CHECKF(lay_pack_matmul(f->g, t->lower.vec_f32, &packed, &e) == 0, "%s", e.msg)) return -1;
+  if (!CHECKF(lay_pack_matmul(f->g, t->lower.vec_f32, t->lower.vec_regs, &packed, &e) == 0, "%s", e.msg)) return -1;
   gir_fold_constants(f->g, &ev, 0, &folded, &e);
   fus_partition part;
   if (!CHECKF(fus_partition_graph(f->g, NULL, f->a, &part, &e) == 0, "%s", e.msg)) return -1;

@@ -1053,7 +1053,7 @@ static void test_pack_matmul(void) {
     ref r = REFERENCE(g, 31 + i);
     int32_t packed = -1;
     gir_err e = {{0}};
-    CHECKF(lay_pack_matmul(g, cases[i].vec, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
+    CHECKF(lay_pack_matmul(g, cases[i].vec, 32, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
     verify_(g, __LINE__);
     CHECK_INT(packed, cases[i].nr ? 1 : 0);
     gir_node *mm = nth(g, GIR_OP_matmul, 0);
@@ -1068,6 +1068,34 @@ static void test_pack_matmul(void) {
     ref_free(&r);
     gir_graph_free(g);
   }
+  /* a batch of weight matrices (Winograd's per-point ones): panels of 4 vectors with
+   * 32 registers and rows for a 6-row tile, else of 2 */
+  static const struct {
+    int64_t m;
+    int32_t regs;
+    int64_t nr;
+  } bcases[] = {{8, 32, 64}, {8, 16, 32}, {4, 32, 32}};
+  for (size_t i = 0; i < sizeof bcases / sizeof bcases[0]; i++) {
+    rng rr = {51 + i};
+    gir_graph *g = gir_graph_new("pack_batched");
+    gir_value *a = tu_input(g, GIR_F32, SH(4, bcases[i].m, 16));
+    gir_graph_add_output(g, matmul(g, a, crand(g, GIR_F32, SH(4, 16, 128), &rr)));
+    ref r = REFERENCE(g, 51 + i);
+    int32_t packed = -1;
+    gir_err e = {{0}};
+    CHECKF(lay_pack_matmul(g, 16, bcases[i].regs, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
+    verify_(g, __LINE__);
+    CHECK_INT(packed, 1);
+    gir_node *mm = nth(g, GIR_OP_matmul, 0);
+    if (CHECK(mm)) {
+      CHECK_INT(gir_attr_int(mm, "packed", 0), bcases[i].nr);
+      CHECK_INT(gir_attr_int(mm, "pbatch", 0), 1);
+      CHECK(shape_is(mm->in[1], SH(4, 128 / bcases[i].nr, 16, bcases[i].nr)));
+    }
+    AGREE(g, &r);
+    ref_free(&r);
+    gir_graph_free(g);
+  }
   /* 200 columns, which only 8-float panels divide: padded to 256 in 64-wide panels
    * (a single row gets four vectors), the output sliced back to 200 */
   {
@@ -1078,7 +1106,7 @@ static void test_pack_matmul(void) {
     ref r = REFERENCE(g, 41);
     int32_t packed = -1;
     gir_err e = {{0}};
-    CHECKF(lay_pack_matmul(g, 16, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
+    CHECKF(lay_pack_matmul(g, 16, 32, &packed, &e) == 0, "lay_pack_matmul: %s", e.msg);
     verify_(g, __LINE__);
     CHECK_INT(packed, 1);
     gir_node *mm = nth(g, GIR_OP_matmul, 0), *sl = nth(g, GIR_OP_slice, 0);
