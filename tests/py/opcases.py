@@ -1242,6 +1242,7 @@ def conv_transpose_cases():
         ("k3/s2/p1/blocked/padded-crop", (1, 16, 7, 9), (16, 24, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1],
                                                                           "output_padding": [1, 0]}, True),
         ("k4/s2/p1/blocked/batch2", (2, 8, 5, 6), (8, 48, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, False),
+        ("1d/s3/blocked/crop", (1, 16, 9), (16, 32, 5), {"strides": [3], "pads": [2, 1]}, True),
     ]
     for k, (tag, xs, ws, attrs, bias) in enumerate(W):
         inits = [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(60 + k)))]

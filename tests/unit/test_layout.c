@@ -806,6 +806,12 @@ static int count_concats(const gir_graph *g, int rank) {
   return cnt;
 }
 
+/* The channel block of the first op node's output (0: plain, or no such node). */
+static int64_t first_block(const gir_graph *g, gir_op op) {
+  const gir_node *n = nth(g, op, 0);
+  return n ? block_of(n->out[0]) : 0;
+}
+
 /* The relayouts of g out of a block into plain NCHW. */
 static int count_unblocks(const gir_graph *g) {
   int cnt = 0;
@@ -855,13 +861,44 @@ static void test_conv_transpose(void) {
            "case %d: %d blocked interleaves and %d plain, want %lld of %d blocked", i, count_concats(g, 6),
            count_concats(g, 5), (long long)cases[i].blocked, plain);
     if (cases[i].blocked)
-      CHECKF(count_unblocks(g) == 1 && tu_count_op(g, GIR_OP_unary) == 1 &&
-                 block_of(nth(g, GIR_OP_unary, 0)->out[0]) > 0,
+      CHECKF(count_unblocks(g) == 1 && tu_count_op(g, GIR_OP_unary) == 1 && first_block(g, GIR_OP_unary) > 0,
              "case %d: %d relayouts to NCHW, want 1 after a blocked relu", i, count_unblocks(g));
     AGREE(g, &r);
     ref_free(&r);
     gir_graph_free(g);
   }
+}
+
+/* A 1-D transposed conv (NCW) with channels enough for blocks: its one interleave
+ * (three phases) and its crop run blocked, as NCHW[b]c with H = 1, behind one
+ * relayout and squeeze back at the end. */
+static void test_conv_transpose_1d(void) {
+  rng rr = {37};
+  gir_graph *g = gir_graph_new("deconv1d");
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 7));
+  gir_value *w = crand(g, GIR_F32, SH(8, 16, 5), &rr), *b = crand(g, GIR_F32, SH(16), &rr);
+  gir_node *n = TU_NODE(g, GIR_OP_conv_transpose, x, w, b);
+  int64_t st[1] = {3}, pd[2] = {2, 1}, dl[1] = {1};
+  gir_attr_set_ints(g, n, "strides", st, 1);
+  gir_attr_set_ints(g, n, "pads", pd, 2);
+  gir_attr_set_ints(g, n, "dilations", dl, 1);
+  gir_value *y = tu_done(g, n); /* [1, 16, 20]: three phases of 7, interleaved to 21, cropped */
+  CHECK(shape_is(y, SH(1, 16, 20)));
+  gir_graph_add_output(g, relu(g, y));
+  ref r = REFERENCE(g, 37);
+  int32_t cnt = -1;
+  gir_err e = {{0}};
+  CHECKF(lay_split_conv_transpose(g, &cnt, &e) == 0 && cnt == 1, "%d rewritten: %s", cnt, e.msg);
+  CHECK_INT(count_concats(g, 4), 1);
+  LAYOUT(g, 8);
+  CHECK_INT(tu_count_op(g, GIR_OP_conv_nchwc), 3);
+  CHECKF(count_concats(g, 6) == 1 && count_concats(g, 4) == 0, "%d blocked interleaves, %d plain",
+         count_concats(g, 6), count_concats(g, 4));
+  CHECKF(count_unblocks(g) == 1 && first_block(g, GIR_OP_unary) > 0 && first_block(g, GIR_OP_slice) > 0,
+         "%d relayouts to NCW, want 1 after a blocked crop and relu", count_unblocks(g));
+  AGREE(g, &r);
+  ref_free(&r);
+  gir_graph_free(g);
 }
 
 /* --- more: image input, graph outputs, plain consumers --- */
@@ -1134,6 +1171,7 @@ int main(void) {
   test_depthwise();
   test_grouped();
   test_conv_transpose();
+  test_conv_transpose_1d();
   test_image_input();
   test_graph_outputs();
   test_plain_consumers();
