@@ -16,7 +16,15 @@
  * The weights [C, M/g, K..] become each phase's [M, C/g, T..], grouped as the
  * original; a phase with no tap (K < s) or whose taps read only padding is the
  * bias (or zeros), broadcast. The new convs are plain `conv` nodes: lay_nchwc,
- * which runs next, moves them to NCHW[x]c like any other. */
+ * which runs next, moves them to NCHW[x]c like any other, and with them the
+ * interleaves, the crop and the element-wise ops after them (nchwc.c,
+ * interleave_blocked): in the blocked layout an interleave moves whole channel
+ * blocks, contiguous vectors, to their output positions, and one relayout back to
+ * NCHW remains at the end, tiled as any relayout out of blocks
+ * (schedule/sched_movement.c). Left in NCHW, each output vector would gather its
+ * lanes a block apart from every phase and select by the lanes' parity. When some
+ * phase is a broadcast, or the output channels are too few to block (an image's 3:
+ * plain NCHW, vectors along the rows), the interleave stays in NCHW. */
 #include <string.h>
 #include "layout.h"
 #include "simplify.h"

@@ -2,8 +2,9 @@
  * convolutions, activations move to NCHW[x]c (channel blocks of x innermost, x
  * from the target's vector width) and weights to OIHW[x]i[y]o, packed at compile
  * time so bundles ship them packed. The blocked layout then spreads through the
- * layout-agnostic ops (element-wise, pooling, spatial reductions, concat on
- * channels), so transforms remain only where a layout-bound op needs plain NCHW;
+ * layout-agnostic ops (element-wise, pooling, spatial reductions and slices, concat,
+ * a transposed conv's phase interleave), so transforms remain only where a
+ * layout-bound op needs plain NCHW;
  * a transform back followed by one forward cancels (or becomes one re-blocking). */
 #ifndef LAY_LAYOUT_H
 #define LAY_LAYOUT_H

@@ -3,6 +3,9 @@
  *
  *   conv(x, w, b)            → relayout(conv_nchwc(relayout(x, 0→ib), pack(w), b'), ob→0)
  *   op(relayout(a, b→0), …)  → relayout(op'(a, …'), b→0)   for layout-agnostic ops
+ *                              (element-wise, pooling, spatial reductions and
+ *                              slices, concat on C, H or W, the stride-phase
+ *                              interleave of a transposed conv)
  *   relayout(relayout(a, s→t), t→u) → relayout(a, s→u), or a itself when s = u
  *
  * Each rewrite leaves the value in plain NCHW behind a relayout, so every
@@ -83,26 +86,26 @@ static gir_value *unsqueezed_source(const gir_value *v) {
   return p->in[0];
 }
 
-/* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
- * a relayout that produced x. C is the number of real channels: a blocked side
- * holds whole blocks, the channels past C are padding. */
-/* A slice of a rank-4 value on H and W only (all channels, step 1 on them). */
-static int spatial_slice(const gir_node *p) {
-  if (!p || p->op != GIR_OP_slice || p->in[0]->shape.rank != 4) return 0;
+/* A slice of a rank-r value (4: NCHW; 3: NCW) on its spatial axes only (all
+ * channels, step 1 on them). */
+static int spatial_slice(const gir_node *p, int r) {
+  if (!p || p->op != GIR_OP_slice || p->in[0]->shape.rank != r) return 0;
   int32_t n, n2, n3;
   const int64_t *st = gir_attr_ints(p, "starts", &n), *sp = gir_attr_ints(p, "steps", &n2),
                 *sz = gir_attr_ints(p, "sizes", &n3);
-  return st && sp && sz && n == 4 && n2 == 4 && n3 == 4 && st[1] == 0 && sp[1] == 1 &&
+  return st && sp && sz && n == r && n2 == r && n3 == r && st[1] == 0 && sp[1] == 1 &&
          sz[1] == p->in[0]->shape.dims[1];
 }
 
-/* slice p's window on v, a 5-D blocked value (the block axis whole). */
+/* slice p's window on v, a 5-D blocked value (the block axis whole; a 1-D
+ * slice's window on W, H = 1 whole). */
 static gir_value *blocked_slice(lay *L, const gir_node *p, gir_value *v) {
   int32_t n1, n2, n3;
   const int64_t *st = gir_attr_ints(p, "starts", &n1), *sp = gir_attr_ints(p, "steps", &n2),
                 *sz = gir_attr_ints(p, "sizes", &n3);
-  int64_t s5[5] = {st[0], 0, st[2], st[3], 0}, p5[5] = {sp[0], 1, sp[2], sp[3], 1},
-          z5[5] = {sz[0], v->shape.dims[1], sz[2], sz[3], v->shape.dims[4]};
+  int w = n1 == 3 ? 2 : 3; /* W's position in the slice */
+  int64_t s5[5] = {st[0], 0, w == 3 ? st[2] : 0, st[w], 0}, p5[5] = {sp[0], 1, w == 3 ? sp[2] : 1, sp[w], 1},
+          z5[5] = {sz[0], v->shape.dims[1], w == 3 ? sz[2] : 1, sz[w], v->shape.dims[4]};
   gir_node *n = new_node(L, GIR_OP_slice, &v, 1, p);
   gir_attr_set_ints(L->g, n, "starts", s5, 5);
   gir_attr_set_ints(L->g, n, "steps", p5, 5);
@@ -110,10 +113,13 @@ static gir_value *blocked_slice(lay *L, const gir_node *p, gir_value *v) {
   return finish(L, n);
 }
 
+/* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
+ * a relayout that produced x. C is the number of real channels: a blocked side
+ * holds whole blocks, the channels past C are padding. */
 static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64_t C, const gir_node *origin) {
   /* a window of H and W of v (the pieces of a dilated conv, dilated.c): the window
    * of v's blocked form, so one relayout serves every window */
-  if (!src && dst && spatial_slice(x->producer)) {
+  if (!src && dst && spatial_slice(x->producer, 4)) {
     gir_value *vb = relayout(L, x->producer->in[0], 0, dst, C, origin);
     return vb ? blocked_slice(L, x->producer, vb) : NULL;
   }
@@ -361,13 +367,79 @@ static int propagate(lay *L, gir_node *n) {
     }
     break;
   }
+  case GIR_OP_slice: /* a spatial window (a transposed conv's crop, deconv.c): every channel block */
+    if (!spatial_slice(n, rank)) return 0;
+    break;
   default: return 0;
   }
-  gir_node *nn = new_node(L, n->op, ins, n->n_in, n);
-  if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);
-  gir_value *y = finish(L, nn);
+  gir_value *y;
+  if (n->op == GIR_OP_slice) {
+    y = blocked_slice(L, n, blocked_source(n->in[0], &b));
+  } else {
+    gir_node *nn = new_node(L, n->op, ins, n->n_in, n);
+    if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);
+    y = finish(L, nn);
+  }
   if (!y || !(y = relayout(L, y, b, 0, C, n))) return -1;
   if (rank == 3 && !(y = squeeze_h(L, y, n))) return -1;
+  if (gir_replace_uses(L->g, n->out[0], y) < 0) return 0;
+  L->st->propagated++;
+  return 1;
+}
+
+/* ---- the stride-phase interleave of a transposed conv (deconv.c) ----
+ *
+ * deconv.c interleaves s phase outputs p_r [N, C, H, W] along spatial axis a as
+ * reshape(concat(reshape(p_0, unit axis after a), .., axis a + 1), a and a + 1
+ * merged). Left in NCHW behind the phases' relayouts, its kernel reads the blocks
+ * with a channel-stride gather per output lane and picks the phase by a select on
+ * the lane's parity. In the blocked layout the same three steps, with the unit
+ * axis before the block axis, move whole blocks: the block stays the contiguous
+ * vector and only spatial positions are permuted. The two interleaves of a 2-D
+ * deconv both follow (a 1-D deconv's one, on NCW, as NCHW with H = 1), and so
+ * do its crop and the element-wise ops after them; one relayout back remains,
+ * at the end. */
+static int interleave_blocked(lay *L, gir_node *n) {
+  const gir_shape *ys = &n->out[0]->shape;
+  const gir_node *cat = n->in[0]->producer;
+  int r = ys->rank; /* 4: NCHW; 3: NCW, blocked as NCHW with H = 1 */
+  if ((r != 4 && r != 3) || !cat || cat->op != GIR_OP_concat || cat->n_in > 64) return 0;
+  const gir_shape *cs = &cat->out[0]->shape;
+  int64_t a = gir_attr_int(cat, "axis", 0), b = 0;
+  a = (a < 0 ? a + cs->rank : a) - 1; /* the spatial axis interleaved */
+  if (cs->rank != r + 1 || a < 2 || a >= r || ys->dims[a] != cs->dims[a] * cs->dims[a + 1]) return 0;
+  for (int j = 0; j < r; j++)
+    if (j != a && ys->dims[j] != cs->dims[j < a ? j : j + 1]) return 0;
+  gir_value *ins[64];
+  for (int i = 0; i < cat->n_in; i++) { /* each a blocked phase, viewed with a unit axis after a */
+    const gir_node *u = cat->in[i]->producer;
+    int64_t bi = 0;
+    if (!u || u->op != GIR_OP_reshape || u->in[0]->shape.rank != r || cat->in[i]->shape.dims[a + 1] != 1) return 0;
+    for (int j = 0; j < r; j++)
+      if (u->in[0]->shape.dims[j] != cat->in[i]->shape.dims[j <= a ? j : j + 1]) return 0;
+    if (!(ins[i] = blocked_source(u->in[0], &bi)) || (b && bi != b) || ins[i]->shape.rank != 5) return 0;
+    b = bi;
+  }
+  /* [N, C/b, H, W, b] → the unit axis after a → concat on it → a and a + 1 merged */
+  int64_t C = ys->dims[1], ab = a + 4 - r, d6[6], d5[5]; /* ab: a's axis in the blocked form */
+  for (int i = 0; i < cat->n_in; i++) {
+    const gir_shape *s5 = &ins[i]->shape;
+    for (int j = 0, o = 0; j < 5; j++) {
+      d6[o++] = s5->dims[j];
+      if (j == ab) d6[o++] = 1;
+    }
+    if (!(ins[i] = reshape_to(L, ins[i], d6, 6, n))) return -1;
+  }
+  gir_node *nc = new_node(L, GIR_OP_concat, ins, cat->n_in, cat);
+  gir_attr_set_int(L->g, nc, "axis", ab + 1);
+  gir_value *y = finish(L, nc);
+  if (!y) return -1;
+  for (int j = 0, o = 0; j < 6; j++) {
+    if (j == ab + 1) continue;
+    d5[o++] = j == ab ? y->shape.dims[ab] * y->shape.dims[ab + 1] : y->shape.dims[j];
+  }
+  if (!(y = reshape_to(L, y, d5, 5, n)) || !(y = relayout(L, y, b, 0, C, n))) return -1;
+  if (r == 3 && !(y = squeeze_h(L, y, n))) return -1;
   if (gir_replace_uses(L->g, n->out[0], y) < 0) return 0;
   L->st->propagated++;
   return 1;
@@ -384,7 +456,9 @@ int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
   for (int k = 0; k < n0; k++) {
     gir_node *n = g->nodes[k];
     g->cur_guard = n->guard; /* what this rewrite adds runs where n did */
-    int r = n->op == GIR_OP_conv ? rewrite_conv(&L, n) : propagate(&L, n);
+    int r = n->op == GIR_OP_conv      ? rewrite_conv(&L, n)
+            : n->op == GIR_OP_reshape ? interleave_blocked(&L, n)
+                                      : propagate(&L, n);
     if (r < 0) return -1;
   }
   g->cur_guard = NULL;

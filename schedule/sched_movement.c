@@ -1,5 +1,6 @@
-/* sched_movement.c — the loop order of a transpose (or a relayout out of NCHW[b]c)
- * that the default schedule has vectorized along the output's innermost axis.
+/* sched_movement.c — the loop order of a transpose (or a relayout out of NCHW[b]c,
+ * or a squeeze computed after one) that the default schedule has vectorized along
+ * the output's innermost axis.
  *
  * A vector of the output's innermost axis reads the input with a stride when that
  * axis is not the input's innermost (NHWC -> NCHW reads 16 pixels 64 channels
@@ -20,10 +21,24 @@
 
 #define PARALLEL_MIN_ELEMENTS 16384 /* as default_schedule.c */
 
+/* 1 if the kernel of s computes (inlines) a stage of node n. */
+static int computes(const sch_schedule *s, const gir_node *n) {
+  for (int i = 0; i < s->n_stages; i++)
+    if (s->stages[i]->t->origin == (const void *)n) return 1;
+  return 0;
+}
+
 /* The output axis that walks the input's innermost axis, or -1: for a transpose
  * the one perm maps there; for a relayout out of NCHW[b]c into plain NCHW (or
- * NCHW1c) the channel axis, whose c % b is the input's innermost. */
-static int inner_reader(const gir_node *n, int r) {
+ * NCHW1c) the channel axis, whose c % b is the input's innermost — also through a
+ * reshape after it, in this kernel, that keeps N and C in front (a 1-D value's
+ * squeeze of H = 1). */
+static int inner_reader(const sch_schedule *s, const gir_node *n, int r) {
+  const gir_node *p = n->op == GIR_OP_reshape ? n->in[0]->producer : NULL;
+  if (p && p->op == GIR_OP_relayout && n->in[0]->shape.rank >= 2 && r >= 2 &&
+      n->in[0]->shape.dims[0] == n->out[0]->shape.dims[0] && n->in[0]->shape.dims[1] == n->out[0]->shape.dims[1] &&
+      computes(s, p))
+    n = p;
   if (n->op == GIR_OP_relayout) {
     int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
     return src > 1 && dst <= 1 ? 1 : -1;
@@ -39,11 +54,11 @@ static int inner_reader(const gir_node *n, int r) {
 int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t) {
   const gir_node *n = st->t->origin;
   int r = st->n_root;
-  if (!n || (n->op != GIR_OP_transpose && n->op != GIR_OP_relayout) || r < 2 || st->attach != SCH_ROOT ||
-      st->n_rels != 1)
+  if (!n || (n->op != GIR_OP_transpose && n->op != GIR_OP_relayout && n->op != GIR_OP_reshape) || r < 2 ||
+      st->attach != SCH_ROOT || st->n_rels != 1)
     return 0;
   if (st->n_leaf != r + 1 || st->leaf[r]->kind != TIR_VECTORIZED) return 0; /* the vector split of the last axis */
-  int a = inner_reader(n, r);
+  int a = inner_reader(s, n, r);
   /* a gather whose lanes are less than a line apart (3 channels: RGB) already reads
    * each line once, in order */
   if (a < 0 || a == r - 1 || st->root_axes[a]->extent < t->vec_f32) return 0;

@@ -49,7 +49,12 @@ int lower_compute_concat(te_ctx *c, const gir_node *n, te_tensor *const *in, te_
     if (in[i]->shape[axis] == 0) continue;
     te_expr *idx[GIR_MAX_RANK];
     for (int d = 0; d < r; d++) idx[d] = te_v(c, ax[d]);
-    idx[axis] = te_sub(c, te_v(c, ax[axis]), te_int(c, off[i]));
+    /* an input one element thick (an interleave's unit slices, layout/deconv.c) is read
+     * at 0 along the axis: the same element where it is selected, and an index in
+     * bounds where it is not, which the loop-IR simplifier can prove, making the lazy
+     * choice an eager select that vectorizes (tir_simplify.c) — with three or more
+     * such inputs their offsets hid that */
+    idx[axis] = in[i]->shape[axis] == 1 ? te_int(c, 0) : te_sub(c, te_v(c, ax[axis]), te_int(c, off[i]));
     te_expr *ld = te_load(c, in[i], idx);
     body = body ? te_select(c, te_lt(c, te_v(c, ax[axis]), te_int(c, off[i + 1])), ld, body) : ld;
   }

@@ -1240,6 +1240,12 @@ def conv_transpose_cases():
         ("1d/s3", (2, 4, 9), (4, 3, 5), {"strides": [3], "pads": [2, 1]}, True),
         ("3d/s2x1x2", (1, 4, 3, 4, 5), (4, 2, 2, 3, 2), {"strides": [2, 1, 2], "pads": [0, 1, 1, 1, 0, 0]}, True),
         ("dilation2/not-split", (1, 4, 5, 5), (4, 2, 3, 3), {"dilations": [2, 2], "strides": [2, 2]}, True),
+        # enough output channels for blocks: the phases interleaved in NCHW[x]c (layout/nchwc.c)
+        ("k2/s2/blocked", (1, 16, 6, 7), (16, 32, 2, 2), {"strides": [2, 2]}, True),
+        ("k3/s2/p1/blocked/padded-crop", (1, 16, 7, 9), (16, 24, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1],
+                                                                          "output_padding": [1, 0]}, True),
+        ("k4/s2/p1/blocked/batch2", (2, 8, 5, 6), (8, 48, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, False),
+        ("1d/s3/blocked/crop", (1, 16, 9), (16, 32, 5), {"strides": [3], "pads": [2, 1]}, True),
     ]
     for k, (tag, xs, ws, attrs, bias) in enumerate(W):
         inits = [("w", rnd(ws, "f32", -1, 1)(np.random.default_rng(60 + k)))]

@@ -798,15 +798,41 @@ static gir_value *conv_t(gir_graph *g, gir_value *x, gir_value *w, gir_value *b,
   return tu_done(g, n);
 }
 
+/* The concats of g whose output has the given rank. */
+static int count_concats(const gir_graph *g, int rank) {
+  int cnt = 0;
+  for (int k = 0; k < g->n_nodes; k++)
+    cnt += g->nodes[k]->op == GIR_OP_concat && g->nodes[k]->out[0]->shape.rank == rank;
+  return cnt;
+}
+
+/* The channel block of the first op node's output (0: plain, or no such node). */
+static int64_t first_block(const gir_graph *g, gir_op op) {
+  const gir_node *n = nth(g, op, 0);
+  return n ? block_of(n->out[0]) : 0;
+}
+
+/* The relayouts of g out of a block into plain NCHW. */
+static int count_unblocks(const gir_graph *g) {
+  int cnt = 0;
+  for (int k = 0; k < g->n_nodes; k++) cnt += g->nodes[k]->op == GIR_OP_relayout && is_unblock(g->nodes[k]->out[0]);
+  return cnt;
+}
+
 static void test_conv_transpose(void) {
+  /* blocked: the phase interleaves lay_nchwc moves into the blocked layout (6-D
+   * concats, whole blocks per position), the rest staying 5-D in NCHW; each
+   * blocked deconv then leaves one relayout back to NCHW, after its relu */
   static const struct {
-    int64_t c, m, k, group, st[2], pd[4], dil, convs;
+    int64_t c, m, k, group, st[2], pd[4], dil, convs, blocked;
   } cases[] = {
-      {16, 8, 4, 1, {2, 2}, {1, 1, 1, 1}, 1, 4},   /* DCGAN-style: 4 phases of 2x2 taps */
-      {8, 8, 3, 2, {2, 1}, {0, 1, 2, 0}, 1, 2},    /* grouped, asymmetric */
-      {8, 4, 1, 1, {3, 2}, {0, 0, 0, 0}, 1, 1},    /* 1x1 kernel, stride 3x2: 5 of 6 phases are bias only */
-      {8, 4, 3, 1, {1, 1}, {2, 2, 2, 2}, 1, 1},    /* stride 1: one flipped conv, pads past the kernel */
-      {8, 4, 3, 1, {2, 2}, {0, 0, 0, 0}, 2, 0},    /* dilation: left alone */
+      {16, 8, 4, 1, {2, 2}, {1, 1, 1, 1}, 1, 4, 3}, /* DCGAN-style: 4 phases of 2x2 taps */
+      {8, 8, 3, 2, {2, 1}, {0, 1, 2, 0}, 1, 2, 1},  /* grouped, asymmetric: phases along H only */
+      {8, 4, 1, 1, {3, 2}, {0, 0, 0, 0}, 1, 1, 0},  /* 1x1 kernel, stride 3x2: 5 of 6 phases are bias only */
+      {8, 4, 3, 1, {1, 1}, {2, 2, 2, 2}, 1, 1, 0},  /* stride 1: one flipped conv, pads past the kernel */
+      {8, 4, 3, 1, {2, 2}, {0, 0, 0, 0}, 2, 0, 0}, /* dilation: left alone */
+      {8, 16, 2, 1, {2, 2}, {0, 0, 0, 0}, 1, 4, 3}, /* UNet up: 2x2 stride 2, blocks of 16 */
+      {8, 12, 3, 1, {2, 2}, {1, 1, 1, 1}, 1, 4, 3}, /* 12 channels padded to a block of 16; output cropped */
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     rng rr = {(uint64_t)(30 + i)};
@@ -827,13 +853,52 @@ static void test_conv_transpose(void) {
     CHECK_INT(tu_count_op(g, GIR_OP_conv_transpose), cases[i].convs ? 0 : 1);
     VERIFY(g);
     AGREE(g, &r);
+    int plain = count_concats(g, 5);
     LAYOUT(g, 8); /* and blocked */
     CHECKF(tu_count_op(g, GIR_OP_conv_nchwc) == cases[i].convs, "case %d: %d blocked", i,
            tu_count_op(g, GIR_OP_conv_nchwc));
+    CHECKF(count_concats(g, 6) == cases[i].blocked && count_concats(g, 5) == plain - cases[i].blocked,
+           "case %d: %d blocked interleaves and %d plain, want %lld of %d blocked", i, count_concats(g, 6),
+           count_concats(g, 5), (long long)cases[i].blocked, plain);
+    if (cases[i].blocked)
+      CHECKF(count_unblocks(g) == 1 && tu_count_op(g, GIR_OP_unary) == 1 && first_block(g, GIR_OP_unary) > 0,
+             "case %d: %d relayouts to NCHW, want 1 after a blocked relu", i, count_unblocks(g));
     AGREE(g, &r);
     ref_free(&r);
     gir_graph_free(g);
   }
+}
+
+/* A 1-D transposed conv (NCW) with channels enough for blocks: its one interleave
+ * (three phases) and its crop run blocked, as NCHW[b]c with H = 1, behind one
+ * relayout and squeeze back at the end. */
+static void test_conv_transpose_1d(void) {
+  rng rr = {37};
+  gir_graph *g = gir_graph_new("deconv1d");
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 8, 7));
+  gir_value *w = crand(g, GIR_F32, SH(8, 16, 5), &rr), *b = crand(g, GIR_F32, SH(16), &rr);
+  gir_node *n = TU_NODE(g, GIR_OP_conv_transpose, x, w, b);
+  int64_t st[1] = {3}, pd[2] = {2, 1}, dl[1] = {1};
+  gir_attr_set_ints(g, n, "strides", st, 1);
+  gir_attr_set_ints(g, n, "pads", pd, 2);
+  gir_attr_set_ints(g, n, "dilations", dl, 1);
+  gir_value *y = tu_done(g, n); /* [1, 16, 20]: three phases of 7, interleaved to 21, cropped */
+  CHECK(shape_is(y, SH(1, 16, 20)));
+  gir_graph_add_output(g, relu(g, y));
+  ref r = REFERENCE(g, 37);
+  int32_t cnt = -1;
+  gir_err e = {{0}};
+  CHECKF(lay_split_conv_transpose(g, &cnt, &e) == 0 && cnt == 1, "%d rewritten: %s", cnt, e.msg);
+  CHECK_INT(count_concats(g, 4), 1);
+  LAYOUT(g, 8);
+  CHECK_INT(tu_count_op(g, GIR_OP_conv_nchwc), 3);
+  CHECKF(count_concats(g, 6) == 1 && count_concats(g, 4) == 0, "%d blocked interleaves, %d plain",
+         count_concats(g, 6), count_concats(g, 4));
+  CHECKF(count_unblocks(g) == 1 && first_block(g, GIR_OP_unary) > 0 && first_block(g, GIR_OP_slice) > 0,
+         "%d relayouts to NCW, want 1 after a blocked crop and relu", count_unblocks(g));
+  AGREE(g, &r);
+  ref_free(&r);
+  gir_graph_free(g);
 }
 
 /* --- more: image input, graph outputs, plain consumers --- */
@@ -1134,6 +1199,7 @@ int main(void) {
   test_depthwise();
   test_grouped();
   test_conv_transpose();
+  test_conv_transpose_1d();
   test_image_input();
   test_graph_outputs();
   test_plain_consumers();
