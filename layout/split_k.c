@@ -50,8 +50,21 @@ static int64_t slices(const gir_node *n, int32_t sms, int32_t force) {
 
 static gir_node *add_node(gir_graph *g, const gir_node *like, gir_op op, gir_value *const *ins, int32_t n_in) {
   gir_node *nn = gir_node_new(g, op, NULL, ins, n_in, 1);
-  if (nn) nn->origin = like->origin;
+  nn->origin = like->origin;
   return nn;
+}
+
+/* nn's output once its type and shape are inferred, or NULL with the reason. */
+static gir_value *finish(gir_graph *g, gir_node *nn, gir_err *err) {
+  return gir_node_infer(g, nn, err) < 0 ? NULL : nn->out[0];
+}
+
+/* a + b (broadcasting), or NULL with the reason. */
+static gir_value *sum(gir_graph *g, const gir_node *like, gir_value *a, gir_value *b, gir_err *err) {
+  gir_value *ab[2] = {a, b};
+  gir_node *ad = add_node(g, like, GIR_OP_binary, ab, 2);
+  gir_attr_set_int(g, ad, "fn", GIR_BINARY_ADD);
+  return finish(g, ad, err);
 }
 
 /* 1 rewritten, -1 error. */
@@ -61,7 +74,6 @@ static int rewrite(gir_graph *g, gir_node *n, int64_t S, gir_err *err) {
   int64_t M = wd[0], C = wd[1], K = wd[2] * wd[3], cs = C / S;
   gir_shape ws = {.rank = 4, .dims = {S * M, cs, wd[2], wd[3]}};
   gir_value *wv = gir_const_new(g, NULL, GIR_F32, &ws, NULL);
-  if (!wv) return gir_errf(err, "split-K of %s: out of memory", n->name);
   const float *src = w->data;
   float *dst = wv->data;
   for (int64_t s = 0; s < S; s++)
@@ -69,7 +81,6 @@ static int rewrite(gir_graph *g, gir_node *n, int64_t S, gir_err *err) {
       memcpy(dst + ((s * M + m) * cs) * K, src + (m * C + s * cs) * K, (size_t)(cs * K) * sizeof(float));
   gir_value *ins[2] = {x, wv};
   gir_node *cn = add_node(g, n, GIR_OP_conv, ins, 2);
-  if (!cn) return gir_errf(err, "split-K of %s: out of memory", n->name);
   static const char *const keep[] = {"strides", "pads", "dilations"};
   for (int i = 0; i < 3; i++) {
     int32_t cnt = 0;
@@ -77,42 +88,27 @@ static int rewrite(gir_graph *g, gir_node *n, int64_t S, gir_err *err) {
     if (v) gir_attr_set_ints(g, cn, keep[i], v, cnt);
   }
   gir_attr_set_int(g, cn, "group", S);
-  if (gir_node_infer(g, cn, err) < 0) return -1;
+  gir_value *p = finish(g, cn, err);
+  if (!p) return -1;
   /* the partial sums, added slice by slice (element-wise ops: one kernel with the
    * bias and the conv's epilogue, where a reduce would be a kernel of its own) */
   const int64_t *yd = y0->shape.dims;
   gir_value *y = NULL;
   for (int64_t s = 0; s < S; s++) {
     int64_t starts[4] = {0, s * M, 0, 0}, steps[4] = {1, 1, 1, 1}, sizes[4] = {yd[0], M, yd[2], yd[3]};
-    gir_node *sn = add_node(g, n, GIR_OP_slice, cn->out, 1);
-    if (!sn) return gir_errf(err, "split-K of %s: out of memory", n->name);
+    gir_node *sn = add_node(g, n, GIR_OP_slice, &p, 1);
     gir_attr_set_ints(g, sn, "starts", starts, 4);
     gir_attr_set_ints(g, sn, "steps", steps, 4);
     gir_attr_set_ints(g, sn, "sizes", sizes, 4);
-    if (gir_node_infer(g, sn, err) < 0) return -1;
-    if (!y) {
-      y = sn->out[0];
-      continue;
-    }
-    gir_value *ab[2] = {y, sn->out[0]};
-    gir_node *ad = add_node(g, n, GIR_OP_binary, ab, 2);
-    if (!ad) return gir_errf(err, "split-K of %s: out of memory", n->name);
-    gir_attr_set_int(g, ad, "fn", GIR_BINARY_ADD);
-    if (gir_node_infer(g, ad, err) < 0) return -1;
-    y = ad->out[0];
+    gir_value *part = finish(g, sn, err);
+    if (!part || !(y = y ? sum(g, n, y, part, err) : part)) return -1;
   }
   if (bias) { /* b[M] as [M, 1, 1] against [N, M, OH, OW] */
     int64_t bd[3] = {M, 1, 1};
     gir_node *br = add_node(g, n, GIR_OP_reshape, &bias, 1);
-    if (!br) return gir_errf(err, "split-K of %s: out of memory", n->name);
     gir_attr_set_ints(g, br, "shape", bd, 3);
-    if (gir_node_infer(g, br, err) < 0) return -1;
-    gir_value *ab[2] = {y, br->out[0]};
-    gir_node *ad = add_node(g, n, GIR_OP_binary, ab, 2);
-    if (!ad) return gir_errf(err, "split-K of %s: out of memory", n->name);
-    gir_attr_set_int(g, ad, "fn", GIR_BINARY_ADD);
-    if (gir_node_infer(g, ad, err) < 0) return -1;
-    y = ad->out[0];
+    gir_value *b = finish(g, br, err);
+    if (!b || !(y = sum(g, n, y, b, err))) return -1;
   }
   if (y->dtype != y0->dtype || !gir_shape_equal(&y->shape, &y0->shape))
     return gir_errf(err, "split-K of %s: the result's type or shape changed", n->name);

@@ -322,14 +322,6 @@ static int tir_same(const tir_expr *a, const tir_expr *b) {
   }
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b, b = t;
-  }
-  return a;
-}
-
 /* sum coef[i]·term[i] + c as an expression. */
 static tir_expr *lin_expr(lower_ctx *L, const lin *l) {
   tir_builder *b = L->b;
@@ -345,7 +337,9 @@ static tir_expr *lin_expr(lower_ctx *L, const lin *l) {
  * (and not negative), R of the inner loops with positive coefficients spanning
  * less than g — is S / d: every inner iteration lands in the same quotient. A
  * grouped conv's group (m / channels-per-group) over a block whose channel tile
- * lies within one group is then a single point, not every group. Returns ix with
+ * lies within one group is then a single point, not every group (tir_simplify.c's
+ * div_factor is the same rule over known ranges; here the outer part stays symbolic,
+ * the attach point's region a function of it). Returns ix with
  * such divisions among its linear terms rewritten (ix itself when there are none). */
 static tir_expr *outer_divs(lower_ctx *L, tir_expr *ix, tir_var *const *iv, const int64_t *iext, int ni) {
   lin l = lin_of(ix);
@@ -358,7 +352,7 @@ static tir_expr *outer_divs(lower_ctx *L, tir_expr *ix, tir_var *const *iv, cons
     int64_t d = t->u.bin.b->u.i, span = 0;
     lin a = lin_of(t->u.bin.a), sym = {.ok = 1, .c = a.c};
     int ok = a.ok && a.c >= 0;
-    int64_t g = gcd64(d, a.c);
+    int64_t g = arith_gcd(d, a.c);
     for (int j = 0; ok && j < a.n; j++) {
       int inner = -1;
       for (int k = 0; k < ni && a.term[j]->kind == TIR_VAR; k++)
@@ -369,7 +363,7 @@ static tir_expr *outer_divs(lower_ctx *L, tir_expr *ix, tir_var *const *iv, cons
       } else if (uses_any(a.term[j], iv, ni) || a.coef[j] < 0) {
         ok = 0;
       } else {
-        g = gcd64(g, a.coef[j]);
+        g = arith_gcd(g, a.coef[j]);
         lin_add_term(&sym, a.term[j], a.coef[j]);
       }
     }

@@ -21,28 +21,10 @@
  * fragment numbers (each lane's share of a fragment is then registers). */
 #include "schedule.h"
 
-/* 1 if e reads variable v. */
-static int uses(const te_expr *e, const te_var *v) {
-  if (!e) return 0;
-  switch (e->kind) {
-  case TE_VAR: return e->u.var == v;
-  case TE_LOAD:
-    for (int i = 0; i < e->u.load.t->rank; i++)
-      if (uses(e->u.load.idx[i], v)) return 1;
-    return 0;
-  case TE_UNARY: return uses(e->u.un.a, v);
-  case TE_BINARY: return uses(e->u.bin.a, v) || uses(e->u.bin.b, v);
-  case TE_SELECT: return uses(e->u.sel.c, v) || uses(e->u.sel.a, v) || uses(e->u.sel.b, v);
-  case TE_CAST: case TE_BITCAST: return uses(e->u.cast.a, v);
-  case TE_REDUCE: return uses(e->u.red.src, v) || uses(e->u.red.cond, v);
-  default: return 0;
-  }
-}
-
 /* 1 if e reads one of root axes lo..hi-1 of st. */
 static int uses_axes(const te_expr *e, const sch_stage *st, int lo, int hi) {
   for (int i = lo; i < hi; i++)
-    if (uses(e, st->root_axes[i]->root)) return 1;
+    if (te_uses_vars(e, &st->root_axes[i]->root, 1)) return 1;
   return 0;
 }
 

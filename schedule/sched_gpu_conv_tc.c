@@ -11,6 +11,7 @@
  * Maps whose rows cannot make whole 16-column fragments within the map's height (7 × 7:
  * 16 rows of 7 would be needed) keep the CUDA-core conv template, as do depthwise and
  * grouped convs. Knobs are data (lower_gpu_conv_tc_cfg, tuning.c). Not timed on a GPU. */
+#include "arith.h"
 #include "templates.h"
 
 /* 1 if st is a dense conv the tensorized stage computes: channels as its rows. */
@@ -18,8 +19,6 @@ static int tc_fits(const sch_stage *st) {
   const te_expr *a, *b, *bc;
   return st->t->rank == 4 && lower_gpu_conv_fits(st) == 1 && sch_wmma_operands(st, &a, &b, &bc) == 1;
 }
-
-static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
 
 lower_gpu_conv_tc_cfg lower_gpu_conv_tc_default(const sch_stage *red, const lower_target *t, int *use) {
   (void)t;
@@ -34,7 +33,7 @@ lower_gpu_conv_tc_cfg lower_gpu_conv_tc_default(const sch_stage *red, const lowe
   c.wm = c.bm >= 32 ? c.bm / 2 : 16;
   int64_t cols = OW, h = 0;
   for (int32_t wn = 32; wn >= 16 && !h; wn /= 2) {
-    int64_t need = wn / gcd(cols, wn); /* rows for whole fragments */
+    int64_t need = wn / arith_gcd(cols, wn); /* rows for whole fragments */
     if (need <= OH && need * cols <= 128) h = need, c.wn = wn;
   }
   while (h && 2 * h <= OH && 2 * h * cols <= 128) h *= 2;

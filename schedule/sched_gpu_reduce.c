@@ -13,27 +13,6 @@
 #define WARP 32
 #define BLOCK_MAX 256 /* threads a block of rows holds */
 
-/* 1 if e mentions one of the n variables vs. */
-static int mentions(const te_expr *e, te_var *const *vs, int n) {
-  if (!e) return 0;
-  switch (e->kind) {
-  case TE_VAR:
-    for (int i = 0; i < n; i++)
-      if (vs[i] == e->u.var) return 1;
-    return 0;
-  case TE_LOAD:
-    for (int i = 0; i < e->u.load.t->rank; i++)
-      if (mentions(e->u.load.idx[i], vs, n)) return 1;
-    return 0;
-  case TE_UNARY: return mentions(e->u.un.a, vs, n);
-  case TE_BINARY: return mentions(e->u.bin.a, vs, n) || mentions(e->u.bin.b, vs, n);
-  case TE_SELECT: return mentions(e->u.sel.c, vs, n) || mentions(e->u.sel.a, vs, n) || mentions(e->u.sel.b, vs, n);
-  case TE_CAST: case TE_BITCAST: return mentions(e->u.cast.a, vs, n);
-  case TE_REDUCE: return mentions(e->u.red.src, vs, n) || mentions(e->u.red.cond, vs, n);
-  default: return 0;
-  }
-}
-
 typedef struct inner_walk {
   te_var *const *vs;
   int n, found;
@@ -42,7 +21,7 @@ typedef struct inner_walk {
 static void note_inner(const te_expr *ld, void *arg) {
   inner_walk *w = arg;
   int r = ld->u.load.t->rank;
-  if (r > 0 && ld->u.load.t->shape[r - 1] > 1 && mentions(ld->u.load.idx[r - 1], w->vs, w->n)) w->found = 1;
+  if (r > 0 && ld->u.load.t->shape[r - 1] > 1 && te_uses_vars(ld->u.load.idx[r - 1], w->vs, w->n)) w->found = 1;
 }
 
 /* 1 if a load in e indexes its tensor's innermost axis with one of the vars vs. */

@@ -228,7 +228,8 @@ typedef struct lower_knob {
 } lower_knob;
 
 /* The knobs of template "conv" (lower_conv_cfg), "matmul" (lower_matmul_cfg), "gpu_conv"
- * (lower_gpu_conv_cfg) or "gpu_matmul" (lower_gpu_matmul_cfg), or NULL. */
+ * (lower_gpu_conv_cfg), "gpu_matmul" (lower_gpu_matmul_cfg), "gpu_conv_tc" or "gpu_matmul_tc"
+ * (the tensor-core cfgs), or NULL. */
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n);
 
 struct lower_tuning {

@@ -56,31 +56,24 @@ static const lower_knob gpu_conv_tc_knobs[] = {
     {"wn", offsetof(lower_gpu_conv_tc_cfg, wn), 16, 128},
 };
 
+#define TEMPLATE(name, knobs) {name, knobs, (int32_t)(sizeof knobs / sizeof knobs[0])}
+static const struct {
+  const char *name;
+  const lower_knob *knobs;
+  int32_t n;
+} templates[] = {
+    TEMPLATE("conv", conv_knobs),         TEMPLATE("matmul", matmul_knobs),
+    TEMPLATE("gpu_conv", gpu_conv_knobs), TEMPLATE("gpu_matmul", gpu_matmul_knobs),
+    TEMPLATE("gpu_conv_tc", gpu_conv_tc_knobs), TEMPLATE("gpu_matmul_tc", gpu_matmul_tc_knobs),
+};
+#undef TEMPLATE
+
 const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n) {
-  if (tmpl && !strcmp(tmpl, "conv")) {
-    *n = (int32_t)(sizeof conv_knobs / sizeof conv_knobs[0]);
-    return conv_knobs;
-  }
-  if (tmpl && !strcmp(tmpl, "matmul")) {
-    *n = (int32_t)(sizeof matmul_knobs / sizeof matmul_knobs[0]);
-    return matmul_knobs;
-  }
-  if (tmpl && !strcmp(tmpl, "gpu_conv")) {
-    *n = (int32_t)(sizeof gpu_conv_knobs / sizeof gpu_conv_knobs[0]);
-    return gpu_conv_knobs;
-  }
-  if (tmpl && !strcmp(tmpl, "gpu_matmul")) {
-    *n = (int32_t)(sizeof gpu_matmul_knobs / sizeof gpu_matmul_knobs[0]);
-    return gpu_matmul_knobs;
-  }
-  if (tmpl && !strcmp(tmpl, "gpu_conv_tc")) {
-    *n = (int32_t)(sizeof gpu_conv_tc_knobs / sizeof gpu_conv_tc_knobs[0]);
-    return gpu_conv_tc_knobs;
-  }
-  if (tmpl && !strcmp(tmpl, "gpu_matmul_tc")) {
-    *n = (int32_t)(sizeof gpu_matmul_tc_knobs / sizeof gpu_matmul_tc_knobs[0]);
-    return gpu_matmul_tc_knobs;
-  }
+  for (size_t i = 0; tmpl && i < sizeof templates / sizeof templates[0]; i++)
+    if (!strcmp(tmpl, templates[i].name)) {
+      *n = templates[i].n;
+      return templates[i].knobs;
+    }
   *n = 0;
   return NULL;
 }

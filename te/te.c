@@ -244,6 +244,27 @@ te_expr *te_subst(te_ctx *c, const te_expr *e, te_var *const *vars, te_expr *con
   }
 }
 
+int te_uses_vars(const te_expr *e, te_var *const *vs, int n) {
+  if (!e) return 0;
+  switch (e->kind) {
+  case TE_VAR:
+    for (int i = 0; i < n; i++)
+      if (vs[i] == e->u.var) return 1;
+    return 0;
+  case TE_LOAD:
+    for (int i = 0; i < e->u.load.t->rank; i++)
+      if (te_uses_vars(e->u.load.idx[i], vs, n)) return 1;
+    return 0;
+  case TE_UNARY: return te_uses_vars(e->u.un.a, vs, n);
+  case TE_BINARY: return te_uses_vars(e->u.bin.a, vs, n) || te_uses_vars(e->u.bin.b, vs, n);
+  case TE_SELECT:
+    return te_uses_vars(e->u.sel.c, vs, n) || te_uses_vars(e->u.sel.a, vs, n) || te_uses_vars(e->u.sel.b, vs, n);
+  case TE_CAST: case TE_BITCAST: return te_uses_vars(e->u.cast.a, vs, n);
+  case TE_REDUCE: return te_uses_vars(e->u.red.src, vs, n) || te_uses_vars(e->u.red.cond, vs, n);
+  default: return 0;
+  }
+}
+
 void te_visit_load_exprs(const te_expr *e, void (*f)(const te_expr *load, void *arg), void *arg) {
   switch (e->kind) {
   case TE_LOAD:

@@ -167,6 +167,8 @@ te_expr *te_rewrite_loads(te_ctx *c, const te_expr *e, te_load_fn f, void *arg);
 void te_visit_loads(const te_expr *e, void (*f)(te_tensor *t, void *arg), void *arg);
 /* Calls f(load, arg) for each load expression in e, its indices included (outer first). */
 void te_visit_load_exprs(const te_expr *e, void (*f)(const te_expr *load, void *arg), void *arg);
+/* 1 if e (NULL: no expression) reads one of the n variables vs. */
+int te_uses_vars(const te_expr *e, te_var *const *vs, int n);
 /* 1 if e contains a load or an integer division (evaluating it could fault or
  * read out of bounds), so a select over it must stay lazy. */
 int te_may_trap(const te_expr *e);

@@ -194,6 +194,14 @@ int arith_expr_cmp(const tir_expr *a, const tir_expr *b) {
 
 int arith_expr_equal(const tir_expr *a, const tir_expr *b) { return arith_expr_cmp(a, b) == 0; }
 
+int64_t arith_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a < 0 ? -a : a;
+}
+
 int arith_uses_var(const tir_expr *e, const tir_var *v) {
   switch (e->kind) {
   case TIR_VAR: return e->u.var == v;

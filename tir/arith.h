@@ -79,6 +79,8 @@ int arith_expr_cmp(const tir_expr *a, const tir_expr *b);
 int arith_expr_equal(const tir_expr *a, const tir_expr *b);
 /* Whether e reads v. */
 int arith_uses_var(const tir_expr *e, const tir_var *v);
+/* The greatest common divisor of a and b (not negative; gcd(a, 0) = |a|). */
+int64_t arith_gcd(int64_t a, int64_t b);
 
 /* --- linear forms --- */
 

@@ -21,10 +21,13 @@ conv template (`--knobs gpu_conv:toc=T,tow=W`), so that the default rule
 usage: sweep_split_k.py prepare OUT [--kiln build/kiln] [--layers c3_7,...]
        sweep_split_k.py run OUT [--kiln-run PATH]
 """
-import json, os, re, subprocess, sys, tarfile
+import os, re, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import sweep_tiles  # noqa: E402
+
 LAYERS = {  # name: (input channels, input map size, output channels, kernel[, stride]) at batch 1
     "c3_7": (512, 7, 512, 3), "c3s2_7": (512, 14, 512, 3, 2), "c1_7b": (2048, 7, 512, 1),
     "c3_14": (256, 14, 256, 3), "c3s2_14": (256, 28, 256, 3, 2), "c1_14b": (1024, 14, 256, 1),
@@ -36,58 +39,24 @@ TILES = ["def", "1,7", "2,7", "4,7", "2,1", "1,1"]
 
 def prepare(out, kiln, only=None):
     import numpy as np
-    import onnx
-    from onnx import helper, numpy_helper, TensorProto as T
     os.makedirs(out, exist_ok=True)
     for name, spec in LAYERS.items():
         if only and name not in only:
             continue
-        c, h, oc, k = spec[:4]
-        st = spec[4] if len(spec) > 4 else 1
-        p = k // 2
-        oh = (h + 2 * p - k) // st + 1
+        c, oc, k = spec[0], spec[2], spec[3]
         w = ((np.arange(oc * c * k * k) % 16) - 7.5).astype(np.float32).reshape(oc, c, k, k) * 0.01
-        g = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w"], ["c"], pads=[p] * 4, kernel_shape=[k, k], strides=[st, st]),
-             helper.make_node("Relu", ["c"], ["y"])], name,
-            [helper.make_tensor_value_info("x", T.FLOAT, [1, c, h, h])],
-            [helper.make_tensor_value_info("y", T.FLOAT, [1, oc, oh, oh])], [numpy_helper.from_array(w, "w")])
-        model = os.path.join(out, name + ".onnx")
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
         for s in SLICES:
-            for tile in TILES:
-                knobs = [] if tile == "def" else ["--knobs", "gpu_conv:toc=%s,tow=%s" % tuple(tile.split(","))]
-                bundle = os.path.join(out, "%s__s%s_%s.kiln" % (name, s, tile.replace(",", "x")))
-                r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "--split-k", s, "-o", bundle] + knobs,
-                                   capture_output=True, text=True)
-                if r.returncode:
-                    print("FAIL %s s%s %s: %s" % (name, s, tile, r.stderr.strip()[-200:]))
-        os.remove(model)
+            sweep_tiles.sweep_model(kiln, out, name, sweep_tiles.conv_relu(name, spec, 1, w), TILES,
+                                    lambda t: "gpu_conv:toc=%s,tow=%s" % tuple(t), ("--split-k", s), "s%s_" % s)
     print("prepared", len([f for f in os.listdir(out) if f.endswith(".kiln")]), "bundles in", out)
 
 
 def run(d, kiln_run):
-    import numpy as np
-    tmp = "/tmp/split-k-inputs"
-    os.makedirs(tmp, exist_ok=True)
-    res = {}
-    for f in sorted(os.listdir(d)):
-        if not f.endswith(".kiln"):
-            continue
-        layer, variant = f[:-5].split("__")
-        man = json.load(tarfile.open(os.path.join(d, f)).extractfile("manifest.json"))
-        args = []
-        for i in man["inputs"]:
-            p = os.path.join(tmp, "%s_%s.npy" % (layer, i["name"]))
-            if not os.path.exists(p):
-                np.save(p, np.random.default_rng(1).random(i["shape"], dtype=np.float32) - 0.5)
-            args += ["--input", "%s=%s" % (i["name"], p)]
-        r = subprocess.run([kiln_run, os.path.join(d, f), "--repeat", "100", "--profile"] + args, capture_output=True,
-                           text=True, timeout=60)
-        m = re.search(r"profile: ([\d.]+) ms per run in kernels", r.stdout)
-        res.setdefault(layer, {})[variant] = round(float(m.group(1)) * 1000, 1) if m else "error: " + (r.stdout + r.stderr)[-200:]
-        print(layer, variant, res[layer][variant], flush=True)
-    json.dump(res, open(os.path.join(os.environ.get("OUT", "."), "split_k.json"), "w"), indent=1)
+    """All of a bundle's kernels, µs per run (the conv and the adds of the partials)."""
+    def measure(out):
+        m = re.search(r"profile: ([\d.]+) ms per run in kernels", out)
+        return round(float(m.group(1)) * 1000, 1) if m else None
+    sweep_tiles.time_bundles(d, kiln_run, 100, measure, "split_k.json")
 
 
 def main():

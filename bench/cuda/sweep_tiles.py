@@ -42,21 +42,40 @@ MM_TILES = ["def"] + ["%d,%d,%d,%d,%d" % t for t in (
     (32, 32, 32, 2, 2), (128, 32, 16, 8, 2), (32, 128, 16, 2, 8), (64, 64, 16, 8, 8), (128, 64, 16, 4, 4))]
 
 
-def sweep_model(kiln, out, label, graph, tiles, knobs_of):
-    """graph saved as a model, compiled once per tile (knobs_of(tile): the --knobs value)
-    into OUT/<label>__<tile>.kiln ("def": the default tiles)."""
+def sweep_model(kiln, out, label, graph, tiles, knobs_of, extra=(), variant=""):
+    """graph saved as a model, compiled once per tile (knobs_of(tile): the --knobs value;
+    `extra`: more compile options) into OUT/<label>__<variant><tile>.kiln ("def": the
+    default tiles)."""
     import onnx
     from onnx import helper
     model = os.path.join(out, label + ".onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
     for tile in tiles:
         knobs = [] if tile == "def" else ["--knobs", knobs_of(tile.split(","))]
-        bundle = os.path.join(out, "%s__%s.kiln" % (label, tile.replace(",", "x")))
-        r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "-o", bundle] + knobs,
+        bundle = os.path.join(out, "%s__%s%s.kiln" % (label, variant, tile.replace(",", "x")))
+        r = subprocess.run([kiln, "compile", model, "--target", "cuda-sm90", "-o", bundle] + list(extra) + knobs,
                            capture_output=True, text=True)
         if r.returncode:
-            print("FAIL %s %s: %s" % (label, tile, r.stderr.strip()))
+            print("FAIL %s %s%s: %s" % (label, variant, tile, r.stderr.strip()))
     os.remove(model)
+
+
+def conv_relu(name, spec, batch, weights=None):
+    """Conv + Relu for spec = (input channels, map size, output channels, kernel[, stride]),
+    'same' padding; the weights a model input, or the constant array given."""
+    from onnx import helper, numpy_helper, TensorProto as T
+    c, h, oc, k = spec[:4]
+    st = spec[4] if len(spec) > 4 else 1
+    p = k // 2
+    oh = (h + 2 * p - k) // st + 1
+    inputs = [helper.make_tensor_value_info("x", T.FLOAT, [batch, c, h, h])]
+    if weights is None:
+        inputs.append(helper.make_tensor_value_info("w", T.FLOAT, [oc, c, k, k]))
+    return helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[p] * 4, kernel_shape=[k, k], strides=[st, st]),
+         helper.make_node("Relu", ["c"], ["y"])], name, inputs,
+        [helper.make_tensor_value_info("y", T.FLOAT, [batch, oc, oh, oh])],
+        [] if weights is None else [numpy_helper.from_array(weights, "w")])
 
 
 def prepare(out, kiln, batch=BATCH, only=None):
@@ -65,17 +84,7 @@ def prepare(out, kiln, batch=BATCH, only=None):
     for name, spec in LAYERS.items():
         if only and name not in only:
             continue
-        c, h, oc, k = spec[:4]
-        st = spec[4] if len(spec) > 4 else 1
-        p = k // 2
-        oh = (h + 2 * p - k) // st + 1
-        g = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w"], ["c"], pads=[p] * 4, kernel_shape=[k, k], strides=[st, st]),
-             helper.make_node("Relu", ["c"], ["y"])], name,
-            [helper.make_tensor_value_info("x", T.FLOAT, [batch, c, h, h]),
-             helper.make_tensor_value_info("w", T.FLOAT, [oc, c, k, k])],
-            [helper.make_tensor_value_info("y", T.FLOAT, [batch, oc, oh, oh])])
-        sweep_model(kiln, out, name, g, TILES, lambda t: "gpu_conv:toc=%s,tow=%s" % tuple(t))
+        sweep_model(kiln, out, name, conv_relu(name, spec, batch), TILES, lambda t: "gpu_conv:toc=%s,tow=%s" % tuple(t))
     for name, (a, b) in MATMULS.items():
         if only and "mm_" + name not in only:
             continue
@@ -88,7 +97,10 @@ def prepare(out, kiln, batch=BATCH, only=None):
     print("prepared", len([f for f in os.listdir(out) if f.endswith(".kiln")]), "bundles in", out)
 
 
-def run(d, kiln_run):
+def time_bundles(d, kiln_run, repeat, measure, out_name):
+    """Every OUT/<layer>__<variant>.kiln in d run with kiln-run --repeat N --profile on random
+    inputs made here (the same per layer); measure(stdout) is the figure kept (None: the run's
+    error instead); printed and written to $OUT/<out_name> (or ./<out_name>)."""
     import numpy as np
     tmp = "/tmp/sweep-inputs"
     os.makedirs(tmp, exist_ok=True)
@@ -96,20 +108,28 @@ def run(d, kiln_run):
     for f in sorted(os.listdir(d)):
         if not f.endswith(".kiln"):
             continue
-        layer, tile = f[:-5].split("__")
+        layer, variant = f[:-5].split("__")
         man = json.load(tarfile.open(os.path.join(d, f)).extractfile("manifest.json"))
         args = []
         for i in man["inputs"]:
-            p = os.path.join(tmp, "%s_%s.npy" % (layer, i["name"]))
+            p = os.path.join(tmp, "%s_%s_%s.npy" % (layer, i["name"], "x".join(map(str, i["shape"]))))
             if not os.path.exists(p):
                 np.save(p, np.random.default_rng(1).random(i["shape"], dtype=np.float32) - 0.5)
             args += ["--input", "%s=%s" % (i["name"], p)]
-        r = subprocess.run([kiln_run, os.path.join(d, f), "--repeat", "40", "--profile"] + args, capture_output=True,
-                           text=True, timeout=60)
-        m = re.search(r"([\d.]+) us\s+([\d.]+) GFLOP/s", r.stdout)
-        res.setdefault(layer, {})[tile] = float(m.group(2)) if m else "error: " + (r.stdout + r.stderr)[-200:]
-        print(layer, tile, res[layer][tile], flush=True)
-    json.dump(res, open(os.path.join(os.environ.get("OUT", "."), "sweep.json"), "w"), indent=1)
+        r = subprocess.run([kiln_run, os.path.join(d, f), "--repeat", str(repeat), "--profile"] + args,
+                           capture_output=True, text=True, timeout=60)
+        v = measure(r.stdout)
+        res.setdefault(layer, {})[variant] = v if v is not None else "error: " + (r.stdout + r.stderr)[-200:]
+        print(layer, variant, res[layer][variant], flush=True)
+    json.dump(res, open(os.path.join(os.environ.get("OUT", "."), out_name), "w"), indent=1)
+
+
+def run(d, kiln_run):
+    """The first (busiest) kernel's GFLOP/s per bundle."""
+    def measure(out):
+        m = re.search(r"([\d.]+) us\s+([\d.]+) GFLOP/s", out)
+        return float(m.group(2)) if m else None
+    time_bundles(d, kiln_run, 40, measure, "sweep.json")
 
 
 def main():
