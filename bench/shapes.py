@@ -15,12 +15,16 @@ inputs and thread count, alternating in batches of 5 (bench/README.md) — then
     OUT/shapes.json   the machine, the settings, and every class's JSON from kiln bench
     OUT/shapes.md     a Markdown table: class, group, kiln ms, ORT ms, ratio, GFLOPS, % of
                       peak (kiln bench's measured per-core FMA peak x threads; conv, conv1d,
-                      dwconv, deconv and matmul classes only), the working set (inputs,
+                      dwconv, deconv and matmul classes only; the model's time, its
+                      relayouts included), the conv and matmul kernels' own % of peak and
+                      GB/s (kiln's profile, FLOP-weighted), the working set (inputs,
                       weights and outputs, MB) and whether it fits the L2 caches, the
                       number of groups on the generic schedule (where kiln reports it),
                       the max abs diff against ONNX Runtime; then the geometric mean of
                       the ratios, per group and over all, and the classes over the bar
-                      (ratio > 1.25) with where their time goes (the top kernels)
+                      (ratio > 1.25) with where their time goes (the top kernels), and
+                      the conv and matmul classes that fit L2 whose kernels run below 30%
+                      of peak
 
 --alone also times each runtime by itself, as bench/models.py's "alone" mode does: the
 class compiled once, then --rounds rounds of `kiln bench BUNDLE --json` (kiln alone, its
@@ -52,6 +56,7 @@ import quiet  # noqa: E402
 import gen_shape_models  # noqa: E402
 
 BAR = 1.25  # issue 15: every class at kiln / ORT <= 1.25
+LOW_PEAK = 30  # issue 15: no conv or matmul class below 30% of peak where it fits the cache
 FLOP_GROUPS = ("conv1d", "conv", "dwconv", "deconv", "matmul")
 
 
@@ -88,6 +93,20 @@ def pct_peak(r, group):
     return 100.0 * r["flops"] / (r["kiln_ms_median"] * 1e6) / r["peak_gflops"]
 
 
+def kernel_pct_peak(r):
+    """The FLOP-weighted % of peak of the kernels that carry the class's FLOPs (its convs and
+    matmuls, from kiln's profile), without the relayouts around them that a single-op model
+    pays and a whole model amortizes; and those kernels' bytes per second over the class's
+    working set (inputs, weights, outputs once), GB/s."""
+    ks = [k for k in (r.get("kernels") or []) if k.get("flops")]
+    ms = sum(k["ms"] for k in ks)
+    if not ks or not ms or not r.get("peak_gflops"):
+        return None, None
+    pct = 100.0 * sum(k["flops"] for k in ks) / (ms * 1e6) / r["peak_gflops"]
+    ws = r.get("working_set_bytes")
+    return pct, (ws / (ms * 1e6) if ws else None)
+
+
 def top_kernels(r, n=3):
     """'k0_conv 12.48 ms (100%, 0.5% peak); …' — where kiln's time goes."""
     parts = []
@@ -102,21 +121,22 @@ def markdown(classes, results, settings, gms):
              "%s; %d threads, median of %d runs after %d warm-up runs (kiln and ONNX Runtime alternating, "
              "ONNX Runtime's spinning off); %s." % (settings["machine"]["cpu"], settings["threads"],
                                                     settings["repeat"], settings["warmup"], settings["date"]), "",
-             "| class | group | kiln ms | ORT ms | ratio | GFLOPS | % peak | MB | fits L2 | generic | max abs diff |" +
+             "| class | group | kiln ms | ORT ms | ratio | GFLOPS | % peak | kernel % peak | kernel GB/s | MB | fits L2 | generic | max abs diff |" +
              (" kiln alone | ORT alone | ratio alone |" if settings.get("alone") else ""),
-             "|---|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|" + ("---:|---:|---:|" if settings.get("alone") else "")]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|" + ("---:|---:|---:|" if settings.get("alone") else "")]
     for c in classes:
         r = results[c.name]
         if "error" in r:
-            lines.append("| %s | %s | failed: %s | | | | | | | | |" % (c.name, c.group, r["error"].replace("|", "\\|")))
+            lines.append("| %s | %s | failed: %s | | | | | | | | | | |" % (c.name, c.group, r["error"].replace("|", "\\|")))
             continue
         ratio = r.get("ratio")
         mark = "**%.2f**" % ratio if ratio is not None and ratio > BAR else bench_run.fmt(ratio, ".2f")
         gflops = r["flops"] / (r["kiln_ms_median"] * 1e6) if c.group in FLOP_GROUPS and r.get("flops") else None
         ws = r.get("working_set_bytes")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             c.name, c.group, bench_run.fmt(r.get("kiln_ms_median"), ".3f"), bench_run.fmt(r.get("ort_ms_median"), ".3f"),
             mark, bench_run.fmt(gflops, ".1f", ""), bench_run.fmt(r.get("pct_peak"), ".1f", ""),
+            bench_run.fmt(r.get("kernel_pct_peak"), ".1f", ""), bench_run.fmt(r.get("kernel_gbps"), ".0f", ""),
             bench_run.fmt(ws / 1e6 if ws else None, ".2f", ""),
             {True: "yes", False: "no", None: ""}[r.get("fits_l2")],
             bench_run.fmt(r.get("generic_groups"), "d", "?"), bench_run.fmt(r.get("max_abs_diff"), ".2g")))
@@ -136,6 +156,12 @@ def markdown(classes, results, settings, gms):
         lines += ["Each runtime alone (mean of %d rounds' medians): geometric mean **%s** over %d classes; over the bar: %s." % (
             settings["rounds"], bench_run.fmt(bench_run.geomean(al) if al else None, ".3f"), len(al),
             ", ".join(over_alone) if over_alone else "none"), ""]
+    low = [c for c in classes if c.group in FLOP_GROUPS and results[c.name].get("fits_l2")
+           and results[c.name].get("kernel_pct_peak") is not None and results[c.name]["kernel_pct_peak"] < LOW_PEAK]
+    lines += ["Conv and matmul classes that fit L2 with their kernels below %d%% of peak: %s." % (
+        LOW_PEAK, ", ".join("`%s` %.1f%% (%.0f GB/s)" % (c.name, results[c.name]["kernel_pct_peak"],
+                                                        results[c.name].get("kernel_gbps") or 0) for c in low)
+        if low else "none"), ""]
     over = [c for c in classes if (results[c.name].get("ratio") or 0) > BAR]
     if over:
         lines += ["Over the bar (ratio > %.2f), with where kiln's time goes:" % BAR, ""]
@@ -147,7 +173,8 @@ def markdown(classes, results, settings, gms):
         lines += ["Measured without a quiet machine (other processes > 15%% busy before): %s." %
                   ", ".join(settings["not_quiet"]), ""]
     lines += ["Peak: %s GFLOPS (measured FMA peak per core x threads). GFLOPS and %% peak only where the FLOPs are "
-              "a conv's or a matmul's; MB: inputs + weights + outputs; fits L2: MB <= %s MB (L2 per core x threads); "
+              "a conv's or a matmul's (%% peak: the whole single-op model's time, its relayouts in and out included; kernel %% "
+              "peak and GB/s: the conv and matmul kernels alone, FLOP-weighted, GB/s their time over MB); MB: inputs + weights + outputs; fits L2: MB <= %s MB (L2 per core x threads); "
               "generic: groups on the generic (non-template) schedule, `?` where this kiln does not report it." %
               (bench_run.fmt(next((r.get("peak_gflops") for r in results.values() if r.get("peak_gflops")), None), ".0f"),
                bench_run.fmt(settings["l2_bytes"] / 1e6 if settings.get("l2_bytes") else None, ".1f")), ""]
@@ -203,6 +230,7 @@ def main():
         r["pct_peak"] = pct_peak(r, c.group)
         r["working_set_bytes"] = working_set(paths[c.name])
         r["fits_l2"] = None if l2 is None else r["working_set_bytes"] <= l2
+        r["kernel_pct_peak"], r["kernel_gbps"] = kernel_pct_peak(r) if c.group in FLOP_GROUPS else (None, None)
         print(" kiln %s ms, ORT %s ms, ratio %s%s%s" % (
             bench_run.fmt(r.get("kiln_ms_median"), ".3f"), bench_run.fmt(r.get("ort_ms_median"), ".3f"),
             bench_run.fmt(r.get("ratio"), ".2f"),

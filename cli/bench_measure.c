@@ -65,7 +65,12 @@ static int timed_runs(kiln_model *m, int repeat, int warmup, const cli_bench_riv
 }
 
 /* Per-kernel profile, in runs of its own; each kernel's median over the runs, so
- * that one run stalled by another process does not count five times. */
+ * that one run stalled by another process does not count five times. Warm runs
+ * first: after the rival's last batch the workers resume from sleep, and on a VM a
+ * thread runs slow for some milliseconds after that — five profiled runs of a
+ * sub-millisecond model would time that, not the kernels (a 0.29 ms conv read
+ * 0.96 ms). */
+enum { PROFILE_WARM_MS = 20, PROFILE_WARM_MAX_RUNS = 1000 };
 static int profiled_runs(kiln_model *m, int runs, const cli_peak *peak, cli_bench_measurement *out, char *why,
                          size_t whylen) {
   const kiln_kernel_profile *pr;
@@ -76,6 +81,9 @@ static int profiled_runs(kiln_model *m, int runs, const cli_peak *peak, cli_benc
   double *ns = calloc(((size_t)n_k + 1) * ((size_t)runs + 1), sizeof *ns); /* [kernel][run] */
   int rc = 0;
   if (!prof || !ns) rc = -1, snprintf(why, whylen, "out of memory");
+  double t0 = cli_now_ms();
+  for (int r = 0; runs > 0 && rc == 0 && r < PROFILE_WARM_MAX_RUNS && cli_now_ms() - t0 < PROFILE_WARM_MS; r++)
+    if (kiln_model_run(m) != KILN_OK) rc = run_failed(m, why, whylen);
   if (rc == 0) kiln_model_set_profile(m, 1);
   for (int r = 0; r < runs && rc == 0; r++) {
     kiln_model_profile_reset(m);

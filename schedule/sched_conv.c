@@ -26,7 +26,7 @@
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
   int64_t ow = o->shape[3], ob = o->shape[4];
-  lower_conv_cfg c = {.ow_tile = 1, .oc_vecs = 1, .vec = t->vec_f32, .unroll_kw = 0, .parallel = 1};
+  lower_conv_cfg c = {.ow_tile = 1, .oc_vecs = 1, .vec = t->vec_f32, .unroll_kw = 0, .parallel = 1, .oc_blocks = 1};
   if (o->dtype != GIR_F32 && o->dtype != GIR_I32) c.vec = 1; /* float32, or int32 sums of 8-bit products */
   while (c.vec > 1 && ob % c.vec) c.vec /= 2;
   c.oc_vecs = (int32_t)(ob / c.vec);
@@ -102,7 +102,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     if (vecs == 1 && max >= 2 && need > max) vecs = max;
     if (max >= 1) {
       c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1,
-                           .oc_tile = mt < M ? (int32_t)mt : 0};
+                           .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1};
     }
   }
   return c;
@@ -177,7 +177,7 @@ int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor
  *   follows it in memory): u = (oh·KH + kh)·KW + kw. */
 static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg *cfg) {
   te_tensor *w = packed_weights(red->body);
-  if (!w || red->n_reduce != 4 || cfg->pixel_outer) return 0;
+  if (!w || red->n_reduce != 4 || cfg->pixel_outer || cfg->oc_blocks > 1) return 0;
   te_ctx *c = s->te;
   const te_tensor *o = red->t;
   int64_t MO = w->shape[0], CB = w->shape[1], KH = w->shape[2], KW = w->shape[3],
@@ -240,8 +240,15 @@ static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, co
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
   if (cfg->vec_ow) return sched_conv_vec_ow(s, red, epi, cfg);
-  sch_iter *owo, *owi, *last;
+  sch_iter *owo, *owi, *last, *mob = epi->root_axes[1], *moi = NULL;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
+  /* oc_blocks: the tile's blocks an inner loop of their own, beside its pixels */
+  if (cfg->oc_blocks > 1) {
+    if (mob->extent % cfg->oc_blocks)
+      return gir_errf(s->err, "conv template: oc_blocks %d does not divide the %lld output blocks of %s",
+                      cfg->oc_blocks, (long long)mob->extent, epi->t->name);
+    if (sch_split(s, epi, epi->root_axes[1], cfg->oc_blocks, &mob, &moi) < 0) return -1;
+  }
   /* a row no tile width divides (a prime like 37): the row's tiles stay a loop of
    * their own inside the parallel loop, which the loop-partition pass cuts into the
    * full tiles (no bounds test) and the ragged last one (straight-line code for its
@@ -251,13 +258,15 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
    * else (n, mo, oh, ow / ow_tile); ragged: the parallel part stops before ow / ow_tile */
   sch_iter *par_last;
   if (cfg->image_tile) {
-    last = par_last = epi->root_axes[1];
+    last = par_last = mob;
   } else if (cfg->pixel_outer) {
-    sch_iter *order[3] = {epi->root_axes[2], owo, epi->root_axes[1]};
-    if (sch_reorder(s, epi, order, 3) < 0) return -1;
-    last = epi->root_axes[1];
+    sch_iter *order[4] = {epi->root_axes[2], owo, mob, moi};
+    if (sch_reorder(s, epi, order, moi ? 4 : 3) < 0) return -1;
+    last = mob;
     par_last = ragged ? epi->root_axes[2] : last;
   } else {
+    sch_iter *order[3] = {epi->root_axes[2], owo, moi};
+    if (moi && sch_reorder(s, epi, order, 3) < 0) return -1;
     last = owo;
     par_last = ragged ? epi->root_axes[2] : last;
   }
@@ -284,7 +293,7 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   /* scalar lanes (vec 1: Cortex-M4/M7): each output channel's quad innermost, its
    * four multiply-adds in a row on one scalar accumulator (a dot4: SMLAD pairs) */
   int scalar_quad = quad && cfg->vec == 1;
-  sch_iter *order[11];
+  sch_iter *order[12];
   int n = 0;
   sch_iter *ra[4] = {NULL};
   for (int i = 0; i < red->n_reduce && i < 4; i++) ra[i] = red->reduce_axes[i];
@@ -296,7 +305,10 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   } else {
     for (int i = 0; i < red->n_reduce; i++) order[n++] = ra[i];
   }
+  /* pixels outside the blocks: one broadcast live at a time, used by every block */
+  sch_iter *blocks = cfg->oc_blocks > 1 ? red->root_axes[1] : NULL;
   order[n++] = ow;
+  if (blocks) order[n++] = blocks;
   if (oco) order[n++] = oco;
   if (quad && !scalar_quad) order[n++] = quad;
   order[n++] = ocv;
@@ -304,6 +316,7 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   if (sch_reorder(s, red, order, n) < 0) return -1;
   if (quad && sch_annotate(s, red, quad, TIR_UNROLLED) < 0) return -1;
   if (sch_annotate(s, red, ow, TIR_UNROLLED) < 0) return -1;
+  if (blocks && sch_annotate(s, red, blocks, TIR_UNROLLED) < 0) return -1;
   if (oco && sch_annotate(s, red, oco, TIR_UNROLLED) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, red, ocv, TIR_VECTORIZED) < 0) return -1;
   if (scalar_quad && ocv->extent > 1 && sch_annotate(s, red, ocv, TIR_UNROLLED) < 0) return -1;

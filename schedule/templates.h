@@ -154,8 +154,8 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
 
 /* Direct convolution in NCHW[x]c (the conv_nchwc op): out[n, ob, oh, ow, oc] over
  * (ib, kh, kw, ic). Register tile: ow_tile output pixels × oc_vecs vectors of the
- * output-channel block; the loop order from outside is (n, ob, oh) fused and
- * parallel → ow tiles → ib → kh → kw → ic → tile. */
+ * output-channel block × oc_blocks blocks; the loop order from outside is (n, ob, oh)
+ * fused and parallel → ow tiles → ib → kh → kw → ic → tile. */
 typedef struct lower_conv_cfg {
   int32_t ow_tile;   /* output pixels along W in the register tile */
   int32_t oc_vecs;   /* vectors of output channels in the tile (the block is oc_vecs · vec) */
@@ -183,6 +183,11 @@ typedef struct lower_conv_cfg {
   int32_t oc_tile;     /* vec_ow: output channels per tile (0: all M); more channels than the registers hold
                           (a grouped conv whose groups no vector divides, ShuffleNet's 4 x 34) take tiles of
                           oc_tile channels, a loop outside the row's pixel tiles */
+  int32_t oc_blocks;   /* output-channel blocks in the register tile (1 or a divisor of the block count): each
+                          input broadcast feeds oc_blocks x oc_vecs FMAs, so a tile as narrow as a 7x7 map's
+                          row (7 pixels) still holds enough accumulators to keep the FMA units busy and needs
+                          fewer loads per FMA (MLAS's filter sets); the weights of the blocks stream side by
+                          side. Not with prefetch (its window is one block) */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);

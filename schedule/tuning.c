@@ -19,6 +19,7 @@ static const lower_knob conv_knobs[] = {
     {"vec_ow", offsetof(lower_conv_cfg, vec_ow), 0, 1},
     {"vec", offsetof(lower_conv_cfg, vec), 1, 64},
     {"oc_tile", offsetof(lower_conv_cfg, oc_tile), 0, 4096},
+    {"oc_blocks", offsetof(lower_conv_cfg, oc_blocks), 1, 8},
 };
 
 static const lower_knob matmul_knobs[] = {

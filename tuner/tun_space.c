@@ -62,7 +62,7 @@ static int64_t dim(const gir_value *v, int d) { return d >= 0 && d < v->shape.ra
 
 static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
   /* knob order = lower_template_knobs("conv"):
-   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile */
+   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile oc_blocks */
   const gir_value *y = n->out[0], *w = n->in[1];
   if (y->shape.rank != 5 || !w || w->shape.rank != 6) return -1;
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
@@ -114,6 +114,13 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   if (s->vec_ow)
     for (int32_t m = 2; m <= 16 && m < s->conv_m; m++)
       if (s->conv_m % m == 0) add_cand(s, m);
+  /* output blocks per register tile (MLAS's filter sets): a dense float conv's, dividing
+   * the block count */
+  add_knob(s, "oc_blocks");
+  add_cand(s, def[9] > 0 ? def[9] : 1);
+  if (!s->vec_ow && !s->depthwise && y->dtype == GIR_F32)
+    for (int32_t b = 2; b <= 4; b *= 2)
+      if (s->conv_m % b == 0) add_cand(s, b);
   return 0;
 }
 
@@ -192,9 +199,12 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
     int64_t owmax = s->knobs[tun_space_knob(s, "ow_tile")].cand[0];
     for (int i = 0; i < s->knobs[0].n; i++) owmax = s->knobs[0].cand[i] > owmax ? s->knobs[0].cand[i] : owmax;
     if (img && ow != owmax) REJECT("image_tile computes whole rows: ow_tile must be the row (%lld)", (long long)owmax);
-    if (ow * cv + cv + 1 > s->vec_regs)
-      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)ow, (long long)cv,
-             s->vec_regs);
+    int64_t nb = val(s, v, "oc_blocks") > 1 ? val(s, v, "oc_blocks") : 1;
+    /* several blocks: the pixel's broadcast folds into the FMAs' memory operand */
+    if (ow * cv * nb + cv * nb + (nb == 1) > s->vec_regs)
+      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)ow,
+             (long long)(cv * nb), s->vec_regs);
+    if (nb > 1 && val(s, v, "prefetch")) REJECT("prefetch does nothing with oc_blocks");
     if (img && val(s, v, "pixel_outer")) REJECT("pixel_outer does nothing with image_tile");
     if (val(s, v, "pad_tile")) { /* the padded input of a tile lives on the stack */
       int64_t bytes = s->conv_cin * 4 * (img ? s->conv_img : s->conv_rows * ((ow - 1) * s->conv_sw + s->conv_cols));
