@@ -86,8 +86,10 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                            "input_N.pb (and output_N.pb) of an ONNX test case; the inputs' shapes bind the model's",
                            C(CHECK) | C(INTERPRET) | C(INSPECT) | C(LOWER)},
     [CLI_OPT_THREADS] = {"--threads", NULL, CLI_INT, 0, KILN_MAX_THREADS, "N",
-                         "threads running the kernels, the caller included (0: one per core; check: 1 by default)",
-                         C(RUN) | C(BENCH) | C(CHECK)},
+                         "threads running the kernels, the caller included (0: one per core; check: 1 by default; "
+                         "tune: the threads each candidate is measured on, 1 by default — tune on the threads the "
+                         "model will run on)",
+                         C(RUN) | C(BENCH) | C(CHECK) | C(TUNE)},
     [CLI_OPT_SPIN_US] = {"--spin-us", NULL, CLI_INT, 0, 10000000, "US",
                           "how long idle workers spin before sleeping (default 200; longer keeps a model run every "
                           "few ms fast after the gaps, at the price of a busy core while idle)",
@@ -172,6 +174,11 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
     [CLI_OPT_PLOT] = {"--plot", NULL, CLI_STRING, 0, 0, "FILE.svg",
                       "best-so-far GFLOPS vs trials per task (default: the records file with .svg)", C(TUNE)},
     [CLI_OPT_SEED] = {"--seed", NULL, CLI_INT, 0, INT64_MAX, "N", "seed of the search (default 1)", C(TUNE)},
+    [CLI_OPT_COLD_WEIGHTS] = {"--cold-weights", NULL, CLI_FLAG, 0, 0, NULL,
+                              "evict each candidate's weights from every cache before each timed call (not timed), "
+                              "as a model whose weights outgrow the last-level cache reads them from memory each run "
+                              "(TVM's enable_cpu_cache_flush); default: they stay cached, as in a loop over one kernel",
+                              C(TUNE)},
 };
 
 static const struct {

@@ -144,7 +144,16 @@ int kiln_cmd_tune(int argc, char **argv) {
   }
   tun_local_options lo = tun_local_defaults();
   char cores[256];
-  tun_pin_search(&lo.measure_cpu, cores, sizeof cores);
+  int32_t threads = args.set[CLI_OPT_THREADS] ? (int32_t)args.num[CLI_OPT_THREADS] : 1;
+  if (threads == 0) threads = tun_online_cores();
+  lo.threads = threads;
+  lo.cold_weights = args.set[CLI_OPT_COLD_WEIGHTS];
+  if (lo.cold_weights) printf("weights: evicted from the caches before each timed call\n");
+  if (threads > 1)
+    snprintf(cores, sizeof cores, "each candidate measured on %d threads over the process's cores; builds and the search "
+             "wait while it runs", threads);
+  else
+    tun_pin_search(&lo.measure_cpu, cores, sizeof cores);
   printf("cores: %s\n", cores);
   cli_peak peak;
   cli_measure_peak(&peak);
@@ -164,10 +173,12 @@ int kiln_cmd_tune(int argc, char **argv) {
   to.transfer_paths = transfer;
   to.n_transfer = n_transfer;
   to.version = KILN_VERSION;
-  to.peak_gflops = peak.gflops_per_core;
+  to.peak_gflops = peak.gflops_per_core * threads;
+  to.threads = threads;
   to.progress = stdout;
   to.progress_tty = isatty(fileno(stdout));
-  printf("peak: %.0f GFLOPS on one core (%s); %lld trials%s, %s search\n", peak.gflops_per_core, peak.isa,
+  printf("peak: %.0f GFLOPS on %d core%s (%s); %lld trials%s, %s search\n", to.peak_gflops, threads,
+         threads > 1 ? "s" : "", peak.isa,
          (long long)to.trials, to.time_budget_s > 0 ? " or the time budget" : "",
          to.strategy == TUN_MODEL ? "model-guided" : "random");
   if (tun_tune(&ts, &t, m, &to, &res, &err) < 0) {
@@ -175,7 +186,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     goto out;
   }
   if (res.transfer_records) printf("global model: trained on %d records of other workloads\n", res.transfer_records);
-  tun_report_table(stdout, &ts, &res, peak.gflops_per_core);
+  tun_report_table(stdout, &ts, &res, to.peak_gflops, threads);
   if (tun_report_svg(plot, &ts, &res, &err) < 0) {
     fprintf(stderr, "kiln tune: %s\n", err.msg);
     goto out;
@@ -211,7 +222,7 @@ cli_records *cli_records_open(const char *path, const char *target, gir_err *err
     free(r);
     return NULL;
   }
-  if (tun_records_load(&r->set, path, &r->t, KILN_VERSION, 0, err) < 0 || !(r->apply = tun_apply_new(&r->set, &r->t))) {
+  if (tun_records_load(&r->set, path, &r->t, KILN_VERSION, 0, 0, err) < 0 || !(r->apply = tun_apply_new(&r->set, &r->t))) {
     if (!err->msg[0]) gir_errf(err, "out of memory");
     cli_records_free(r);
     return NULL;

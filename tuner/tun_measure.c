@@ -19,7 +19,15 @@
  * kernel at a time. Kernels run on one thread (their parallel loops serially): a
  * tuned schedule is the fastest single-core schedule. Times are the measuring
  * thread's CPU time, so that a core shared with other processes still gives the
- * kernel's own time (preemption does not count; the caches they disturb still do). */
+ * kernel's own time (preemption does not count; the caches they disturb still do).
+ *
+ * With threads > 1 a candidate is measured as a model run on that many threads
+ * runs it: its parallel loops over the runtime's thread pool (krt_pool, the same
+ * static split), the child free to use every core of the process, timed by the
+ * wall clock — and nothing else runs meanwhile: the next candidate's build starts
+ * only after this measurement ends, and the search waits for the batch. What one
+ * core cannot show then counts: how the parallel loop splits the work, each core's
+ * share of the weights and of the input, the traffic between their caches. */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -29,6 +37,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "krt_threadpool.h"
 #include "tun_internal.h"
 
 typedef struct local {
@@ -38,8 +47,10 @@ typedef struct local {
 
 tun_local_options tun_local_defaults(void) {
   return (tun_local_options){.timeout_s = 10, .build_timeout_s = 15, .min_repeat_ms = 2, .max_repeats = 10,
-                             .spread = 0.02, .measure_cpu = -1};
+                             .spread = 0.02, .measure_cpu = -1, .threads = 1};
 }
+
+int32_t tun_online_cores(void) { return krt_online_cores(); }
 
 static double now_s(void) {
   struct timespec ts;
@@ -75,12 +86,56 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void child_main(kiln_kernel_fn fn, void *const *bufs, const tun_local_options *o, int fd) {
+/* The buffers evicted before each timed call (cold_weights): the kernel's constants. */
+typedef struct cold_set {
+  int32_t n;
+  const void *p[32];
+  size_t bytes[32];
+} cold_set;
+
+/* Writes back and invalidates every line of the regions in every cache of the
+ * machine (coherent: the other cores' copies too), as TVM's cache flush does. */
+static void evict(const cold_set *c) {
+  for (int i = 0; i < c->n; i++)
+    for (size_t o = 0; o < c->bytes[i]; o += 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_clflush((const char *)c->p[i] + o);
+#elif defined(__aarch64__)
+      __asm__ volatile("dc civac, %0" ::"r"((const char *)c->p[i] + o) : "memory");
+#endif
+    }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_mfence();
+#elif defined(__aarch64__)
+  __asm__ volatile("dsb ish" ::: "memory");
+#endif
+}
+
+/* number calls of the kernel; their time by clock_s, without the evictions */
+static double timed_calls(kiln_kernel_fn fn, void *const *bufs, const kiln_ctx *ctx, int64_t number,
+                          const cold_set *cold, double (*clock_s)(void)) {
+  if (!cold->n) {
+    double t0 = clock_s();
+    for (int64_t i = 0; i < number; i++) fn(bufs, ctx);
+    return clock_s() - t0;
+  }
+  double t = 0;
+  for (int64_t i = 0; i < number; i++) {
+    evict(cold);
+    double t0 = clock_s();
+    fn(bufs, ctx);
+    t += clock_s() - t0;
+  }
+  return t;
+}
+
+static void child_main(kiln_kernel_fn fn, void *const *bufs, const cold_set *cold, const tun_local_options *o,
+                       int fd) {
   /* a crash is the candidate's: it ends this process by its signal, whatever
    * handler the tuner runs with (a sanitizer's prints a report and exits 1) */
   static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
-  if (o->measure_cpu >= 0) {
+  if (o->measure_cpu >= 0 && o->threads <= 1) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(o->measure_cpu, &set);
@@ -89,14 +144,24 @@ static void child_main(kiln_kernel_fn fn, void *const *bufs, const tun_local_opt
   kiln_ctx ctx = {.parallel_for = serial_for};
   child_report r;
   memset(&r, 0, sizeof r);
+  /* threads > 1: the runtime's pool, timed by the wall clock (the workers' time is
+   * not this thread's) */
+  krt_pool *pool = NULL;
+  char msg[128];
+  if (o->threads > 1 && krt_pool_create(o->threads, &pool, msg, sizeof msg) != KILN_OK) {
+    r.status = -1000; /* reported as the kernel's error: no pool, no measurement */
+    ssize_t w = write(fd, &r, sizeof r);
+    (void)w;
+    _exit(0);
+  }
+  if (pool) krt_pool_bind(pool, &ctx);
+  double (*clock_s)(void) = pool ? now_s : cpu_s;
   r.status = fn(bufs, &ctx);
   if (r.status == 0) {
     /* calibrate: calls per repeat so that a repeat lasts min_repeat_ms */
     int64_t number = 1;
     for (;;) {
-      double t0 = cpu_s();
-      for (int64_t i = 0; i < number; i++) fn(bufs, &ctx);
-      double dt = cpu_s() - t0;
+      double dt = timed_calls(fn, bufs, &ctx, number, cold, clock_s);
       if (dt * 1e3 >= o->min_repeat_ms || number >= (1 << 20)) break;
       int64_t want = dt > 0 ? (int64_t)(number * (o->min_repeat_ms * 1e-3 / dt) * 1.2) + 1 : number * 8;
       number = want > number * 8 ? number * 8 : want > number ? want : number + 1;
@@ -104,9 +169,7 @@ static void child_main(kiln_kernel_fn fn, void *const *bufs, const tun_local_opt
     int32_t max = o->max_repeats < 3 ? 3 : o->max_repeats > 16 ? 16 : o->max_repeats;
     double sorted[16];
     while (r.n < max) {
-      double t0 = cpu_s();
-      for (int64_t i = 0; i < number; i++) fn(bufs, &ctx);
-      r.costs[r.n++] = (cpu_s() - t0) / (double)number;
+      r.costs[r.n++] = timed_calls(fn, bufs, &ctx, number, cold, clock_s) / (double)number;
       if (r.n < 3) continue;
       memcpy(sorted, r.costs, sizeof sorted[0] * (size_t)r.n);
       qsort(sorted, (size_t)r.n, sizeof sorted[0], cmp_double);
@@ -256,7 +319,10 @@ static void child_build_and_run(const local *l, const tun_target *t, const tun_m
     kiln_kernel_fn s = l->o.sabotage(l->o.sabotage_ctx, number);
     if (s) fn = s;
   }
-  child_main(fn, bufs, &l->o, up);
+  cold_set cold = {0};
+  for (int i = 0; l->o.cold_weights && i < k.k.n_in && cold.n < 32; i++)
+    if (k.k.in[i]->data) cold.p[cold.n] = bufs[i], cold.bytes[cold.n++] = (size_t)gir_value_nbytes(k.k.in[i]);
+  child_main(fn, bufs, &cold, &l->o, up);
 }
 
 static int local_measure(void *self, const tun_target *t, const tun_measure_input *in, int32_t n,
@@ -268,6 +334,8 @@ static int local_measure(void *self, const tun_target *t, const tun_measure_inpu
     memset(o, 0, sizeof *o);
     o->cost = -1;
     int64_t number = l->count++;
+    /* measuring on every core: the previous candidate's measurement ends before this build starts */
+    if (l->o.threads > 1) land(l, &f);
     int up[2], go[2];
     if (pipe(up) < 0) return gir_errf(err, "measure: pipe: %s", strerror(errno));
     if (pipe(go) < 0) {

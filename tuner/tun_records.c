@@ -13,7 +13,9 @@
  *
  * tun_apply is the lowering hook `kiln compile --records` uses: per workload, the
  * fastest record without error, applied only when it beats the default schedule's
- * record (a workload whose default was never measured keeps its default). */
+ * record (a workload whose default was never measured keeps its default). Records
+ * say how many threads their kernel ran on; per workload only those measured on the
+ * most threads compete (a cost on two threads is not comparable to one on one). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -51,6 +53,7 @@ int tun_record_write(FILE *f, const tun_record *r, gir_err *err) {
   for (int i = 0; costs && i < r->n_costs; i++) cJSON_AddItemToArray(costs, cJSON_CreateNumber(r->costs[i]));
   cJSON_AddStringToObject(o, "error", r->error ? r->error : "");
   cJSON_AddNumberToObject(o, "time", r->time);
+  cJSON_AddNumberToObject(o, "threads", r->threads > 0 ? r->threads : 1);
   cJSON_AddNumberToObject(o, "flops", (double)r->flops);
   cJSON_AddNumberToObject(o, "fv", TUN_FEATURE_VERSION);
   char *text = cJSON_PrintUnformatted(o);
@@ -99,6 +102,9 @@ static int parse_line(const char *line, gir_arena *a, tun_record *r) {
   ok = ok && num_of(o, "v", &v) && key && tmpl && target && cpu && ver && error && num_of(o, "cost", &r->cost) &&
        num_of(o, "time", &r->time);
   if (ok) {
+    double threads = 1;
+    num_of(o, "threads", &threads);
+    r->threads = threads >= 1 && threads <= 4096 ? (int32_t)threads : 1;
     num_of(o, "flops", &flops);
     r->flops = (int64_t)flops;
     r->key = gir_arena_strdup(a, key);
@@ -143,8 +149,8 @@ static int parse_line(const char *line, gir_arena *a, tun_record *r) {
   return ok ? 0 : -1;
 }
 
-int tun_records_load(tun_record_set *set, const char *path, const tun_target *t, const char *version, int missing_ok,
-                     gir_err *err) {
+int tun_records_load(tun_record_set *set, const char *path, const tun_target *t, const char *version, int32_t threads,
+                     int missing_ok, gir_err *err) {
   if (!set->arena && !(set->arena = gir_arena_new())) return gir_errf(err, "out of memory");
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -173,6 +179,10 @@ int tun_records_load(tun_record_set *set, const char *path, const tun_target *t,
       set->other_version++;
       continue;
     }
+    if (threads > 0 && r.threads != threads) {
+      set->other_threads++;
+      continue;
+    }
     if (set->n == set->cap) {
       int32_t nc = set->cap ? set->cap * 2 : 256;
       tun_record *g = gir_arena_grow(set->arena, set->r, (size_t)set->n, (size_t)nc, sizeof *g);
@@ -199,6 +209,7 @@ void tun_records_free(tun_record_set *set) {
 /* ---- applying the best records ---- */
 typedef struct best_entry {
   const char *key;
+  int32_t threads;         /* the most threads any of its records was measured on: only those count */
   const tun_record *best;  /* fastest error-free non-default record */
   double default_cost;     /* < 0: not measured */
 } best_entry;
@@ -316,6 +327,12 @@ tun_apply *tun_apply_new(const tun_record_set *set, const tun_target *t) {
     if (!e) {
       e = &ap->e[ap->n++];
       e->key = r->key;
+      e->default_cost = -1;
+    }
+    if (r->threads < e->threads) continue;
+    if (r->threads > e->threads) { /* a setting with more threads: what was kept does not compare */
+      e->threads = r->threads;
+      e->best = NULL;
       e->default_cost = -1;
     }
     if (r->error[0] || !(r->cost > 0)) continue;

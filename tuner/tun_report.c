@@ -1,5 +1,5 @@
 /* tun_report.c — what `kiln tune` shows at the end: a table per task (default and
- * tuned time, GFLOPS, % of one core's peak, trials, errors) with the model's
+ * tuned time, GFLOPS, % of the measuring cores' peak, trials, errors) with the model's
  * total time before and after, and an SVG plot of each task's best-so-far
  * throughput against trials (a hand-written SVG: lines, axes, a legend). */
 #include <errno.h>
@@ -9,7 +9,7 @@
 
 static double gflops(const tun_task *k, double s) { return s > 0 ? (double)k->flops / s * 1e-9 : 0; }
 
-void tun_report_table(FILE *f, const tun_tasks *ts, const tun_result *r, double peak) {
+void tun_report_table(FILE *f, const tun_tasks *ts, const tun_result *r, double peak, int32_t threads) {
   fprintf(f, "%-3s %-44s %4s %10s %10s %8s %8s %7s %7s %6s\n", "#", "task", "occ", "default ms", "tuned ms", "speedup",
           "GFLOPS", "% peak", "trials", "errors");
   double before = 0, after = 0;
@@ -24,8 +24,10 @@ void tun_report_table(FILE *f, const tun_tasks *ts, const tun_result *r, double 
             (long long)t->trials, (long long)t->errors);
     if (d > 0 && b > 0) before += d * k->occurrences, after += b * k->occurrences;
   }
-  fprintf(f, "tuned tasks: %.3f ms -> %.3f ms per run on one core (x%.2f), %lld trials in %.0f s\n", before * 1e3,
-          after * 1e3, after > 0 ? before / after : NAN, (long long)r->trials, r->seconds);
+  char on[32] = "one core";
+  if (threads > 1) snprintf(on, sizeof on, "%d threads", threads);
+  fprintf(f, "tuned tasks: %.3f ms -> %.3f ms per run on %s (x%.2f), %lld trials in %.0f s\n", before * 1e3,
+          after * 1e3, on, after > 0 ? before / after : NAN, (long long)r->trials, r->seconds);
 }
 
 static void xml_text(FILE *f, const char *s) {

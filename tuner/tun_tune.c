@@ -286,7 +286,8 @@ static int write_record(tuner *tu, task_state *s, const int32_t *values, const f
                   .version = tu->o->version, .n_knobs = values ? k->space.n_knobs : 0, .knob_names = names,
                   .knob_values = vals, .is_default = values == NULL, .cost = res->cost, .costs = res->costs,
                   .n_costs = res->n_costs, .error = res->error,
-                  .time = (double)time(NULL), .flops = k->flops, .n_features = feat ? TUN_N_FEATURES : 0,
+                  .time = (double)time(NULL), .threads = tu->o->threads > 0 ? tu->o->threads : 1,
+                  .flops = k->flops, .n_features = feat ? TUN_N_FEATURES : 0,
                   .features = (float *)feat};
   memcpy(r.hash, k->hash, sizeof r.hash);
   return tun_record_write(tu->rec, &r, err);
@@ -502,10 +503,14 @@ int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tu
       goto out;
     }
   }
-  /* records: this file (resume, and other workloads for the global model), transfer files */
-  if (o->records_path && tun_records_load(&own, o->records_path, t, o->version, 1, err) < 0) goto out;
+  /* records: this file (resume, and other workloads for the global model: those
+   * measured on this tune's threads), transfer files (any threads: the model ranks
+   * schedules within a workload, and what is fast on one core mostly stays so) */
+  if (o->records_path &&
+      tun_records_load(&own, o->records_path, t, o->version, o->threads > 0 ? o->threads : 1, 1, err) < 0)
+    goto out;
   for (int i = 0; i < o->n_transfer; i++)
-    if (tun_records_load(&transfer[i], o->transfer_paths[i], t, o->version, 0, err) < 0) goto out;
+    if (tun_records_load(&transfer[i], o->transfer_paths[i], t, o->version, 0, 0, err) < 0) goto out;
   resume(&tu, &own);
   if (o->strategy == TUN_MODEL) {
     const tun_record_set **sets = calloc((size_t)o->n_transfer + 2, sizeof *sets);

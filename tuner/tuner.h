@@ -205,6 +205,15 @@ typedef struct tun_local_options {
   int32_t max_repeats;   /* at most (default 10), at least 3 */
   double spread;         /* stop once the middle half is within this fraction of the median (0.02) */
   int32_t measure_cpu;   /* core the workers run on; -1: pick (the second allowed one) */
+  int32_t cold_weights;  /* evict the kernel's constant inputs (weights) from every cache before each timed call
+                            (not timed), as a model whose weights outgrow the caches reads them from memory on
+                            every run (TVM's enable_cpu_cache_flush); 0: they stay hot, as a loop over one
+                            kernel keeps them */
+  int32_t threads;       /* 1 (default): the kernel's parallel loops serially on the measuring core, the next
+                            candidate building on the other; N > 1: the loops over a pool of N threads (the
+                            runtime's) on every core the process may use, no build running meanwhile, timed by
+                            the wall clock: the cost a model run on N threads sees (cross-core traffic, the
+                            parallel loop's split) */
   /* tests: replaces the kernel of candidate number i (counted from 0 over the
    * measurer's life) before it runs; NULL: none */
   kiln_kernel_fn (*sabotage)(void *ctx, int64_t i);
@@ -212,6 +221,8 @@ typedef struct tun_local_options {
 } tun_local_options;
 
 tun_local_options tun_local_defaults(void);
+/* The cores this process may run on (its affinity mask), at least 1. */
+int32_t tun_online_cores(void);
 tun_measurer *tun_local_measurer(const tun_local_options *o, gir_err *err);
 
 /* Which cores the search and the measurement use: the caller's allowed set split
@@ -235,6 +246,7 @@ typedef struct tun_record {
   int32_t n_costs;
   const char *error;
   double time;             /* unix seconds when measured */
+  int32_t threads;         /* the threads its kernel ran on (1 when a record does not say) */
   int64_t flops;
   int32_t n_features;      /* TUN_N_FEATURES when stored */
   float *features;
@@ -245,14 +257,14 @@ typedef struct tun_record_set {
   tun_record *r;
   int32_t n, cap;
   /* what loading skipped */
-  int32_t malformed, other_cpu, other_version, other_target;
+  int32_t malformed, other_cpu, other_version, other_target, other_threads;
 } tun_record_set;
 
-/* Reads every line of path into set (kept lines must match target name and CPU
- * and a compatible version; the rest are counted). A missing file is an empty set
- * when missing_ok. */
-int tun_records_load(tun_record_set *set, const char *path, const tun_target *t, const char *version, int missing_ok,
-                     gir_err *err);
+/* Reads every line of path into set (kept lines must match target name and CPU,
+ * a compatible version and, unless threads is 0, the measuring threads; the rest
+ * are counted). A missing file is an empty set when missing_ok. */
+int tun_records_load(tun_record_set *set, const char *path, const tun_target *t, const char *version, int32_t threads,
+                     int missing_ok, gir_err *err);
 void tun_records_free(tun_record_set *set);
 /* Appends one line to f (flushed: a kill loses at most the line being written). */
 int tun_record_write(FILE *f, const tun_record *r, gir_err *err);
@@ -261,7 +273,8 @@ int tun_version_compatible(const char *a, const char *b);
 
 /* The provider `kiln compile --records` hands to lowering: the best record per
  * workload (the fastest error-free one, only when faster than the default schedule
- * measured in the same records). Counts the groups it matched. */
+ * measured in the same records), among the workload's records measured on the most
+ * threads (costs on 1 and on 2 threads do not compare). Counts the groups it matched. */
 typedef struct tun_apply tun_apply;
 tun_apply *tun_apply_new(const tun_record_set *set, const tun_target *t);
 const lower_tuning *tun_apply_hook(tun_apply *a);
@@ -282,7 +295,8 @@ typedef struct tun_options {
   const char *const *transfer_paths;
   int32_t n_transfer;
   const char *version;       /* the compiler's, stored in records */
-  double peak_gflops;        /* one core's, for % of peak (0: not shown) */
+  int32_t threads;           /* the measurer's threads (tun_local_options.threads), stored in records; 0 = 1 */
+  double peak_gflops;        /* the measuring threads' cores', for % of peak (0: not shown) */
   FILE *progress;            /* live lines (NULL: quiet) */
   int progress_tty;          /* rewrite the line in place */
   const char *plot_path;     /* SVG of best-so-far vs trials per task (NULL: none) */
@@ -315,7 +329,8 @@ int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tu
 void tun_result_free(tun_result *r);
 
 /* ---- reports (tun_report.c) ---- */
-void tun_report_table(FILE *f, const tun_tasks *ts, const tun_result *r, double peak_gflops);
+/* peak_gflops: of all the measuring threads' cores together */
+void tun_report_table(FILE *f, const tun_tasks *ts, const tun_result *r, double peak_gflops, int32_t threads);
 int tun_report_svg(const char *path, const tun_tasks *ts, const tun_result *r, gir_err *err);
 
 #endif

@@ -289,7 +289,7 @@ static void test_records(const tun_target *t) {
   fputs("{\"v\":1,\"kiln\":\"0.1.0\",\"workload\":\"tor", f); /* a killed run's last line */
   fclose(f);
   tun_record_set s = {0};
-  CHECK(tun_records_load(&s, path, t, "0.1.0", 0, &e) == 0);
+  CHECK(tun_records_load(&s, path, t, "0.1.0", 0, 0, &e) == 0);
   CHECK_INT(s.n, 3);
   CHECK_INT(s.malformed, 1);
   CHECK_INT(s.other_cpu, 1);
@@ -305,6 +305,42 @@ static void test_records(const tun_target *t) {
     char h[17];
     tun_key_hash(base.key, h);
     CHECK_STR(s.r[1].hash, h);
+  }
+  /* threads: 1 when a record does not say; a tune resumes only its own setting */
+  CHECK(s.n < 1 || s.r[0].threads == 1);
+  tun_records_free(&s);
+  f = fopen(path, "w");
+  tun_record d2 = r1, b2 = r2, b1 = r2;
+  d2.threads = b2.threads = 2, d2.cost = 1.0e-4, b2.cost = 0.9e-4, b1.cost = 0.5e-4; /* the one-thread best is */
+  CHECK(f && tun_record_write(f, &r1, &e) == 0 && tun_record_write(f, &b1, &e) == 0 &&   /* "faster" */
+        tun_record_write(f, &d2, &e) == 0 && tun_record_write(f, &b2, &e) == 0);
+  if (f) fclose(f);
+  CHECK(tun_records_load(&s, path, t, "0.1.0", 2, 0, &e) == 0);
+  CHECK_INT(s.n, 2);
+  CHECK_INT(s.other_threads, 2);
+  CHECK(s.n < 1 || s.r[0].threads == 2);
+  tun_records_free(&s);
+  CHECK(tun_records_load(&s, path, t, "0.1.0", 0, 0, &e) == 0);
+  CHECK_INT(s.n, 4);
+  tun_apply *ap = tun_apply_new(&s, t);
+  int32_t groups, matched, workloads;
+  if (CHECK(ap != NULL)) {
+    tun_apply_stats(ap, &groups, &matched, &workloads);
+    CHECK_INT(workloads, 1); /* the two-thread record, which beat the two-thread default */
+    tun_apply_free(ap);
+  }
+  /* the two-thread setting alone decides: its best no faster than its default, nothing applies */
+  tun_records_free(&s);
+  f = fopen(path, "w");
+  b2.cost = 1.1e-4;
+  CHECK(f && tun_record_write(f, &b1, &e) == 0 && tun_record_write(f, &r1, &e) == 0 &&
+        tun_record_write(f, &d2, &e) == 0 && tun_record_write(f, &b2, &e) == 0);
+  if (f) fclose(f);
+  CHECK(tun_records_load(&s, path, t, "0.1.0", 0, 0, &e) == 0);
+  if (CHECK((ap = tun_apply_new(&s, t)) != NULL)) {
+    tun_apply_stats(ap, &groups, &matched, &workloads);
+    CHECK_INT(workloads, 0);
+    tun_apply_free(ap);
   }
   tun_records_free(&s);
   unlink(path);
@@ -377,6 +413,30 @@ static void test_measure_and_tune(const tun_target *t) {
   CHECKF(out[4].cost > 0 && !out[4].error[0], "after them: %s", out[4].error);
   m->free(m->self);
   free(m);
+  /* on two threads (the runtime's pool, builds serialized): the same verdicts */
+  lo.threads = 2;
+  m = tun_local_measurer(&lo, &e);
+  plan = (sabotage_plan){1, -1, -1};
+  tun_measure_result out2[3];
+  CHECK(m->measure(m->self, t, in, 3, out2, &e) == 0);
+  CHECKF(out2[0].cost > 0 && !out2[0].error[0], "default on 2 threads: %s", out2[0].error);
+  CHECKF(strstr(out2[1].error, "crashed: signal 11") != NULL, "crash on 2 threads: '%s'", out2[1].error);
+  CHECKF(out2[2].cost > 0 && !out2[2].error[0], "after it: %s", out2[2].error);
+  m->free(m->self);
+  free(m);
+  lo.threads = 1;
+  /* weights evicted before each call: measured still, and no faster than hot (the same kernel; a 20% margin
+   * for a noisy machine) */
+  lo.cold_weights = 1;
+  m = tun_local_measurer(&lo, &e);
+  plan = (sabotage_plan){-1, -1, -1};
+  tun_measure_result cold;
+  CHECK(m->measure(m->self, t, in, 1, &cold, &e) == 0);
+  CHECKF(cold.cost > 0 && !cold.error[0] && cold.cost > 0.8 * out[0].cost, "cold weights: %g s (hot %g s) %s",
+         cold.cost, out[0].cost, cold.error);
+  m->free(m->self);
+  free(m);
+  lo.cold_weights = 0;
 
   /* a whole tune with a crashing and a hanging candidate, then a resumed one */
   char path[] = "/tmp/kiln-test-tune-XXXXXX";
@@ -418,7 +478,7 @@ static void test_measure_and_tune(const tun_target *t) {
   CHECK_INT(count_lines(path, "\"knobs\":\"default\""), 1);
   /* no point measured twice */
   tun_record_set s = {0};
-  CHECK(tun_records_load(&s, path, t, "0.1.0", 0, &e) == 0);
+  CHECK(tun_records_load(&s, path, t, "0.1.0", 0, 0, &e) == 0);
   int dup = 0;
   for (int i = 0; i < s.n; i++)
     for (int j = 0; j < i; j++) {
