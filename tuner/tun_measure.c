@@ -27,7 +27,9 @@
  * wall clock — and nothing else runs meanwhile: the next candidate's build starts
  * only after this measurement ends, and the search waits for the batch. What one
  * core cannot show then counts: how the parallel loop splits the work, each core's
- * share of the weights and of the input, the traffic between their caches. */
+ * share of the weights, the pool's wake-ups — though not which core's cache holds
+ * the input, which in a model run the previous kernel decides (a loop over one
+ * kernel leaves a clean copy of it in every core's). */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -74,6 +76,7 @@ static int32_t serial_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, i
 }
 
 /* What a child reports. */
+enum { STATUS_NO_POOL = -1000 }; /* the measuring threads could not start */
 typedef struct child_report {
   int32_t status;   /* 0 ran; else the kernel's non-zero return */
   int32_t n;
@@ -149,7 +152,7 @@ static void child_main(kiln_kernel_fn fn, void *const *bufs, const cold_set *col
   krt_pool *pool = NULL;
   char msg[128];
   if (o->threads > 1 && krt_pool_create(o->threads, &pool, msg, sizeof msg) != KILN_OK) {
-    r.status = -1000; /* reported as the kernel's error: no pool, no measurement */
+    r.status = STATUS_NO_POOL;
     ssize_t w = write(fd, &r, sizeof r);
     (void)w;
     _exit(0);
@@ -285,6 +288,8 @@ static void land(const local *l, flight *f) {
   o->cost = -1;
   if (timed_out) snprintf(o->error, sizeof o->error, "timed out after %.1f s (killed)", l->o.timeout_s);
   else if (got < sizeof r) snprintf(o->error, sizeof o->error, "%s", why);
+  else if (r.status == STATUS_NO_POOL)
+    snprintf(o->error, sizeof o->error, "could not start %d measuring threads", l->o.threads);
   else if (r.status != 0) snprintf(o->error, sizeof o->error, "the kernel returned %d", r.status);
   else {
     o->cost = r.median;
