@@ -100,9 +100,16 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
           break;
         }
     if (vecs == 1 && max >= 2 && need > max) vecs = max;
+    /* the padded input per row tile (in L1) rather than a padded copy of the whole
+     * input in a pass of its own, when each input row is copied at most twice (kernels
+     * of one or two rows: a stride-2 deconv's phases, 64 -> 3 channels at 64x64: 64 ->
+     * 43 us a phase); with taller kernels the copies outweigh it (a 3x3 conv 32 -> 3 at
+     * 128x128: 173 -> 212 us). Blocked convs keep the whole copy: per tile it helped
+     * DCGAN's phases on 4x4 to 16x16 maps and cost 8% on 32x32 ones */
+    int32_t pad_tile = red->reduce_axes[1]->extent <= 2;
     if (max >= 1) {
       c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1,
-                           .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1};
+                           .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1, .pad_tile = pad_tile};
     }
   }
   return c;

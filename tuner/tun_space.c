@@ -68,7 +68,8 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
   int32_t vec = def[7];
   s->conv_vecs = (int32_t)(vec > 0 ? (ob + vec - 1) / vec : ob);
-  s->depthwise = def[2]; /* the default pads per tile exactly for depthwise convs */
+  /* the default pads per tile for depthwise convs, and for vec_ow ones of one or two kernel rows */
+  s->depthwise = def[2] && !def[6];
   s->vec_ow = def[6];
   s->conv_m = (int32_t)dim(y, 1);
   int32_t npad, ns, nd;
