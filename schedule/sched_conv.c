@@ -49,8 +49,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   /* a strided depthwise conv: tiles of two pixels. Its kernel columns are unrolled
    * (below), so a tile of T pixels keeps (T - 1)·stride + KW input vectors of a row live
    * at once beside T accumulators and KW weights, which at T = 14 spill; two pixels
-   * stay in registers (the tuner's best for every stride-2 depthwise class was 2-4
-   * pixels: 5x5 on 240 channels 45 -> 27 us on one core; MobileNetV2 2.91 -> 2.79-2.84
+   * stay in registers (the tuner's best for three of four stride-2 depthwise classes was
+   * 2-4 pixels, the fourth within 6% at 3: 5x5 on 240 channels 45 -> 27 us on one core; MobileNetV2 2.91 -> 2.79-2.84
    * ms, EfficientNet-B0 5.07 -> 4.95 on two threads) */
   if (red->n_reduce == 2 && conv_stride_w(o->origin) > 1) max_px = 2;
   for (int64_t p = max_px; p >= 1; p--)
