@@ -23,11 +23,11 @@
 #include <string.h>
 #include "templates.h"
 
-/* The stride along W of a conv node (1 when it has none). */
+/* The stride along W of a conv_nchwc node (1 for anything else). */
 static int64_t conv_stride_w(const gir_node *n) {
   int32_t ns;
-  const int64_t *sv = n ? gir_attr_ints(n, "strides", &ns) : NULL;
-  return sv && ns >= 1 ? sv[ns - 1] : 1;
+  const int64_t *sv = n && n->op == GIR_OP_conv_nchwc ? gir_attr_ints(n, "strides", &ns) : NULL;
+  return sv && ns == 2 ? sv[1] : 1;
 }
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
@@ -82,12 +82,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   /* with pixels outside, every tile reuses all the weights from L2: no window to fetch ahead for */
   c.prefetch = red->n_reduce == 4 && !c.pixel_outer;
   /* one channel per block, stride 1 along W: vectors along the row, all M channels in the tile */
-  int64_t M = o->shape[1], sw = 1;
-  if (n && n->op == GIR_OP_conv_nchwc) {
-    int32_t ns;
-    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
-    if (sv && ns == 2) sw = sv[1];
-  }
+  int64_t M = o->shape[1], sw = conv_stride_w(n);
   int32_t lanes = t->vec_f32;
   if (ob == 1 && red->n_reduce == 4 && sw == 1 && lanes > 1 && o->dtype == GIR_F32) {
     while (lanes > 4 && ow < lanes) lanes /= 2; /* a row narrower than a vector: half vectors */

@@ -22,7 +22,7 @@
 #include "tun_internal.h"
 
 tun_options tun_default_options(void) {
-  return (tun_options){.trials = 0, .batch = 8, .strategy = TUN_MODEL, .epsilon = 0.1, .seed = 1};
+  return (tun_options){.trials = 0, .batch = 8, .strategy = TUN_MODEL, .epsilon = 0.1, .seed = 1, .threads = 1};
 }
 
 static double wall_s(void) {
@@ -286,7 +286,7 @@ static int write_record(tuner *tu, task_state *s, const int32_t *values, const f
                   .version = tu->o->version, .n_knobs = values ? k->space.n_knobs : 0, .knob_names = names,
                   .knob_values = vals, .is_default = values == NULL, .cost = res->cost, .costs = res->costs,
                   .n_costs = res->n_costs, .error = res->error,
-                  .time = (double)time(NULL), .threads = tu->o->threads > 0 ? tu->o->threads : 1,
+                  .time = (double)time(NULL), .threads = tu->o->threads,
                   .flops = k->flops, .n_features = feat ? TUN_N_FEATURES : 0,
                   .features = (float *)feat};
   memcpy(r.hash, k->hash, sizeof r.hash);
@@ -507,7 +507,7 @@ int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tu
    * measured on this tune's threads), transfer files (any threads: the model ranks
    * schedules within a workload, and what is fast on one core mostly stays so) */
   if (o->records_path &&
-      tun_records_load(&own, o->records_path, t, o->version, o->threads > 0 ? o->threads : 1, 1, err) < 0)
+      tun_records_load(&own, o->records_path, t, o->version, o->threads, 1, err) < 0)
     goto out;
   for (int i = 0; i < o->n_transfer; i++)
     if (tun_records_load(&transfer[i], o->transfer_paths[i], t, o->version, 0, 0, err) < 0) goto out;

@@ -295,7 +295,8 @@ typedef struct tun_options {
   const char *const *transfer_paths;
   int32_t n_transfer;
   const char *version;       /* the compiler's, stored in records */
-  int32_t threads;           /* the measurer's threads (tun_local_options.threads), stored in records; 0 = 1 */
+  int32_t threads;           /* the measurer's threads (tun_local_options.threads), stored in records;
+                                1 in tun_default_options */
   double peak_gflops;        /* the measuring threads' cores', for % of peak (0: not shown) */
   FILE *progress;            /* live lines (NULL: quiet) */
   int progress_tty;          /* rewrite the line in place */
