@@ -42,12 +42,30 @@ static int valid_spec(const char *spec) {
   return *spec != 0;
 }
 
+/* The points of a space that pass its check (no build: register pressure, no-op
+ * combinations), or -1 for a space too large to walk. */
+static int64_t valid_points(const tun_space *s) {
+  if (s->size > ((int64_t)1 << 22)) return -1;
+  int64_t n = 0;
+  int32_t v[TUN_MAX_KNOBS];
+  char why[160];
+  for (int64_t idx = 0; idx < s->size; idx++) {
+    tun_space_values(s, idx, v);
+    n += tun_space_check(s, v, why, sizeof why) == 0;
+  }
+  return n;
+}
+
 static void print_tasks(const tun_tasks *ts) {
-  printf("%-3s %-16s %-8s %-44s %4s %12s %10s\n", "#", "workload", "template", "task", "occ", "MFLOPs", "space");
+  printf("%-3s %-16s %-8s %-44s %4s %12s %10s %10s\n", "#", "workload", "template", "task", "occ", "MFLOPs", "space",
+         "valid");
   for (int i = 0; i < ts->n; i++) {
     const tun_task *k = &ts->tasks[i];
-    printf("%-3d %-16s %-8s %-44.44s %4d %12.1f %10lld\n", i, k->hash, k->space.tmpl, k->label, k->occurrences,
+    int64_t valid = valid_points(&k->space);
+    printf("%-3d %-16s %-8s %-44.44s %4d %12.1f %10lld ", i, k->hash, k->space.tmpl, k->label, k->occurrences,
            (double)k->flops / 1e6, (long long)k->space.size);
+    if (valid < 0) printf("%10s\n", "-");
+    else printf("%10lld\n", (long long)valid);
   }
 }
 

@@ -33,7 +33,8 @@ static int64_t conv_stride_w(const gir_node *n) {
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
   int64_t ow = o->shape[3], ob = o->shape[4];
-  lower_conv_cfg c = {.ow_tile = 1, .oc_vecs = 1, .vec = t->vec_f32, .unroll_kw = 0, .parallel = 1, .oc_blocks = 1};
+  lower_conv_cfg c = {.ow_tile = 1, .oc_vecs = 1, .vec = t->vec_f32, .unroll_kw = 0, .parallel = 1, .oc_blocks = 1,
+                      .oh_tile = 1, .ic_unroll = 1};
   if (o->dtype != GIR_F32 && o->dtype != GIR_I32) c.vec = 1; /* float32, or int32 sums of 8-bit products */
   while (c.vec > 1 && ob % c.vec) c.vec /= 2;
   c.oc_vecs = (int32_t)(ob / c.vec);
@@ -193,7 +194,9 @@ int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor
  *   follows it in memory): u = (oh·KH + kh)·KW + kw. */
 static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg *cfg) {
   te_tensor *w = packed_weights(red->body);
-  if (!w || red->n_reduce != 4 || cfg->pixel_outer || cfg->oc_blocks > 1) return 0;
+  if (!w || red->n_reduce != 4 || cfg->pixel_outer || cfg->oc_blocks > 1 || cfg->oh_tile > 1 ||
+      (cfg->unroll_kw > 1 && cfg->unroll_kw < red->reduce_axes[2]->extent))
+    return 0;
   te_ctx *c = s->te;
   const te_tensor *o = red->t;
   int64_t MO = w->shape[0], CB = w->shape[1], KH = w->shape[2], KW = w->shape[3],
@@ -256,8 +259,15 @@ static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, co
 int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (epi->n_root != 5) return gir_errf(s->err, "conv template: %s is not in NCHWc", red->t->name);
   if (cfg->vec_ow) return sched_conv_vec_ow(s, red, epi, cfg);
-  sch_iter *owo, *owi, *last, *mob = epi->root_axes[1], *moi = NULL;
+  sch_iter *owo, *owi, *last, *mob = epi->root_axes[1], *moi = NULL, *oho = epi->root_axes[2], *ohi = NULL;
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
+  /* oh_tile: the tile's rows an inner loop of their own, outside its pixels */
+  if (cfg->oh_tile > 1 && !cfg->image_tile) {
+    if (oho->extent % cfg->oh_tile)
+      return gir_errf(s->err, "conv template: oh_tile %d does not divide the %lld output rows of %s", cfg->oh_tile,
+                      (long long)oho->extent, epi->t->name);
+    if (sch_split(s, epi, epi->root_axes[2], cfg->oh_tile, &oho, &ohi) < 0) return -1;
+  }
   /* oc_blocks: the tile's blocks an inner loop of their own, beside its pixels */
   if (cfg->oc_blocks > 1) {
     if (mob->extent % cfg->oc_blocks)
@@ -276,15 +286,21 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   if (cfg->image_tile) {
     last = par_last = mob;
   } else if (cfg->pixel_outer) {
-    sch_iter *order[4] = {epi->root_axes[2], owo, mob, moi};
-    if (sch_reorder(s, epi, order, moi ? 4 : 3) < 0) return -1;
+    sch_iter *order[5] = {oho, owo, mob};
+    int no = 3;
+    if (moi) order[no++] = moi;
+    if (ohi) order[no++] = ohi;
+    if (sch_reorder(s, epi, order, no) < 0) return -1;
     last = mob;
-    par_last = ragged ? epi->root_axes[2] : last;
+    par_last = ragged ? oho : last;
   } else {
-    sch_iter *order[3] = {epi->root_axes[2], owo, moi};
-    if (moi && sch_reorder(s, epi, order, 3) < 0) return -1;
+    sch_iter *order[4] = {oho, owo};
+    int no = 2;
+    if (moi) order[no++] = moi;
+    if (ohi) order[no++] = ohi;
+    if (no > 2 && sch_reorder(s, epi, order, no) < 0) return -1;
     last = owo;
-    par_last = ragged ? epi->root_axes[2] : last;
+    par_last = ragged ? oho : last;
   }
   sch_iter *par = lower_fuse_through(s, epi, par_last);
   if (!par) return gir_errf(s->err, "conv template: cannot fuse the tile loops of %s", epi->t->name);
@@ -309,18 +325,43 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   /* scalar lanes (vec 1: Cortex-M4/M7): each output channel's quad innermost, its
    * four multiply-adds in a row on one scalar accumulator (a dot4: SMLAD pairs) */
   int scalar_quad = quad && cfg->vec == 1;
-  sch_iter *order[12];
+  sch_iter *order[16];
   int n = 0;
   sch_iter *ra[4] = {NULL};
   for (int i = 0; i < red->n_reduce && i < 4; i++) ra[i] = red->reduce_axes[i];
   if (quad) ra[3] = quads;
+  /* partial unrolls: the kernel columns by unroll_kw (below KW), the block's input
+   * channels by ic_unroll — each loop split, its inner part unrolled right inside */
+  int kwi_at = red->n_reduce == 4 ? 2 : 1;
+  sch_iter *kwi = NULL, *ici = NULL;
+  if (cfg->unroll_kw > 1 && red->n_reduce > kwi_at && cfg->unroll_kw < ra[kwi_at]->extent) {
+    if (ra[kwi_at]->extent % cfg->unroll_kw)
+      return gir_errf(s->err, "conv template: unroll_kw %d does not divide the kernel's %lld columns", cfg->unroll_kw,
+                      (long long)ra[kwi_at]->extent);
+    if (sch_split(s, red, ra[kwi_at], cfg->unroll_kw, &ra[kwi_at], &kwi) < 0) return -1;
+  }
+  if (cfg->ic_unroll > 1 && red->n_reduce == 4 && !quad && cfg->ic_unroll < ra[3]->extent) {
+    if (ra[3]->extent % cfg->ic_unroll)
+      return gir_errf(s->err, "conv template: ic_unroll %d does not divide the block's %lld input channels",
+                      cfg->ic_unroll, (long long)ra[3]->extent);
+    if (sch_split(s, red, ra[3], cfg->ic_unroll, &ra[3], &ici) < 0) return -1;
+  }
   if (cfg->image_tile && red->n_reduce == 4) { /* ib, then the rows, then kh, kw, ic */
     order[n++] = ra[0];
     order[n++] = red->root_axes[2];
-    for (int i = 1; i < red->n_reduce; i++) order[n++] = ra[i];
+    for (int i = 1; i < red->n_reduce; i++) {
+      order[n++] = ra[i];
+      if (i == kwi_at && kwi) order[n++] = kwi;
+    }
   } else {
-    for (int i = 0; i < red->n_reduce; i++) order[n++] = ra[i];
+    for (int i = 0; i < red->n_reduce; i++) {
+      order[n++] = ra[i];
+      if (i == kwi_at && kwi) order[n++] = kwi;
+    }
   }
+  if (ici) order[n++] = ici;
+  /* oh_tile: the tile's rows outside its pixels */
+  if (ohi) order[n++] = red->root_axes[2];
   /* pixels outside the blocks: one broadcast live at a time, used by every block */
   sch_iter *blocks = cfg->oc_blocks > 1 ? red->root_axes[1] : NULL;
   order[n++] = ow;
@@ -332,12 +373,15 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   if (sch_reorder(s, red, order, n) < 0) return -1;
   if (quad && sch_annotate(s, red, quad, TIR_UNROLLED) < 0) return -1;
   if (sch_annotate(s, red, ow, TIR_UNROLLED) < 0) return -1;
+  if (ohi && sch_annotate(s, red, red->root_axes[2], TIR_UNROLLED) < 0) return -1;
+  if (ici && sch_annotate(s, red, ici, TIR_UNROLLED) < 0) return -1;
+  if (kwi && sch_annotate(s, red, kwi, TIR_UNROLLED) < 0) return -1;
   if (blocks && sch_annotate(s, red, blocks, TIR_UNROLLED) < 0) return -1;
   if (oco && sch_annotate(s, red, oco, TIR_UNROLLED) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, red, ocv, TIR_VECTORIZED) < 0) return -1;
   if (scalar_quad && ocv->extent > 1 && sch_annotate(s, red, ocv, TIR_UNROLLED) < 0) return -1;
-  if (cfg->unroll_kw) {
-    sch_iter *kw = red->reduce_axes[red->n_reduce == 4 ? 2 : 1];
+  if (cfg->unroll_kw && !kwi && red->n_reduce > kwi_at) {
+    sch_iter *kw = ra[kwi_at];
     if (sch_annotate(s, red, kw, TIR_UNROLLED) < 0) return -1;
   }
   return cfg->prefetch ? sched_prefetch(s, red, cfg) : 0;

@@ -160,7 +160,7 @@ typedef struct lower_conv_cfg {
   int32_t ow_tile;   /* output pixels along W in the register tile */
   int32_t oc_vecs;   /* vectors of output channels in the tile (the block is oc_vecs · vec) */
   int32_t vec;
-  int32_t unroll_kw; /* unroll the kernel-width loop */
+  int32_t unroll_kw; /* unroll the kernel-width loop: 1 wholly, k > 1 (dividing KW) by k, 0 not */
   int32_t parallel;
   int32_t pad_tile;  /* the zero-padded input per tile (in cache, a few rows recomputed) instead of once for
                         all: pays when no output block reuses an input block, as in depthwise convs */
@@ -188,6 +188,13 @@ typedef struct lower_conv_cfg {
                           row (7 pixels) still holds enough accumulators to keep the FMA units busy and needs
                           fewer loads per FMA (MLAS's filter sets); the weights of the blocks stream side by
                           side. Not with prefetch (its window is one block) */
+  int32_t oh_tile;     /* output rows in the register tile (0 or 1: one row; else a divisor of OH): a tile of
+                          oh_tile x ow_tile pixels, so a map whose rows are short (7 or 14 pixels) still fills
+                          the accumulators, and each weight vector loaded feeds more FMAs (TVM's tile_oh of
+                          its 1x1 NCHWc schedule). Not with image_tile, vec_ow or prefetch */
+  int32_t ic_unroll;   /* the input-channel loop of the reduction (within a block) unrolled by this factor (0 or
+                          1: a loop; it divides the block's channels): fewer loop branches and induction
+                          updates per register tile, at the price of code size */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);

@@ -11,7 +11,7 @@
 
 static const lower_knob conv_knobs[] = {
     {"ow_tile", offsetof(lower_conv_cfg, ow_tile), 1, 64},
-    {"unroll_kw", offsetof(lower_conv_cfg, unroll_kw), 0, 1},
+    {"unroll_kw", offsetof(lower_conv_cfg, unroll_kw), 0, 4096},
     {"pad_tile", offsetof(lower_conv_cfg, pad_tile), 0, 1},
     {"image_tile", offsetof(lower_conv_cfg, image_tile), 0, 1},
     {"pixel_outer", offsetof(lower_conv_cfg, pixel_outer), 0, 1},
@@ -20,6 +20,8 @@ static const lower_knob conv_knobs[] = {
     {"vec", offsetof(lower_conv_cfg, vec), 1, 64},
     {"oc_tile", offsetof(lower_conv_cfg, oc_tile), 0, 4096},
     {"oc_blocks", offsetof(lower_conv_cfg, oc_blocks), 1, 8},
+    {"oh_tile", offsetof(lower_conv_cfg, oh_tile), 0, 64},
+    {"ic_unroll", offsetof(lower_conv_cfg, ic_unroll), 0, 64},
 };
 
 static const lower_knob matmul_knobs[] = {

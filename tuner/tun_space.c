@@ -62,7 +62,7 @@ static int64_t dim(const gir_value *v, int d) { return d >= 0 && d < v->shape.ra
 
 static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
   /* knob order = lower_template_knobs("conv"):
-   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile oc_blocks */
+   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile oc_blocks oh_tile ic_unroll */
   const gir_value *y = n->out[0], *w = n->in[1];
   if (y->shape.rank != 5 || !w || w->shape.rank != 6) return -1;
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
@@ -83,6 +83,7 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   s->conv_rows = (dim(w, 2) - 1) * (dl && nd > 0 ? dl[0] : 1) + 1;
   s->conv_cols = (kw - 1) * (dl && nd > 1 ? dl[1] : 1) + 1;
   s->conv_sw = st && ns > 1 ? st[1] : 1;
+  s->conv_sh = st && ns > 0 ? st[0] : 1;
   s->conv_img = (dim(x, 2) + (pads && npad == 4 ? pads[0] + pads[2] : 0)) *
                 (dim(x, 3) + (pads && npad == 4 ? pads[1] + pads[3] : 0));
   add_knob(s, "ow_tile");
@@ -94,6 +95,9 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   add_knob(s, "unroll_kw");
   add_cand(s, def[1]);
   if (kw > 1 && !s->vec_ow) add_cand(s, !def[1]);
+  /* partial unrolls of a wide kernel's columns (a 1-D conv's 512 taps) */
+  for (int32_t k = 2; k <= 16 && !s->vec_ow; k *= 2)
+    if (k < kw && kw % k == 0) add_cand(s, k);
   add_knob(s, "pad_tile");
   add_cand(s, def[2]);
   if (padded) add_cand(s, !def[2]);
@@ -122,6 +126,20 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   if (!s->vec_ow && !s->depthwise && y->dtype == GIR_F32)
     for (int32_t b = 2; b <= 4; b *= 2)
       if (s->conv_m % b == 0) add_cand(s, b);
+  /* rows per register tile (the multi-level split of OH): divisors of the map's height up
+   * to 8 (a 7x7 map's whole columns) */
+  int64_t oh = dim(y, 2);
+  add_knob(s, "oh_tile");
+  add_cand(s, def[10] > 0 ? def[10] : 1);
+  for (int32_t r = 2; r <= 8 && !s->vec_ow; r++)
+    if (oh % r == 0) add_cand(s, r);
+  /* the input-channel loop of a dense float conv unrolled (divisors of its block) */
+  int64_t icb = dim(w, 4);
+  add_knob(s, "ic_unroll");
+  add_cand(s, def[11] > 0 ? def[11] : 1);
+  if (!s->vec_ow && !s->depthwise && y->dtype == GIR_F32)
+    for (int32_t f = 2; f <= 8; f *= 2)
+      if (f < icb && icb % f == 0) add_cand(s, f);
   return 0;
 }
 
@@ -201,14 +219,19 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
     for (int i = 0; i < s->knobs[0].n; i++) owmax = s->knobs[0].cand[i] > owmax ? s->knobs[0].cand[i] : owmax;
     if (img && ow != owmax) REJECT("image_tile computes whole rows: ow_tile must be the row (%lld)", (long long)owmax);
     int64_t nb = val(s, v, "oc_blocks") > 1 ? val(s, v, "oc_blocks") : 1;
+    int64_t rows = val(s, v, "oh_tile") > 1 ? val(s, v, "oh_tile") : 1, kwu = val(s, v, "unroll_kw");
     /* several blocks: the pixel's broadcast folds into the FMAs' memory operand */
-    if (ow * cv * nb + cv * nb + (nb == 1) > s->vec_regs)
-      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)ow,
+    if (rows * ow * cv * nb + cv * nb + (nb == 1) > s->vec_regs)
+      REJECT("register tile of %lld x %lld vectors needs more than %d registers", (long long)(rows * ow),
              (long long)(cv * nb), s->vec_regs);
+    if (rows > 1 && img) REJECT("image_tile computes whole images: oh_tile does nothing");
+    if (rows > 1 && val(s, v, "prefetch")) REJECT("prefetch counts windows by rows: not with oh_tile");
+    if (kwu > 1 && val(s, v, "prefetch")) REJECT("prefetch steps whole kernel columns: not with a partial unroll_kw");
     if (nb > 1 && val(s, v, "prefetch")) REJECT("prefetch does nothing with oc_blocks");
     if (img && val(s, v, "pixel_outer")) REJECT("pixel_outer does nothing with image_tile");
     if (val(s, v, "pad_tile")) { /* the padded input of a tile lives on the stack */
-      int64_t bytes = s->conv_cin * 4 * (img ? s->conv_img : s->conv_rows * ((ow - 1) * s->conv_sw + s->conv_cols));
+      int64_t bytes = s->conv_cin * 4 *
+                      (img ? s->conv_img : ((rows - 1) * s->conv_sh + s->conv_rows) * ((ow - 1) * s->conv_sw + s->conv_cols));
       if (bytes > 256 * 1024) REJECT("a tile's padded input would be %lld KiB", (long long)(bytes >> 10));
     }
     if (val(s, v, "prefetch") && val(s, v, "pixel_outer")) REJECT("prefetch does nothing with pixel_outer");

@@ -64,7 +64,7 @@ typedef struct tun_space {
   int32_t vec_regs, conv_vecs;  /* conv: vectors per pixel of the tile (ob / vec) */
   int32_t threads;              /* the target's: a tuned kernel stays as parallel as the default */
   int32_t depthwise, vec_ow, conv_m; /* conv: depthwise; vectors along the row (vec_ow) over conv_m channels */
-  int64_t conv_cin, conv_rows, conv_cols, conv_sw, conv_img; /* conv: what a tile's padded input spans (pad_tile) */
+  int64_t conv_cin, conv_rows, conv_cols, conv_sw, conv_sh, conv_img; /* conv: what a tile's padded input spans (pad_tile) */
   const tun_generic *gen;       /* generic spaces */
 } tun_space;
 

@@ -14,7 +14,8 @@
  *   measure   a candidate that crashes, hangs or fails is an error, the next ones
  *             are measured; a tune with such candidates finishes, and a second run
  *             resumes from the records without measuring a point twice
- *   outputs   tuned kernels compute what the default kernel computes
+ *   outputs   tuned kernels compute what the default kernel computes; so does each
+ *             value of the knobs that split a conv's loops further
  *   leaks     many builds in one process (the ASan build's LeakSanitizer) */
 #include <signal.h>
 #include <stdlib.h>
@@ -79,10 +80,21 @@ typedef struct front {
   tun_tasks ts;
 } front;
 
-/* What kiln_compile_front does at -O2, with the probe as the lowering hook. */
-static int run_front(front *f, const tun_target *t) {
+/* x[1,16,14,14] → conv 4x4 (pads 2: a 15x15 output) to 32 → relu: a kernel whose columns
+ * split (unroll_kw 2) and whose rows divide by 3. */
+static gir_graph *knob_graph(void) {
+  gir_graph *g = gir_graph_new("knobs");
+  rng r = {13};
+  gir_value *x = tu_input(g, GIR_F32, SH(1, 16, 14, 14));
+  gir_graph_add_output(g, unary(g, GIR_UNARY_RELU, conv(g, x, 32, 4, &r)));
+  return g;
+}
+
+/* What kiln_compile_front does at -O2 on graph g (NULL: test_graph()), with the probe
+ * as the lowering hook. */
+static int run_front_on(front *f, const tun_target *t, gir_graph *g) {
   memset(f, 0, sizeof *f);
-  f->g = test_graph();
+  f->g = g ? g : test_graph();
   f->a = gir_arena_new();
   f->probe = tun_probe_new(t);
   gir_err e = {{0}};
@@ -103,6 +115,8 @@ static int run_front(front *f, const tun_target *t) {
   if (!CHECKF(tun_tasks_build(f->probe, t, 1, &f->ts, &e) == 0, "%s", e.msg)) return -1;
   return 0;
 }
+
+static int run_front(front *f, const tun_target *t) { return run_front_on(f, t, NULL); }
 
 static void free_front(front *f) {
   tun_tasks_free(&f->ts);
@@ -567,6 +581,72 @@ static void test_outputs_and_leaks(const tun_target *t) {
   free_front(&f);
 }
 
+/* Each value of the knobs that split a conv's loops further (oh_tile, ic_unroll, a
+ * partial unroll_kw), set alone on the default point (prefetch off where they exclude
+ * it), passes the space's check, builds, and computes what the default computes. */
+static void test_split_knobs(const tun_target *t) {
+  const char *names[] = {"oh_tile", "ic_unroll", "unroll_kw"};
+  int tried[3] = {0};
+  for (int gi = 0; gi < 2; gi++) {
+    front f;
+    if (run_front_on(&f, t, gi ? knob_graph() : NULL) < 0) return;
+    for (int i = 0; i < f.ts.n; i++) {
+      const tun_task *k = &f.ts.tasks[i];
+      if (strcmp(k->space.tmpl, "conv") || !k->has_defaults) continue;
+      gir_err e = {{0}};
+      tun_kernel kd;
+      float *want[4] = {0};
+      if (!CHECKF(tun_build_lower(k, t, NULL, &kd, &e) == 0 && tun_build_jit(&kd, t, &e) == 0, "%s", e.msg) ||
+          !CHECK(run_kernel(&kd, want) == 0)) {
+        tun_kernel_free(&kd);
+        continue;
+      }
+      for (int ki = 0; ki < 3; ki++) {
+        int knob = tun_space_knob(&k->space, names[ki]), pf = tun_space_knob(&k->space, "prefetch");
+        if (!CHECKF(knob >= 0 && pf >= 0, "task %s has no knob %s", k->label, names[ki])) continue;
+        for (int c = 0; c < k->space.knobs[knob].n; c++) {
+          int32_t v[TUN_MAX_KNOBS], val = k->space.knobs[knob].cand[c];
+          memcpy(v, k->defaults, sizeof v);
+          if (val <= 1 || val == v[knob]) continue;
+          v[knob] = val;
+          v[pf] = 0;
+          char why[160], d[256];
+          /* a taller tile may need fewer pixels per row: the widest that passes */
+          int ow = tun_space_knob(&k->space, "ow_tile"), ok = 0;
+          for (int32_t w = v[ow]; w >= 1 && !ok; w--) {
+            v[ow] = w;
+            ok = tun_space_index(&k->space, v) >= 0 && tun_space_check(&k->space, v, why, sizeof why) == 0;
+          }
+          if (!ok) continue;
+          tun_space_describe(&k->space, v, d, sizeof d);
+          tun_kernel kt;
+          float *got[4] = {0};
+          tried[ki]++;
+          if (CHECKF(tun_build_lower(k, t, v, &kt, &e) == 0 && tun_build_jit(&kt, t, &e) == 0, "%s: %s", d, e.msg) &&
+              CHECKF(kt.applied, "%s: not applied", d) && CHECK(run_kernel(&kt, got) == 0)) {
+            char *a = ir_text(kd.k.fn), *b = ir_text(kt.k.fn);
+            CHECKF(strcmp(a, b) != 0, "task %s, point %s: the same loop IR as the default", k->label, d);
+            free(a);
+            free(b);
+            for (int o = 0; o < kd.k.n_out; o++) {
+              int64_t n = gir_value_numel(kd.k.out[o]), bad = 0;
+              for (int64_t j = 0; j < n; j++) bad += fabsf(want[o][j] - got[o][j]) > 1e-5f * (1 + fabsf(want[o][j]));
+              CHECKF(bad == 0, "task %s, point %s: %lld of %lld outputs differ", k->label, d, (long long)bad,
+                     (long long)n);
+            }
+          }
+          for (int o = 0; o < 4; o++) free(got[o]);
+          tun_kernel_free(&kt);
+        }
+      }
+      for (int o = 0; o < 4; o++) free(want[o]);
+      tun_kernel_free(&kd);
+    }
+    free_front(&f);
+  }
+  for (int ki = 0; ki < 3; ki++) CHECKF(tried[ki] > 0, "no point with %s was built", names[ki]);
+}
+
 int main(void) {
   gir_err e = {{0}};
   tun_target host;
@@ -578,5 +658,6 @@ int main(void) {
   test_records(&host);
   test_measure_and_tune(&host);
   test_outputs_and_leaks(&host);
+  test_split_knobs(&host);
   return check_finish("test_tune");
 }
