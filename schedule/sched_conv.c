@@ -12,6 +12,9 @@
  * carry no bounds test: computed once, in parallel, before the convolution, or
  * (depthwise) per tile, where the few rows a tile reads stay in L1 instead of a
  * padded copy of the whole input going out to memory and back.
+ * Knobs the tuner may set split further: oh_tile rows per register tile (a tile of
+ * oh_tile x ow_tile pixels), the kernel columns or the block's input channels
+ * unrolled by a factor (unroll_kw, ic_unroll).
  * The weights are read from memory once and then reused from cache over a window
  * (the rows of an output block; with image_tile the rows of an input block); the
  * next window's weights are prefetched while the current one computes.
