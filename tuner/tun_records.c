@@ -13,7 +13,14 @@
  *
  * tun_apply is the lowering hook `kiln compile --records` uses: per workload, the
  * fastest record without error, applied only when it beats the default schedule's
- * record (a workload whose default was never measured keeps its default). Records
+ * record (a workload whose default was never measured keeps its default). Where a
+ * tune ended with its side-by-side check (records with a confirm id: the default and
+ * the best point measured alternately, minutes after the default's first
+ * measurement), that check decides instead: the point of its latest check is applied
+ * only when the median of its measurements beats the default's median there by
+ * TUN_CONFIRM_MARGIN — one measurement each, taken at different moments, differed by
+ * up to 40% on a shared VM, and a gain that small on one core did not survive a
+ * two-thread model run. Records
  * say how many threads their kernel ran on; per workload only those measured on the
  * most threads compete (a cost on two threads is not comparable to one on one). */
 #include <cjson/cJSON.h>
@@ -54,6 +61,7 @@ int tun_record_write(FILE *f, const tun_record *r, gir_err *err) {
   cJSON_AddStringToObject(o, "error", r->error ? r->error : "");
   cJSON_AddNumberToObject(o, "time", r->time);
   cJSON_AddNumberToObject(o, "threads", r->threads > 0 ? r->threads : 1);
+  if (r->confirm > 0) cJSON_AddNumberToObject(o, "confirm", (double)r->confirm);
   cJSON_AddNumberToObject(o, "flops", (double)r->flops);
   cJSON_AddNumberToObject(o, "fv", TUN_FEATURE_VERSION);
   char *text = cJSON_PrintUnformatted(o);
@@ -105,6 +113,9 @@ static int parse_line(const char *line, gir_arena *a, tun_record *r) {
     double threads = 1;
     num_of(o, "threads", &threads);
     r->threads = threads >= 1 && threads <= 4096 ? (int32_t)threads : 1;
+    double confirm = 0;
+    num_of(o, "confirm", &confirm);
+    r->confirm = confirm >= 1 && confirm < 9e15 ? (int64_t)confirm : 0;
     num_of(o, "flops", &flops);
     r->flops = (int64_t)flops;
     r->key = gir_arena_strdup(a, key);
@@ -212,6 +223,11 @@ typedef struct best_entry {
   int32_t threads;         /* the most threads any of its records was measured on: only those count */
   const tun_record *best;  /* fastest error-free non-default record */
   double default_cost;     /* < 0: not measured */
+  /* the latest side-by-side check: its point, and the costs of both sides */
+  int64_t confirm;
+  const tun_record *conf_pt;
+  double conf_def[16], conf_best[16];
+  int32_t n_def, n_best;
 } best_entry;
 
 struct tun_apply {
@@ -235,10 +251,44 @@ static const best_entry *lookup_key(const tun_apply *ap, const char *key) {
   return NULL;
 }
 
-/* The record to apply: only one that beat the default schedule measured with it. */
+static double median_of(const double *v, int32_t n) {
+  double s[16];
+  memcpy(s, v, sizeof s[0] * (size_t)n);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && s[j] < s[j - 1]; j--) {
+      double t = s[j];
+      s[j] = s[j - 1];
+      s[j - 1] = t;
+    }
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* The record to apply: only one that beat the default schedule measured with it —
+ * side by side, by the margin, where a check was made. */
 static const tun_record *usable(const best_entry *e) {
+  if (e && e->conf_pt && e->n_def > 0 && e->n_best > 0)
+    return median_of(e->conf_best, e->n_best) < (1 - TUN_CONFIRM_MARGIN) * median_of(e->conf_def, e->n_def)
+               ? e->conf_pt
+               : NULL;
   if (!e || !e->best || !(e->default_cost > 0) || e->best->cost >= e->default_cost) return NULL;
   return e->best;
+}
+
+/* A record of a side-by-side check into its entry: a later check replaces an earlier one. */
+static void add_confirm(best_entry *e, const tun_record *r) {
+  if (r->confirm < e->confirm) return;
+  if (r->confirm > e->confirm) {
+    e->confirm = r->confirm;
+    e->conf_pt = NULL;
+    e->n_def = e->n_best = 0;
+  }
+  if (r->is_default) {
+    if (e->n_def < 16) e->conf_def[e->n_def++] = r->cost;
+  } else if (!e->conf_pt || (e->conf_pt->n_knobs == r->n_knobs && !memcmp(e->conf_pt->knob_values, r->knob_values,
+                                                                         sizeof *r->knob_values * (size_t)r->n_knobs))) {
+    e->conf_pt = r;
+    if (e->n_best < 16) e->conf_best[e->n_best++] = r->cost;
+  }
 }
 
 static void ap_group(void *self, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
@@ -334,9 +384,14 @@ tun_apply *tun_apply_new(const tun_record_set *set, const tun_target *t) {
       e->threads = r->threads;
       e->best = NULL;
       e->default_cost = -1;
+      e->confirm = 0;
+      e->conf_pt = NULL;
+      e->n_def = e->n_best = 0;
     }
     if (r->error[0] || !(r->cost > 0)) continue;
-    if (r->is_default) {
+    if (r->confirm > 0) {
+      add_confirm(e, r);
+    } else if (r->is_default) {
       if (e->default_cost < 0 || r->cost < e->default_cost) e->default_cost = r->cost;
     } else if (!e->best || r->cost < e->best->cost) {
       e->best = r;

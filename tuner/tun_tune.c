@@ -14,7 +14,14 @@
  * Between rounds the scheduler picks the task whose next round should cut the
  * model's total time (Σ occurrences × best time) most: after one round each, the
  * task maximizing occurrences × (0.2 × its recent improvement per trial + 0.8 ×
- * best time / trials so far). A task stops when its space is used up. */
+ * best time / trials so far). A task stops when its space is used up.
+ *
+ * The tune ends with a side-by-side check per task whose best beat its default: the
+ * two measured alternately (confirm_pairs times each, records marked with one
+ * confirm id), because the default's one measurement came first, minutes earlier, in
+ * a freshly started worker — on a shared VM such single measurements taken apart
+ * differed by up to 40%. `kiln compile --records` then applies the best only where
+ * the check's medians show it TUN_CONFIRM_MARGIN faster (tun_records.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +29,8 @@
 #include "tun_internal.h"
 
 tun_options tun_default_options(void) {
-  return (tun_options){.trials = 0, .batch = 8, .strategy = TUN_MODEL, .epsilon = 0.1, .seed = 1, .threads = 1};
+  return (tun_options){.trials = 0, .batch = 8, .strategy = TUN_MODEL, .epsilon = 0.1, .seed = 1, .threads = 1,
+                       .confirm_pairs = 3};
 }
 
 static double wall_s(void) {
@@ -112,6 +120,8 @@ typedef struct task_state {
   double default_s, best_s;
   int32_t best[TUN_MAX_KNOBS];
   int has_best, done, default_done;
+  int confirmed, kept;        /* the closing check ran; it kept the best */
+  double conf_default_s, conf_best_s;
   double *curve;
   int64_t curve_cap;
   double last_best[4]; /* best (incl. default) after the last rounds, for the scheduler */
@@ -276,7 +286,7 @@ static int fit_global(tuner *tu, const tun_record_set *const *sets, int32_t n_se
 
 /* ---- records ---- */
 static int write_record(tuner *tu, task_state *s, const int32_t *values, const float *feat,
-                        const tun_measure_result *res, gir_err *err) {
+                        const tun_measure_result *res, int64_t confirm, gir_err *err) {
   if (!tu->rec) return 0;
   const tun_task *k = s->task;
   const char *names[TUN_MAX_KNOBS];
@@ -286,7 +296,7 @@ static int write_record(tuner *tu, task_state *s, const int32_t *values, const f
                   .version = tu->o->version, .n_knobs = values ? k->space.n_knobs : 0, .knob_names = names,
                   .knob_values = vals, .is_default = values == NULL, .cost = res->cost, .costs = res->costs,
                   .n_costs = res->n_costs, .error = res->error,
-                  .time = (double)time(NULL), .threads = tu->o->threads,
+                  .time = (double)time(NULL), .threads = tu->o->threads, .confirm = confirm,
                   .flops = k->flops, .n_features = feat ? TUN_N_FEATURES : 0,
                   .features = (float *)feat};
   memcpy(r.hash, k->hash, sizeof r.hash);
@@ -299,7 +309,7 @@ static void resume(tuner *tu, const tun_record_set *set) {
     for (int ti = 0; ti < tu->ts->n; ti++) {
       task_state *s = &tu->st[ti];
       const tun_task *k = s->task;
-      if (strcmp(k->key, r->key)) continue;
+      if (strcmp(k->key, r->key) || r->confirm > 0) continue; /* a check's measurements are no trials */
       double cost = r->error[0] ? -1 : r->cost;
       if (r->is_default) {
         account(tu, s, -1, NULL, r->features, cost, 1);
@@ -393,7 +403,7 @@ static int measure_batch(tuner *tu, task_state *s, const int64_t *pts, int32_t n
       }
     }
     double cost = out[i].error[0] ? -1 : out[i].cost;
-    if (write_record(tu, s, is_def ? NULL : vals[i], feat, &out[i], err) < 0) goto done;
+    if (write_record(tu, s, is_def ? NULL : vals[i], feat, &out[i], 0, err) < 0) goto done;
     if (account(tu, s, idx, vals[i], feat, cost, is_def) < 0) {
       gir_errf(err, "out of memory");
       goto done;
@@ -460,6 +470,43 @@ static int round_of(tuner *tu, int32_t ti, int64_t budget, gir_err *err) {
 }
 
 /* The task whose next round should cut the total time most. */
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n <= 0 ? -1 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The closing check of one task: default and best alternately, pairs times each. */
+static int confirm_task(tuner *tu, task_state *s, int64_t id, gir_err *err) {
+  const tun_task *k = s->task;
+  int32_t pairs = tu->o->confirm_pairs > 8 ? 8 : tu->o->confirm_pairs, n = 2 * pairs;
+  tun_measure_input in[16];
+  tun_measure_result out[16];
+  if (pairs < 1) return 0;
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  for (int i = 0; i < n; i++) in[i] = (tun_measure_input){k, i % 2 ? s->best : NULL};
+  if (tu->m->measure(tu->m->self, tu->t, in, n, out, err) < 0) return -1;
+  double d[8], b[8];
+  int nd = 0, nb = 0;
+  for (int i = 0; i < n; i++) {
+    if (write_record(tu, s, in[i].values, NULL, &out[i], id, err) < 0) return -1;
+    if (out[i].error[0] || !(out[i].cost > 0)) continue;
+    if (i % 2) b[nb++] = out[i].cost;
+    else d[nd++] = out[i].cost;
+  }
+  if (nd == 0 || nb == 0) return 0;
+  s->confirmed = 1;
+  s->conf_default_s = median(d, nd);
+  s->conf_best_s = median(b, nb);
+  s->kept = s->conf_best_s < (1 - TUN_CONFIRM_MARGIN) * s->conf_default_s;
+  return 0;
+}
+
 static int32_t pick_task(tuner *tu) {
   int32_t best = -1;
   double bg = -1;
@@ -548,6 +595,17 @@ int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tu
     progress(&tu, ti);
   }
   if (o->progress && o->progress_tty && tu.last_task >= 0) fputc('\n', o->progress);
+  /* the closing check, every task whose best beat its default */
+  /* its id: the Unix time in milliseconds, so that a later tune's check replaces this one */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t conf_id = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+  for (int i = 0; i < ts->n && o->confirm_pairs > 0; i++) {
+    task_state *s = &tu.st[i];
+    if (!s->has_best || !(s->default_s > 0) || !(s->best_s > 0) || s->best_s >= s->default_s) continue;
+    if (o->time_budget_s > 0 && wall_s() - tu.t0 >= o->time_budget_s) break;
+    if (confirm_task(&tu, s, conf_id, err) < 0) goto out;
+  }
   /* results */
   res->n = ts->n;
   res->tasks = calloc((size_t)ts->n + 1, sizeof *res->tasks);
@@ -563,6 +621,12 @@ int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tu
     r->default_s = s->default_s;
     r->best_s = s->best_s;
     r->has_best = s->has_best;
+    if (s->confirmed) {
+      r->confirmed = 1;
+      r->default_s = s->conf_default_s;
+      r->best_s = s->kept ? s->conf_best_s : -1;
+      r->has_best = s->kept;
+    }
     memcpy(r->best, s->best, sizeof r->best);
     r->resumed = s->resumed;
     r->curve = s->curve;

@@ -32,6 +32,9 @@
 #define TUN_MAX_KNOBS 24
 #define TUN_MAX_CANDS 64
 #define TUN_RECORD_FORMAT 1 /* the "v" of a record line */
+/* A tuned schedule is applied only where the side-by-side check that ends its task
+ * measured it at least this much faster than the default (tun_records.c) */
+#define TUN_CONFIRM_MARGIN 0.02
 #define TUN_FEATURE_VERSION 1
 
 /* ---- target (tun_target.c) ---- */
@@ -247,6 +250,8 @@ typedef struct tun_record {
   const char *error;
   double time;             /* unix seconds when measured */
   int32_t threads;         /* the threads its kernel ran on (1 when a record does not say) */
+  int64_t confirm;         /* > 0: a measurement of the side-by-side check that ends a task's tuning (the
+                              default and the best alternately), all of one check sharing this id; 0: a trial */
   int64_t flops;
   int32_t n_features;      /* TUN_N_FEATURES when stored */
   float *features;
@@ -302,6 +307,9 @@ typedef struct tun_options {
   int progress_tty;          /* rewrite the line in place */
   const char *plot_path;     /* SVG of best-so-far vs trials per task (NULL: none) */
   int32_t per_task_max;      /* 0: no cap other than the space */
+  int32_t confirm_pairs;     /* the check that ends the tune: per task whose best beat its default, the
+                                default and the best measured alternately this many times each (3 in
+                                tun_default_options; 0: none); not counted in trials */
 } tun_options;
 
 tun_options tun_default_options(void);
@@ -311,7 +319,8 @@ typedef struct tun_task_result {
   double default_s;          /* the default schedule's time (< 0: not measured) */
   double best_s;             /* best tuned time (< 0: none) */
   int32_t best[TUN_MAX_KNOBS];
-  int has_best;
+  int has_best;              /* with a check: only where the check kept it */
+  int confirmed;             /* default_s and best_s are the check's medians, side by side */
   double *curve;             /* best-so-far seconds after each trial (trials entries) */
   int64_t resumed;           /* records that were already in the file */
 } tun_task_result;
