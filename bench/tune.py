@@ -25,7 +25,9 @@ never a test. Each phase writes into --out (default bench/results/tune):
   e2e       ResNet-50, MobileNetV2, the BERT-like encoder (build/bench-models, else
             models/gen_bench_models.py): tuned with a trial budget, then default and tuned
             bundles against ONNX Runtime with `kiln bench --compare onnxruntime
-            --threads 2`; tuning time.
+            --threads 2`, --e2e-rounds rounds alternating which bundle goes first
+            (medians of the rounds); tuning time. With --e2e-reuse the records of an
+            earlier run in --out are compiled and timed again without tuning.
 
 usage: .venv/bin/python bench/tune.py [--kiln build/kiln] [--phases tuned,search,transfer,e2e]
        [--workloads C1,C2,...] [--trials 128] [--search-trials 256] [--transfer-trials 256]
@@ -393,17 +395,32 @@ def phase_e2e(a, res):
         d = os.path.join(a.out, "e2e-" + name)
         os.makedirs(d, exist_ok=True)
         rec = os.path.join(d, "tuned.json")
-        print("[e2e] %s: load %s, %d trials" % (name, uptime(), a.e2e_trials), flush=True)
-        p, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.e2e_trials), "--tasks", "templates"])
+        if a.e2e_reuse and os.path.exists(rec):
+            secs = res.get("e2e", {}).get(name, {}).get("tune_s", float("nan"))
+            print("[e2e] %s: load %s, the records of an earlier run" % (name, uptime()), flush=True)
+        else:
+            print("[e2e] %s: load %s, %d trials" % (name, uptime(), a.e2e_trials), flush=True)
+            p, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.e2e_trials), "--tasks",
+                           "templates"])
         dflt, tuned = os.path.join(d, "default.kiln"), os.path.join(d, "tuned.kiln")
         run([a.kiln, "compile", model, "-o", dflt])
         pc, _ = run([a.kiln, "compile", model, "-o", tuned, "--records", rec])
         matched = re.search(r"tuned schedules for (\d+) of (\d+) groups", pc.stdout)
-        bd, bt = bench(a.kiln, dflt, model, 2), bench(a.kiln, tuned, model, 2)
-        if not bd or not bt:
+        # rounds alternating which bundle goes first, each against ONNX Runtime: this VM has
+        # slow phases of seconds, which one run of each would put on one side only
+        runs = {"default": [], "tuned": [], "ort": []}
+        for rnd in range(a.e2e_rounds):
+            for tag, bundle in ((("default", dflt), ("tuned", tuned)) if rnd % 2 == 0 else
+                                (("tuned", tuned), ("default", dflt))):
+                b = bench(a.kiln, bundle, model, 2)
+                if b:
+                    runs[tag].append(b["kiln_ms_median"])
+                    runs["ort"].append(b["ort_ms_median"])
+        if not runs["default"] or not runs["tuned"]:
             continue
-        r = {"tune_s": secs, "trials": a.e2e_trials, "default_ms": bd["kiln_ms_median"], "tuned_ms": bt["kiln_ms_median"],
-             "ort_ms": min(bd["ort_ms_median"], bt["ort_ms_median"]), "matched": matched.group(0) if matched else "",
+        med = lambda v: float(np.median(v))
+        r = {"tune_s": secs, "trials": a.e2e_trials, "default_ms": med(runs["default"]), "tuned_ms": med(runs["tuned"]),
+             "ort_ms": med(runs["ort"]), "rounds": len(runs["default"]), "matched": matched.group(0) if matched else "",
              "load": uptime()}
         r["ratio_default"] = r["default_ms"] / r["ort_ms"]
         r["ratio_tuned"] = r["tuned_ms"] / r["ort_ms"]
@@ -553,6 +570,8 @@ def main():
     ap.add_argument("--search-trials", type=int, default=256)
     ap.add_argument("--transfer-trials", type=int, default=256)
     ap.add_argument("--e2e-trials", type=int, default=400)
+    ap.add_argument("--e2e-reuse", action="store_true", help="e2e: time the records already in --out again")
+    ap.add_argument("--e2e-rounds", type=int, default=4, help="rounds of default and tuned bundles, alternating")
     ap.add_argument("--models", default="resnet50,mobilenetv2,bert_encoder")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "tune"))
     a = ap.parse_args()
