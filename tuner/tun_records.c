@@ -251,23 +251,11 @@ static const best_entry *lookup_key(const tun_apply *ap, const char *key) {
   return NULL;
 }
 
-static double median_of(const double *v, int32_t n) {
-  double s[16];
-  memcpy(s, v, sizeof s[0] * (size_t)n);
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && s[j] < s[j - 1]; j--) {
-      double t = s[j];
-      s[j] = s[j - 1];
-      s[j - 1] = t;
-    }
-  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
 /* The record to apply: only one that beat the default schedule measured with it —
  * side by side, by the margin, where a check was made. */
 static const tun_record *usable(const best_entry *e) {
   if (e && e->conf_pt && e->n_def > 0 && e->n_best > 0)
-    return median_of(e->conf_best, e->n_best) < (1 - TUN_CONFIRM_MARGIN) * median_of(e->conf_def, e->n_def)
+    return tun_median(e->conf_best, e->n_best) < (1 - TUN_CONFIRM_MARGIN) * tun_median(e->conf_def, e->n_def)
                ? e->conf_pt
                : NULL;
   if (!e || !e->best || !(e->default_cost > 0) || e->best->cost >= e->default_cost) return NULL;

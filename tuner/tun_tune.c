@@ -470,16 +470,6 @@ static int round_of(tuner *tu, int32_t ti, int64_t budget, gir_err *err) {
 }
 
 /* The task whose next round should cut the total time most. */
-static double median(double *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n <= 0 ? -1 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The closing check of one task: default and best alternately, pairs times each. */
 static int confirm_task(tuner *tu, task_state *s, int64_t id, gir_err *err) {
   const tun_task *k = s->task;
@@ -501,8 +491,8 @@ static int confirm_task(tuner *tu, task_state *s, int64_t id, gir_err *err) {
   }
   if (nd == 0 || nb == 0) return 0;
   s->confirmed = 1;
-  s->conf_default_s = median(d, nd);
-  s->conf_best_s = median(b, nb);
+  s->conf_default_s = tun_median(d, nd);
+  s->conf_best_s = tun_median(b, nb);
   s->kept = s->conf_best_s < (1 - TUN_CONFIRM_MARGIN) * s->conf_default_s;
   return 0;
 }

@@ -1,5 +1,5 @@
-/* tun_util.c — the small helpers of tun_internal.h: a growable string and a
- * seeded splitmix64 generator whose state the caller owns. */
+/* tun_util.c — the small helpers of tun_internal.h: a growable string, a seeded
+ * splitmix64 generator whose state the caller owns, and the median of a few costs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,3 +48,17 @@ uint64_t tun_rand(uint64_t *state) {
 double tun_rand01(uint64_t *state) { return (double)(tun_rand(state) >> 11) * (1.0 / 9007199254740992.0); }
 
 int64_t tun_rand_below(uint64_t *state, int64_t n) { return n <= 1 ? 0 : (int64_t)(tun_rand(state) % (uint64_t)n); }
+
+double tun_median(const double *v, int32_t n) {
+  double s[64];
+  if (n < 1) return -1;
+  if (n > 64) n = 64;
+  memcpy(s, v, sizeof s[0] * (size_t)n);
+  for (int i = 1; i < n; i++) /* insertion sort: a handful of values */
+    for (int j = i; j > 0 && s[j] < s[j - 1]; j--) {
+      double t = s[j];
+      s[j] = s[j - 1];
+      s[j - 1] = t;
+    }
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
