@@ -288,21 +288,14 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   sch_iter *par_last;
   if (cfg->image_tile) {
     last = par_last = mob;
-  } else if (cfg->pixel_outer) {
-    sch_iter *order[5] = {oho, owo, mob};
-    int no = 3;
-    if (moi) order[no++] = moi;
-    if (ohi) order[no++] = ohi;
-    if (sch_reorder(s, epi, order, no) < 0) return -1;
-    last = mob;
-    par_last = ragged ? oho : last;
   } else {
-    sch_iter *order[4] = {oho, owo};
+    sch_iter *order[5] = {oho, owo};
     int no = 2;
+    if (cfg->pixel_outer) order[no++] = mob;
     if (moi) order[no++] = moi;
     if (ohi) order[no++] = ohi;
     if (no > 2 && sch_reorder(s, epi, order, no) < 0) return -1;
-    last = owo;
+    last = cfg->pixel_outer ? mob : owo;
     par_last = ragged ? oho : last;
   }
   sch_iter *par = lower_fuse_through(s, epi, par_last);
@@ -349,18 +342,11 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
                       cfg->ic_unroll, (long long)ra[3]->extent);
     if (sch_split(s, red, ra[3], cfg->ic_unroll, &ra[3], &ici) < 0) return -1;
   }
-  if (cfg->image_tile && red->n_reduce == 4) { /* ib, then the rows, then kh, kw, ic */
-    order[n++] = ra[0];
-    order[n++] = red->root_axes[2];
-    for (int i = 1; i < red->n_reduce; i++) {
-      order[n++] = ra[i];
-      if (i == kwi_at && kwi) order[n++] = kwi;
-    }
-  } else {
-    for (int i = 0; i < red->n_reduce; i++) {
-      order[n++] = ra[i];
-      if (i == kwi_at && kwi) order[n++] = kwi;
-    }
+  for (int i = 0; i < red->n_reduce; i++) {
+    order[n++] = ra[i];
+    /* image_tile: ib, then the rows, then kh, kw, ic */
+    if (i == 0 && cfg->image_tile && red->n_reduce == 4) order[n++] = red->root_axes[2];
+    if (i == kwi_at && kwi) order[n++] = kwi;
   }
   if (ici) order[n++] = ici;
   /* oh_tile: the tile's rows outside its pixels */
