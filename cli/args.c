@@ -179,6 +179,14 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                               "as a model whose weights outgrow the last-level cache reads them from memory each run "
                               "(TVM's enable_cpu_cache_flush); default: they stay cached, as in a loop over one kernel",
                               C(TUNE)},
+    [CLI_OPT_MODEL_ROUNDS] = {"--model-rounds", NULL, CLI_INT, 0, 64, "N",
+                              "the in-model check that ends the tune: the model with every tuned candidate and with "
+                              "none, run alternately N times each with per-kernel timing; a tuned schedule is "
+                              "applied only where its kernels were faster there (default 40; 0: no check)",
+                              C(TUNE)},
+    [CLI_OPT_MODEL_THREADS] = {"--model-threads", NULL, CLI_INT, 0, KILN_MAX_THREADS, "N",
+                               "threads of the in-model check's runs (default 0: one per core, as `kiln run`)",
+                               C(TUNE)},
 };
 
 static const struct {

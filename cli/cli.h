@@ -23,6 +23,19 @@ const struct lower_tuning *cli_records_hook(cli_records *r);
 void cli_records_report(const cli_records *r, const char *path, FILE *f);
 void cli_records_free(cli_records *r);
 
+/* The in-model check that ends `kiln tune` (tune_check.c): the model compiled with
+ * every workload's tuned candidate and with none, run alternately (rounds each) on
+ * `threads` threads with the per-kernel profile on; each workload's kernels' medians
+ * appended to the records as one check (`kiln compile --records` applies a point only
+ * where it was faster there), then the bundle `kiln compile --records` makes timed
+ * against the default. 0, or -1 with err. */
+struct kiln_compile_options;
+struct tun_tasks;
+struct tun_target;
+int cli_tune_model_check(const struct kiln_compile_options *base, const struct tun_tasks *ts,
+                         const struct tun_target *t, const char *records, int32_t threads, int32_t rounds,
+                         gir_err *err);
+
 /* kiln compile --knobs TEMPLATE:NAME=V,... (knobs.c): those knobs of every group of
  * that template, as a lowering hook (free() the result). */
 typedef struct cli_knobs cli_knobs;
@@ -62,7 +75,8 @@ typedef enum cli_opt {
   CLI_OPT_AOT, CLI_OPT_TRIALS, CLI_OPT_RECORDS, CLI_OPT_TRANSFER_FROM, CLI_OPT_TASKS, CLI_OPT_TIME_BUDGET,
   CLI_OPT_SEARCH, CLI_OPT_PLOT, CLI_OPT_SEED, CLI_OPT_COLD_WEIGHTS, CLI_OPT_FOOTPRINT, CLI_OPT_KERNELS, CLI_OPT_SPIN_US, CLI_OPT_TRACE,
   CLI_OPT_SVG, CLI_OPT_EMULATE, CLI_OPT_PTXAS, CLI_OPT_SAVE_BUNDLE, CLI_OPT_MAX_TRIPS, CLI_OPT_WINOGRAD, CLI_OPT_SPLIT_K,
-  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_KNOBS, CLI_OPT_GPU_MATH, CLI_OPT_COUNT
+  CLI_OPT_MAX_STRING_BYTES, CLI_OPT_KNOBS, CLI_OPT_GPU_MATH, CLI_OPT_MODEL_ROUNDS, CLI_OPT_MODEL_THREADS,
+  CLI_OPT_COUNT
 } cli_opt;
 
 /* What an option's value is: none, a string, a whole number in [min, max], a

@@ -4,8 +4,10 @@
  * lowering hook, so the tasks are exactly the groups `kiln compile` makes, then
  * hands them to the tuner (tuner/tuner.h) with the local measurer, and prints the
  * table and writes the plot. `kiln compile --records FILE` applies the result
- * (cli_records_hook below). */
+ * (cli_records_hook below). The tune ends with the in-model check (tune_check.c).
+ */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,6 +164,8 @@ int kiln_cmd_tune(int argc, char **argv) {
   }
   tun_local_options lo = tun_local_defaults();
   char cores[256];
+  cpu_set_t cpus; /* the process's cores, given back after the tune */
+  int pinned = 0;
   int32_t threads = args.set[CLI_OPT_THREADS] ? (int32_t)args.num[CLI_OPT_THREADS] : 1;
   if (threads == 0) threads = tun_online_cores();
   lo.threads = threads;
@@ -171,7 +175,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     snprintf(cores, sizeof cores, "each candidate measured on %d threads over the process's cores; builds and the search "
              "wait while it runs", threads);
   else
-    tun_pin_search(&lo.measure_cpu, cores, sizeof cores);
+    pinned = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && tun_pin_search(&lo.measure_cpu, cores, sizeof cores);
   printf("cores: %s\n", cores);
   cli_peak peak;
   cli_measure_peak(&peak);
@@ -210,6 +214,21 @@ int kiln_cmd_tune(int argc, char **argv) {
     goto out;
   }
   printf("records: %s; plot: %s\n", to.records_path, plot);
+  int32_t rounds = args.set[CLI_OPT_MODEL_ROUNDS] ? (int32_t)args.num[CLI_OPT_MODEL_ROUNDS] : 40;
+  if (rounds > 0) {
+    /* the measuring workers stop, and the model runs on every core the process had */
+    m->free(m->self);
+    free(m);
+    m = NULL;
+    if (pinned) sched_setaffinity(0, sizeof cpus, &cpus);
+    int32_t mt = args.set[CLI_OPT_MODEL_THREADS] ? (int32_t)args.num[CLI_OPT_MODEL_THREADS] : 0;
+    if (mt == 0) mt = tun_online_cores();
+    o.tuning = NULL;
+    if (cli_tune_model_check(&o, &ts, &t, to.records_path, mt, rounds, &err) < 0) {
+      fprintf(stderr, "kiln tune: the in-model check: %s\n", err.msg);
+      goto out;
+    }
+  }
   rc = 0;
 out:
   tun_result_free(&res);

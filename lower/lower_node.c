@@ -166,7 +166,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
   }
   inline_scalars(c, a, params, k->in, &np, ot, n_outs);
   k->n_in = np;
-  if (t && t->tuning && t->tuning->group) t->tuning->group(t->tuning->self, nodes, n_nodes, outs, n_outs, t);
+  if (t && t->tuning && t->tuning->group) t->tuning->group(t->tuning->self, nodes, n_nodes, outs, n_outs, name, t);
   sch_schedule *s = sch_create(c, params, np, ot, n_outs, err);
   if (!s || lower_default_schedule(s, t) < 0) return gir_err_prefix(err, "scheduling %s", name);
   k->generic = lower_generic_heavy_stage(s);

@@ -246,9 +246,10 @@ const lower_knob *lower_template_knobs(const char *tmpl, int32_t *n);
 
 struct lower_tuning {
   void *self;
-  /* lower_nodes, before the group's stages are created: its nodes and the values it hands on */
+  /* lower_nodes, before the group's stages are created: its nodes, the values it hands on, and the
+   * name its kernel gets (the name a profile of the bundle shows) */
   void (*group)(void *self, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
-                int32_t n_outs, const lower_target *t);
+                int32_t n_outs, const char *kernel, const lower_target *t);
   /* first thing in lower_default_schedule: 1 when it scheduled every stage itself, 0 to keep the
    * default schedule, -1 on error (the message in s->err) */
   int (*schedule)(void *self, sch_schedule *s, const lower_target *t);

@@ -19,8 +19,6 @@ void tun_sb_free(tun_sbuf *b);
 uint64_t tun_rand(uint64_t *state);
 double tun_rand01(uint64_t *state);   /* [0, 1) */
 int64_t tun_rand_below(uint64_t *state, int64_t n); /* [0, n), n > 0 */
-/* The median of v[0..n) (n ≤ 64; the mean of the middle two for even n), v unchanged; -1 for n < 1. */
-double tun_median(const double *v, int32_t n);
 
 /* ---- generic spaces (tun_generic.c) ---- */
 /* Builds the generated space of a group that no template covers: lowers it once

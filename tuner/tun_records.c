@@ -20,9 +20,18 @@
  * only when the median of its measurements beats the default's median there by
  * TUN_CONFIRM_MARGIN — one measurement each, taken at different moments, differed by
  * up to 40% on a shared VM, and a gain that small on one core did not survive a
- * two-thread model run. Records
- * say how many threads their kernel ran on; per workload only those measured on the
- * most threads compete (a cost on two threads is not comparable to one on one). */
+ * two-thread model run. Where the tune ended with the in-model check (records with a
+ * model id, cli/tune_check.c: the per-workload kernel times inside whole-model runs of
+ * the default and the tuned bundle, alternating), that check decides when it is the
+ * later one: a point one core timed faster can be slower among the other kernels of a
+ * run on every thread, and the reverse. Records say how many threads their kernel
+ * ran on; per workload only those measured on the most threads compete (a cost on two
+ * threads is not comparable to one on one).
+ *
+ * The model check itself compiles with the hook in two other modes: every
+ * workload's candidate (its check's point, or its best that beat the default,
+ * whatever the checks said) applied, or none applied; both say which kernels the
+ * candidates' groups became. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -62,6 +71,7 @@ int tun_record_write(FILE *f, const tun_record *r, gir_err *err) {
   cJSON_AddNumberToObject(o, "time", r->time);
   cJSON_AddNumberToObject(o, "threads", r->threads > 0 ? r->threads : 1);
   if (r->confirm > 0) cJSON_AddNumberToObject(o, "confirm", (double)r->confirm);
+  if (r->model > 0) cJSON_AddNumberToObject(o, "model", (double)r->model);
   cJSON_AddNumberToObject(o, "flops", (double)r->flops);
   cJSON_AddNumberToObject(o, "fv", TUN_FEATURE_VERSION);
   char *text = cJSON_PrintUnformatted(o);
@@ -116,6 +126,9 @@ static int parse_line(const char *line, gir_arena *a, tun_record *r) {
     double confirm = 0;
     num_of(o, "confirm", &confirm);
     r->confirm = confirm >= 1 && confirm < 9e15 ? (int64_t)confirm : 0;
+    double model = 0;
+    num_of(o, "model", &model);
+    r->model = model >= 1 && model < 9e15 ? (int64_t)model : 0;
     num_of(o, "flops", &flops);
     r->flops = (int64_t)flops;
     r->key = gir_arena_strdup(a, key);
@@ -228,6 +241,10 @@ typedef struct best_entry {
   const tun_record *conf_pt;
   double conf_def[16], conf_best[16];
   int32_t n_def, n_best;
+  /* the latest in-model check: its point and both sides' medians (< 0: none) */
+  int64_t model;
+  const tun_record *model_pt;
+  double model_def, model_best;
 } best_entry;
 
 struct tun_apply {
@@ -235,14 +252,19 @@ struct tun_apply {
   gir_arena *arena;
   best_entry *e;
   int32_t n;
+  tun_apply_mode mode;
   lower_tuning hook;
   /* the group being lowered */
   const gir_node *const *nodes;
   int32_t n_nodes;
   const gir_value *const *outs;
   int32_t n_outs;
+  const char *kernel;
   int group_matched;
   int32_t groups, matched;
+  /* the kernels of the groups whose workload had a point to apply (in the mode) */
+  tun_apply_kernel *kernels;
+  int32_t n_kernels, cap_kernels;
 };
 
 static const best_entry *lookup_key(const tun_apply *ap, const char *key) {
@@ -251,15 +273,29 @@ static const best_entry *lookup_key(const tun_apply *ap, const char *key) {
   return NULL;
 }
 
+/* The point a check was made on, or the best that beat the default in the trials. */
+static const tun_record *candidate(const best_entry *e) {
+  if (e && e->conf_pt && e->confirm >= e->model) return e->conf_pt;
+  if (e && e->model_pt) return e->model_pt;
+  if (!e || !e->best || !(e->default_cost > 0) || e->best->cost >= e->default_cost) return NULL;
+  return e->best;
+}
+
 /* The record to apply: only one that beat the default schedule measured with it —
- * side by side, by the margin, where a check was made. */
+ * side by side, by the margin, where a check was made (the later of the two checks). */
 static const tun_record *usable(const best_entry *e) {
+  if (e && e->model_pt && e->model_def > 0 && e->model_best > 0 && e->model > e->confirm)
+    return e->model_best < (1 - TUN_CONFIRM_MARGIN) * e->model_def ? e->model_pt : NULL;
   if (e && e->conf_pt && e->n_def > 0 && e->n_best > 0)
     return tun_median(e->conf_best, e->n_best) < (1 - TUN_CONFIRM_MARGIN) * tun_median(e->conf_def, e->n_def)
                ? e->conf_pt
                : NULL;
   if (!e || !e->best || !(e->default_cost > 0) || e->best->cost >= e->default_cost) return NULL;
   return e->best;
+}
+
+static const tun_record *pick(const tun_apply *ap, const best_entry *e) {
+  return ap->mode == TUN_APPLY_CHECKED ? usable(e) : candidate(e);
 }
 
 /* A record of a side-by-side check into its entry: a later check replaces an earlier one. */
@@ -279,16 +315,46 @@ static void add_confirm(best_entry *e, const tun_record *r) {
   }
 }
 
+/* A record of an in-model check (one per side, its cost the median): the latest check wins. */
+static void add_model(best_entry *e, const tun_record *r) {
+  if (r->model < e->model) return;
+  if (r->model > e->model) {
+    e->model = r->model;
+    e->model_pt = NULL;
+    e->model_def = e->model_best = -1;
+  }
+  if (r->error[0] || !(r->cost > 0)) return;
+  if (r->is_default) e->model_def = r->cost;
+  else e->model_pt = r, e->model_best = r->cost;
+}
+
 static void ap_group(void *self, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
-                     int32_t n_outs, const lower_target *t) {
+                     int32_t n_outs, const char *kernel, const lower_target *t) {
   tun_apply *ap = self;
   (void)t;
   ap->nodes = nodes;
   ap->n_nodes = n_nodes;
   ap->outs = outs;
   ap->n_outs = n_outs;
+  ap->kernel = kernel;
   ap->group_matched = 0;
   ap->groups++;
+}
+
+/* The group being lowered has a point to apply (r, of workload e): counts it and notes its kernel. */
+static void matched(tun_apply *ap, const best_entry *e, const tun_record *r) {
+  if (ap->group_matched) return;
+  ap->group_matched = 1;
+  ap->matched++;
+  if (ap->n_kernels == ap->cap_kernels) {
+    int32_t nc = ap->cap_kernels ? 2 * ap->cap_kernels : 32;
+    tun_apply_kernel *k = gir_arena_grow(ap->arena, ap->kernels, (size_t)ap->n_kernels, (size_t)nc, sizeof *k);
+    if (!k) return; /* the list is for the model check; an allocation failure there shows as a missing kernel */
+    ap->kernels = k;
+    ap->cap_kernels = nc;
+  }
+  ap->kernels[ap->n_kernels++] =
+      (tun_apply_kernel){.kernel = gir_arena_strdup(ap->arena, ap->kernel ? ap->kernel : ""), .key = e->key, .point = r};
 }
 
 static void ap_knobs(void *self, const char *tmpl, const lower_knob *knobs, int32_t n, void *cfg) {
@@ -296,7 +362,8 @@ static void ap_knobs(void *self, const char *tmpl, const lower_knob *knobs, int3
   tun_group g = {ap->nodes, ap->n_nodes, ap->outs, ap->n_outs};
   gir_arena *tmp = gir_arena_new();
   if (!tmp) return;
-  const tun_record *r = usable(lookup_key(ap, tun_key_template(tmp, tmpl, tun_group_anchor(&g), ap->t)));
+  const best_entry *e = lookup_key(ap, tun_key_template(tmp, tmpl, tun_group_anchor(&g), ap->t));
+  const tun_record *r = pick(ap, e);
   gir_arena_free(tmp);
   if (!r || strcmp(r->tmpl, tmpl)) return;
   /* every knob of the record must be one of the template's */
@@ -305,11 +372,10 @@ static void ap_knobs(void *self, const char *tmpl, const lower_knob *knobs, int3
     for (int j = 0; j < n; j++) found |= !strcmp(knobs[j].name, r->knob_names[i]);
     if (!found) return;
   }
-  for (int i = 0; i < r->n_knobs; i++)
+  for (int i = 0; i < r->n_knobs && ap->mode != TUN_APPLY_NONE; i++)
     for (int j = 0; j < n; j++)
       if (!strcmp(knobs[j].name, r->knob_names[i])) memcpy((char *)cfg + knobs[j].offset, &r->knob_values[i], sizeof(int32_t));
-  if (!ap->group_matched) ap->matched++;
-  ap->group_matched = 1;
+  matched(ap, e, r);
 }
 
 static int ap_schedule(void *self, sch_schedule *s, const lower_target *t) {
@@ -318,7 +384,8 @@ static int ap_schedule(void *self, sch_schedule *s, const lower_target *t) {
   tun_group g = {ap->nodes, ap->n_nodes, ap->outs, ap->n_outs};
   gir_arena *tmp = gir_arena_new();
   if (!tmp) return 0;
-  const tun_record *r = usable(lookup_key(ap, tun_key_generic(tmp, &g, ap->t)));
+  const best_entry *e = lookup_key(ap, tun_key_generic(tmp, &g, ap->t));
+  const tun_record *r = pick(ap, e);
   if (!r || strcmp(r->tmpl, "generic")) {
     gir_arena_free(tmp);
     return 0;
@@ -338,11 +405,9 @@ static int ap_schedule(void *self, sch_schedule *s, const lower_target *t) {
     }
     char why[160];
     if (ok && tun_space_index(&sp, values) >= 0 && tun_space_check(&sp, values, why, sizeof why) == 0) {
-      rc = tun_generic_apply(&sp, values, s, t) < 0 ? -1 : 1;
-      if (rc == 1) {
-        ap->matched++;
-        ap->group_matched = 1;
-      }
+      if (ap->mode == TUN_APPLY_NONE) matched(ap, e, r);
+      else rc = tun_generic_apply(&sp, values, s, t) < 0 ? -1 : 1;
+      if (rc == 1) matched(ap, e, r);
     }
   }
   gir_arena_free(tmp);
@@ -366,6 +431,11 @@ tun_apply *tun_apply_new(const tun_record_set *set, const tun_target *t) {
       e = &ap->e[ap->n++];
       e->key = r->key;
       e->default_cost = -1;
+      e->model_def = e->model_best = -1;
+    }
+    if (r->model > 0) { /* in-model checks ran the whole model: apart from the trials' thread counts */
+      add_model(e, r);
+      continue;
     }
     if (r->threads < e->threads) continue;
     if (r->threads > e->threads) { /* a setting with more threads: what was kept does not compare */
@@ -391,11 +461,18 @@ tun_apply *tun_apply_new(const tun_record_set *set, const tun_target *t) {
 
 const lower_tuning *tun_apply_hook(tun_apply *a) { return &a->hook; }
 
+void tun_apply_set_mode(tun_apply *a, tun_apply_mode mode) { a->mode = mode; }
+
+const tun_apply_kernel *tun_apply_kernels(const tun_apply *a, int32_t *n) {
+  *n = a->n_kernels;
+  return a->kernels;
+}
+
 void tun_apply_stats(const tun_apply *a, int32_t *groups, int32_t *matched, int32_t *workloads) {
   *groups = a->groups;
   *matched = a->matched;
   int32_t w = 0;
-  for (int i = 0; i < a->n; i++) w += usable(&a->e[i]) != NULL;
+  for (int i = 0; i < a->n; i++) w += pick(a, &a->e[i]) != NULL;
   *workloads = w;
 }
 

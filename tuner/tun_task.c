@@ -29,9 +29,10 @@ struct tun_probe {
 };
 
 static void probe_group_cb(void *self, const gir_node *const *nodes, int32_t n_nodes, const gir_value *const *outs,
-                           int32_t n_outs, const lower_target *t) {
+                           int32_t n_outs, const char *kernel, const lower_target *t) {
   tun_probe *p = self;
   (void)t;
+  (void)kernel;
   if (p->n == p->cap) {
     int32_t nc = p->cap ? p->cap * 2 : 64;
     probe_group *g = gir_arena_grow(p->arena, p->g, (size_t)p->n, (size_t)nc, sizeof *g);

@@ -309,7 +309,7 @@ static void resume(tuner *tu, const tun_record_set *set) {
     for (int ti = 0; ti < tu->ts->n; ti++) {
       task_state *s = &tu->st[ti];
       const tun_task *k = s->task;
-      if (strcmp(k->key, r->key) || r->confirm > 0) continue; /* a check's measurements are no trials */
+      if (strcmp(k->key, r->key) || r->confirm > 0 || r->model > 0) continue; /* checks are no trials */
       double cost = r->error[0] ? -1 : r->cost;
       if (r->is_default) {
         account(tu, s, -1, NULL, r->features, cost, 1);

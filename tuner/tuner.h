@@ -252,6 +252,9 @@ typedef struct tun_record {
   int32_t threads;         /* the threads its kernel ran on (1 when a record does not say) */
   int64_t confirm;         /* > 0: a measurement of the side-by-side check that ends a task's tuning (the
                               default and the best alternately), all of one check sharing this id; 0: a trial */
+  int64_t model;           /* > 0: one side of the in-model check that ends a tune (cli/tune_check.c): the
+                              workload's kernels' time inside whole-model runs (cost: the median per run, threads:
+                              the run's), its default and its point sharing this id; 0: a trial */
   int64_t flops;
   int32_t n_features;      /* TUN_N_FEATURES when stored */
   float *features;
@@ -283,6 +286,20 @@ int tun_version_compatible(const char *a, const char *b);
 typedef struct tun_apply tun_apply;
 tun_apply *tun_apply_new(const tun_record_set *set, const tun_target *t);
 const lower_tuning *tun_apply_hook(tun_apply *a);
+/* What the hook applies: the checked best (the default mode, `kiln compile --records`);
+ * every workload's candidate — its latest check's point, else its best that beat the
+ * default — whatever the checks said (the tuned side of the in-model check); or
+ * nothing, noting the same kernels (its default side). */
+typedef enum tun_apply_mode { TUN_APPLY_CHECKED, TUN_APPLY_CANDIDATES, TUN_APPLY_NONE } tun_apply_mode;
+void tun_apply_set_mode(tun_apply *a, tun_apply_mode mode);
+/* A kernel the hook applied a point to (or, in TUN_APPLY_NONE, would have): its name in
+ * the bundle, its workload, the point's record. */
+typedef struct tun_apply_kernel {
+  const char *kernel, *key;
+  const tun_record *point;
+} tun_apply_kernel;
+/* The kernels so far, in lowering order (valid until tun_apply_free). */
+const tun_apply_kernel *tun_apply_kernels(const tun_apply *a, int32_t *n);
 void tun_apply_stats(const tun_apply *a, int32_t *groups, int32_t *matched, int32_t *workloads);
 void tun_apply_free(tun_apply *a);
 
@@ -337,6 +354,9 @@ typedef struct tun_result {
 int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tun_options *o, tun_result *res,
              gir_err *err);
 void tun_result_free(tun_result *r);
+
+/* The median of v[0..n) (n ≤ 64; the mean of the middle two for even n), v unchanged; -1 for n < 1 (tun_util.c). */
+double tun_median(const double *v, int32_t n);
 
 /* ---- reports (tun_report.c) ---- */
 /* peak_gflops: of all the measuring threads' cores together */

@@ -9,6 +9,9 @@ a softmax) is tuned for a few trials; then:
     that a non-default point of every workload is applied;
   - the records are JSON lines with the fields the format promises, one per trial, and
     three pairs per workload of the closing side-by-side check;
+  - the in-model check that ends the tune wrote one default and one tuned record per
+    workload it timed (one id, the run's threads), and `kiln compile --records` applies
+    exactly what it printed and the checks decide (the later one: the in-model check);
   - a run killed with SIGKILL part way resumes: the rerun finishes the same trial
     budget, reads every record the killed run wrote (a torn last line is counted
     as malformed, not fatal) and measures no point twice;
@@ -119,7 +122,8 @@ def main():
         c.check(r.rc == 0 and "tuned tasks:" in r.out, "tune: %s %s" % (r.describe(), r.err[:300]))
         good, bad = records(rec)
         checks = [x for x in good if x.get("confirm")]  # the closing side-by-side checks: not trials
-        good = [x for x in good if not x.get("confirm")]
+        in_model = [x for x in good if x.get("model")]  # the in-model check: not trials either
+        good = [x for x in good if not x.get("confirm") and not x.get("model")]
         c.check(len(good) == trials and bad == 0, "records: %d lines, %d malformed (want %d)" % (len(good), bad, trials))
         c.check(len(checks) % 6 == 0 and all(x["workload"] in {y["workload"] for y in good} for x in checks),
                 "closing checks: three pairs per checked workload (%d lines)" % len(checks))
@@ -129,6 +133,21 @@ def main():
         c.check(any(x["knobs"] == "default" for x in good), "the default schedules are measured")
         c.check({"conv", "matmul", "generic"} <= {x["template"] for x in good}, "conv, matmul and generic tasks tuned")
         c.check(os.path.exists(rec + ".svg") and "<svg" in open(rec + ".svg").read(), "the plot is written")
+        mline = re.search(r"model check: (\d+) workloads? with a tuned schedule, timed inside whole-model runs on (\d+) "
+                          r"thread", r.out)
+        none = "model check: no workload of the model has a tuned schedule" in r.out
+        c.check(bool(mline) != none, "the in-model check ran or said why not: %r" % r.out[-600:])
+        by_wl = {}
+        for x in in_model:
+            by_wl.setdefault(x["workload"], []).append(x)
+        c.check(len({x["model"] for x in in_model}) <= 1 and
+                all(len(v) == 2 and sum(y["knobs"] == "default" for y in v) == 1 for v in by_wl.values()) and
+                set(by_wl) <= {x["workload"] for x in good} and
+                (none or (int(mline.group(1)) == len(by_wl) and
+                          all(x["threads"] == int(mline.group(2)) for x in in_model))),
+                "in-model check: one default and one tuned record per workload, one id, the run's threads (%d lines)"
+                % len(in_model))
+        applies = re.search(r"`kiln compile --records` applies tuned schedules to (\d+) of (\d+) groups", r.out)
 
         rng = np.random.default_rng(5)
         feeds = {"x": rng.uniform(-1, 1, (1, 32, 14, 14)).astype(np.float32),
@@ -156,16 +175,25 @@ def main():
                 continue
             d = default if x["knobs"] == "default" else best
             d[x["workload"]] = min(d.get(x["workload"], 1e30), x["cost"])
-        beaten = sum(1 for k in best if k in default and best[k] < default[k])
         # ... unless a closing check measured them side by side: then its medians decide, by 2%
         checked = {}
         for x in checks:
             if not x["error"] and x["cost"] > 0:
                 checked.setdefault(x["workload"], ([], []))[x["knobs"] != "default"].append(x["cost"])
+        applied = {k for k in best if k in default and best[k] < default[k]}
         for k, (d, b) in checked.items():
             if d and b:
-                was = k in best and k in default and best[k] < default[k]
-                beaten += int(np.median(b) < 0.98 * np.median(d)) - int(was)
+                applied.discard(k)
+                if np.median(b) < 0.98 * np.median(d):
+                    applied.add(k)
+        # ... and where the in-model check (the later check) timed it, that decides, by 2%
+        for k, v in by_wl.items():
+            d = next(y["cost"] for y in v if y["knobs"] == "default")
+            t = next(y["cost"] for y in v if y["knobs"] != "default")
+            applied.discard(k)
+            if t < 0.98 * d:
+                applied.add(k)
+        beaten = len(applied)
         # every non-default record made "fastest" (and no closing checks), so the bundle runs tuned
         # kernels whatever the timings said
         forced = os.path.join(work, "forced.json")
@@ -187,6 +215,10 @@ def main():
                 want = len(picked) if what == "forced" else beaten
                 c.check(m and int(m.group(3)) == want and (int(m.group(1)) >= want),
                         "compile --records (%s): %d workloads to apply, the line says %r" % (what, want, line))
+                if what == "tuned" and m and applies:
+                    c.check(applies.group(1) == m.group(1) and applies.group(2) == m.group(2),
+                            "the tune's in-model check said %s of %s groups, compile --records %s of %s" %
+                            (applies.group(1), applies.group(2), m.group(1), m.group(2)))
             compare(c, kiln, bundle, inputs, ref, what, work)
 
         # records from another CPU or version are skipped, with counts
@@ -222,7 +254,7 @@ def main():
         r = util.run_kiln(kiln, argv[1:], timeout=900)
         c.check(r.rc == 0, "the rerun: %s %s" % (r.describe(), r.err[:300]))
         good2, bad2 = records(rec2)
-        good2 = [x for x in good2 if not x.get("confirm")]
+        good2 = [x for x in good2 if not x.get("confirm") and not x.get("model")]
         c.check(len(good2) == total and bad2 <= 1, "resumed to %d records (%d torn), want %d" % (len(good2), bad2, total))
         seen = set()
         dup = 0
