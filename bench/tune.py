@@ -22,6 +22,9 @@ never a test. Each phase writes into --out (default bench/results/tune):
             other matmuls: trials to reach 95% of the from-scratch best, with and
             without the transferred global model (and conv → matmul: matmul targets
             from conv records only).
+  transfer-seeds  --transfer-seeds more searches per transfer target and side (other seeds,
+            --transfer-seed-trials each) against the transfer phase's target: one search's
+            trials-to-95% is a noisy number; the table gives all of them and the medians.
   e2e       ResNet-50, MobileNetV2, the BERT-like encoder (build/bench-models, else
             models/gen_bench_models.py): tuned with a trial budget, then default and tuned
             bundles against ONNX Runtime with `kiln bench --compare onnxruntime
@@ -152,8 +155,8 @@ def curve(recs, key, candidates_only=False):
     schedule's measurement included, or left out: the search's own progress)."""
     best, out = float("inf"), []
     for r in recs:
-        if r["workload"] != key or (candidates_only and r["knobs"] == "default"):
-            continue
+        if r["workload"] != key or (candidates_only and r["knobs"] == "default") or r.get("confirm") or r.get("model"):
+            continue  # the closing checks' measurements are no trials
         if not r["error"] and r["cost"] > 0:
             best = min(best, r["cost"])
         out.append(best)
@@ -366,6 +369,41 @@ def phase_transfer(a, res):
             save_results(a.out, res)
 
 
+def phase_transfer_seeds(a, res):
+    """More searches per target with other seeds (--seed 2.., --transfer-seed-trials each), from scratch and with
+    the transfer phase's source records, against the same target (95% of the transfer phase's from-scratch best):
+    one search's trials-to-95% is a noisy number."""
+    srcs = [os.path.join(a.out, n, "source.json") for n in SOURCES]
+    if not all(os.path.exists(p) for p in srcs):
+        print("[transfer-seeds] run the transfer phase first", flush=True)
+        return
+    for name in TARGETS:
+        d = os.path.join(a.out, name)
+        sc = load_records(os.path.join(d, "scratch-all.json"))
+        if not sc:
+            continue
+        target = min(curve(sc, main_workload(sc), candidates_only=True)) / 0.95
+        model = os.path.join(d, name + ".onnx")
+        x = res.setdefault("transfer_seeds", {}).setdefault(name, {"scratch": [], "transfer": []})
+        for seed in range(2, 2 + a.transfer_seeds):
+            for how in ("scratch", "transfer"):
+                rec = os.path.join(d, "seed%d-%s.json" % (seed, how))
+                if os.path.exists(rec):
+                    os.remove(rec)
+                argv = [a.kiln, "tune", model, "--records", rec, "--trials", str(a.transfer_seed_trials), "--tasks",
+                        "0", "--seed", str(seed), "--model-rounds", "0"]
+                if how == "transfer":
+                    for p in srcs:
+                        argv += ["--transfer-from", p]
+                run(argv)
+                recs = load_records(rec)
+                n = trials_to(curve(recs, main_workload(recs), candidates_only=True), target)
+                x[how].append(n if n is not None else a.transfer_seed_trials + 1)
+            print("  %s seed %d: %s from scratch, %s with transfer" % (name, seed, x["scratch"][-1], x["transfer"][-1]),
+                  flush=True)
+            save_results(a.out, res)
+
+
 def phase_transfer_report(a, res):
     """Recomputes the transfer table from the records the transfer phase left (no tuning)."""
     for name in TARGETS:
@@ -402,6 +440,12 @@ def phase_e2e(a, res):
             print("[e2e] %s: load %s, %d trials" % (name, uptime(), a.e2e_trials), flush=True)
             p, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.e2e_trials), "--tasks",
                            "templates"])
+            # the tune's in-model check: how many workloads it kept, and its own whole-run comparison
+            kept = re.search(r"kept (\d+) of (\d+):", p.stdout)
+            whole = re.search(r"median of \d+: default ([\d.]+) ms, tuned ([\d.]+) ms", p.stdout)
+            res.setdefault("e2e_check", {})[name] = {
+                "kept": kept.group(0) if kept else "", "default_ms": float(whole.group(1)) if whole else None,
+                "tuned_ms": float(whole.group(2)) if whole else None}
         dflt, tuned = os.path.join(d, "default.kiln"), os.path.join(d, "tuned.kiln")
         run([a.kiln, "compile", model, "-o", dflt])
         pc, _ = run([a.kiln, "compile", model, "-o", tuned, "--records", rec])
@@ -528,14 +572,41 @@ def write_report(a, res):
                 lines.append("| %s | %s | %s | %s |" % (name, g.get("scratch_trials_95", "-"), g.get("trials_95", "-"),
                                                         c.get("trials_95", "-")))
         lines.append("")
+    ts_ = res.get("transfer_seeds", {})
+    if ts_:
+        lines += ["| workload | all searches: trials to 95%, from scratch | with transfer | median scratch | median "
+                  "transfer | fewer |", "|---|---|---|---:|---:|---:|"]
+        ms, mt = [], []
+        for name in TARGETS:
+            x = ts_.get(name)
+            g = tr.get(name, {}).get("all", {})
+            if not x or not g:
+                continue
+            sc = [g.get("scratch_trials_95")] + x["scratch"]
+            tt = [g.get("trials_95")] + x["transfer"]
+            sc = [v if v is not None else a.transfer_trials + 1 for v in sc]
+            tt = [v if v is not None else a.transfer_trials + 1 for v in tt]
+            a_, b_ = float(np.median(sc)), float(np.median(tt))
+            ms.append(a_)
+            mt.append(b_)
+            lines.append("| %s | %s | %s | %.0f | %.0f | %.1fx |" % (name, ", ".join(map(str, sc)), ", ".join(map(str, tt)),
+                                                                   a_, b_, a_ / b_))
+        if ms:
+            lines.append("")
+            lines.append("sum of the medians: %.0f trials from scratch, %.0f with transfer (%.1fx fewer)" %
+                         (sum(ms), sum(mt), sum(ms) / sum(mt)))
+            lines.append("")
     e = res.get("e2e", {})
     if e:
-        lines += ["| model | default ms | tuned ms | ONNX Runtime ms | ratio default | ratio tuned | tuning s | trials | groups |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        lines += ["| model | default ms | tuned ms | ONNX Runtime ms | ratio default | ratio tuned | tuning s | trials | groups "
+                  "| in-model check | its whole runs, default -> tuned ms |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
         for name, r in e.items():
-            lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %d | %s |" % (
+            ck = res.get("e2e_check", {}).get(name, {})
+            whole = ("%.2f -> %.2f" % (ck["default_ms"], ck["tuned_ms"])) if ck.get("tuned_ms") else "-"
+            lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %d | %s | %s | %s |" % (
                 name, r["default_ms"], r["tuned_ms"], r["ort_ms"], r["ratio_default"], r["ratio_tuned"], r["tune_s"],
-                r["trials"], r["matched"]))
+                r["trials"], r["matched"], ck.get("kept", "-"), whole))
     open(os.path.join(a.out, "results.md"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -569,6 +640,8 @@ def main():
     ap.add_argument("--trials", type=int, default=128)
     ap.add_argument("--search-trials", type=int, default=256)
     ap.add_argument("--transfer-trials", type=int, default=256)
+    ap.add_argument("--transfer-seeds", type=int, default=3, help="transfer-seeds: searches per target and side")
+    ap.add_argument("--transfer-seed-trials", type=int, default=192)
     ap.add_argument("--e2e-trials", type=int, default=400)
     ap.add_argument("--e2e-reuse", action="store_true", help="e2e: time the records already in --out again")
     ap.add_argument("--e2e-rounds", type=int, default=4, help="rounds of default and tuned bundles, alternating")
@@ -584,6 +657,7 @@ def main():
     res = load_results(a.out)
     for ph in a.phases.split(","):
         {"tuned": phase_tuned, "search": phase_search, "transfer": phase_transfer, "e2e": phase_e2e,
+         "transfer-seeds": phase_transfer_seeds,
          "transfer-report": phase_transfer_report}[ph](a, res)
     write_report(a, res)
 
