@@ -384,10 +384,10 @@ def phase_transfer_seeds(a, res):
             continue
         target = min(curve(sc, main_workload(sc), candidates_only=True)) / 0.95
         model = os.path.join(d, name + ".onnx")
-        x = res.setdefault("transfer_seeds", {}).setdefault(name, {"scratch": [], "transfer": []})
-        for seed in range(2, 2 + a.transfer_seeds):
-            for how in ("scratch", "transfer"):
-                rec = os.path.join(d, "seed%d-%s.json" % (seed, how))
+        x = res.setdefault(a.seeds_key, {}).setdefault(name, {"scratch": [], "transfer": []})
+        for seed in range(a.seed_first, a.seed_first + a.transfer_seeds):
+            for how in a.seed_sides.split(","):
+                rec = os.path.join(d, "seed%d-%s%s.json" % (seed, how, a.seeds_key.replace("transfer_seeds", "")))
                 if os.path.exists(rec):
                     os.remove(rec)
                 argv = [a.kiln, "tune", model, "--records", rec, "--trials", str(a.transfer_seed_trials), "--tasks",
@@ -399,8 +399,9 @@ def phase_transfer_seeds(a, res):
                 recs = load_records(rec)
                 n = trials_to(curve(recs, main_workload(recs), candidates_only=True), target)
                 x[how].append(n if n is not None else a.transfer_seed_trials + 1)
-            print("  %s seed %d: %s from scratch, %s with transfer" % (name, seed, x["scratch"][-1], x["transfer"][-1]),
-                  flush=True)
+            print("  %s seed %d: %s from scratch, %s with transfer" % (
+                name, seed, x["scratch"][-1] if x["scratch"] else "-", x["transfer"][-1] if x["transfer"] else "-"),
+                flush=True)
             save_results(a.out, res)
 
 
@@ -642,6 +643,9 @@ def main():
     ap.add_argument("--transfer-trials", type=int, default=256)
     ap.add_argument("--transfer-seeds", type=int, default=3, help="transfer-seeds: searches per target and side")
     ap.add_argument("--transfer-seed-trials", type=int, default=192)
+    ap.add_argument("--seed-first", type=int, default=2, help="transfer-seeds: the first seed")
+    ap.add_argument("--seed-sides", default="scratch,transfer", help="transfer-seeds: which searches")
+    ap.add_argument("--seeds-key", default="transfer_seeds", help="transfer-seeds: where results.json keeps them")
     ap.add_argument("--e2e-trials", type=int, default=400)
     ap.add_argument("--e2e-reuse", action="store_true", help="e2e: time the records already in --out again")
     ap.add_argument("--e2e-rounds", type=int, default=4, help="rounds of default and tuned bundles, alternating")

@@ -12,6 +12,8 @@ a softmax) is tuned for a few trials; then:
   - the in-model check that ends the tune wrote one default and one tuned record per
     workload it timed (one id, the run's threads), and `kiln compile --records` applies
     exactly what it printed and the checks decide (the later one: the in-model check);
+    on a model with an input computed into an index (no values can be invented) the
+    tune still finishes and the check says why it did not run;
   - a run killed with SIGKILL part way resumes: the rerun finishes the same trial
     budget, reads every record the killed run wrote (a torn last line is counted
     as malformed, not fatal) and measures no point twice;
@@ -41,7 +43,9 @@ import util  # noqa: E402
 RTOL, ATOL = 1e-3, 1e-5
 
 
-def make_model(path):
+def make_model(path, index_input=False):
+    """index_input: one more input, computed into an index (a Gather's, after an Add), whose values no
+    tool can invent: the in-model check cannot run such a model and says so."""
     rng = np.random.default_rng(3)
     w = lambda *s: numpy_helper.from_array((rng.standard_normal(s) * 0.1).astype(np.float32))
     inits = []
@@ -60,11 +64,19 @@ def make_model(path):
         helper.make_node("Add", ["mm", "mb"], ["z0"]),
         helper.make_node("Softmax", ["z0"], ["z"], axis=-1),
     ]
-    g = helper.make_graph(nodes, "tune_small", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 14, 14]),
-        helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 24, 96])
-    ], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-        helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], initializer=inits)
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 14, 14]),
+           helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 24, 96])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, None)]
+    if index_input:
+        table = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "table")
+        one = numpy_helper.from_array(np.array([1], dtype=np.int64), "one")
+        inits += [table, one]
+        nodes += [helper.make_node("Add", ["idx", "one"], ["idx1"]),
+                  helper.make_node("Gather", ["table", "idx1"], ["g"], axis=0)]
+        ins.append(helper.make_tensor_value_info("idx", TensorProto.INT64, [2]))
+        outs.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "tune_small", ins, outs, initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(m, path)
 
@@ -220,6 +232,16 @@ def main():
                             "the tune's in-model check said %s of %s groups, compile --records %s of %s" %
                             (applies.group(1), applies.group(2), m.group(1), m.group(2)))
             compare(c, kiln, bundle, inputs, ref, what, work)
+
+        # a model whose inputs cannot be invented: the tune finishes, the in-model check says why it did not run
+        model_ix = os.path.join(work, "index_input.onnx")
+        make_model(model_ix, index_input=True)
+        forced2 = os.path.join(work, "forced2.json")
+        open(forced2, "w").write(open(forced).read())
+        r = util.run_kiln(kiln, ["tune", model_ix, "--records", forced2, "--trials", str(trials), "--tasks", "templates"],
+                          timeout=900)
+        c.check(r.rc == 0 and "model check: not run: input 'idx' is computed into an index" in r.out,
+                "in-model check on a model with an index input: %s %r %r" % (r.describe(), r.out[-500:], r.err[-300:]))
 
         # records from another CPU or version are skipped, with counts
         other = os.path.join(work, "other.json")
