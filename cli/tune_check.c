@@ -11,8 +11,9 @@
  * its best that beat the default, whatever the one-core check said), and nothing
  * applied — runs both bundles alternately with the runtime's per-kernel profile on
  * (each timed run right after an untimed run of the same bundle, as a model run
- * after the last one), and sums each workload's kernels' time per run (the kernels the hook noted, by
- * their names in the profile). The medians over the rounds go into the records as
+ * after the last one), and sums each workload's kernels' time per run (the kernels
+ * the hook noted, by their names in the profile). The medians over the rounds go
+ * into the records as
  * one in-model check (a default and a tuned record per workload sharing a `model`
  * id); `kiln compile --records` then applies a point only where that check, the
  * later one, found it faster by TUN_CONFIRM_MARGIN. Finally the bundle `kiln compile
@@ -134,8 +135,11 @@ static int profiled_run(side *s, wl *w, int32_t n_wl, int is_default, int32_t ro
   int32_t n_pe = 0;
   kiln_model_profile(s->m, &pe, &n_pe);
   for (int32_t k = 0; k < n_wl; k++) (is_default ? w[k].def : w[k].tuned)[round] = 0;
-  for (int32_t j = 0; j < n_pe && j < s->n_entries; j++)
-    if (s->wl_of[j] >= 0) (is_default ? w[s->wl_of[j]].def : w[s->wl_of[j]].tuned)[round] += 1e-9 * (double)pe[j].total_ns;
+  for (int32_t j = 0; j < n_pe && j < s->n_entries; j++) {
+    if (s->wl_of[j] < 0) continue;
+    wl *x = &w[s->wl_of[j]];
+    (is_default ? x->def : x->tuned)[round] += 1e-9 * (double)pe[j].total_ns;
+  }
   return 0;
 }
 
@@ -279,7 +283,8 @@ int cli_tune_model_check(const kiln_compile_options *base, const tun_tasks *ts, 
          "and tuned bundles alternating, %d rounds; medians of the workload's kernels' time per run)\n",
          n_wl, n_wl == 1 ? "" : "s", threads, threads == 1 ? "" : "s", rounds);
   if (missing) printf("  (%d noted kernels are not in the plans and do not count)\n", missing);
-  printf("%-16s %-44s %4s %12s %12s %7s  %s\n", "workload", "task", "krn", "default us", "tuned us", "ratio", "applied");
+  printf("%-16s %-44s %4s %12s %12s %7s  %s\n", "workload", "task", "krn", "default us", "tuned us", "ratio",
+         "applied");
   int32_t kept = 0;
   double sum_d = 0, sum_t = 0;
   for (int32_t k = 0; k < n_wl; k++) {

@@ -353,8 +353,8 @@ static void matched(tun_apply *ap, const best_entry *e, const tun_record *r) {
     ap->kernels = k;
     ap->cap_kernels = nc;
   }
-  ap->kernels[ap->n_kernels++] =
-      (tun_apply_kernel){.kernel = gir_arena_strdup(ap->arena, ap->kernel ? ap->kernel : ""), .key = e->key, .point = r};
+  const char *name = gir_arena_strdup(ap->arena, ap->kernel ? ap->kernel : "");
+  ap->kernels[ap->n_kernels++] = (tun_apply_kernel){.kernel = name, .key = e->key, .point = r};
 }
 
 static void ap_knobs(void *self, const char *tmpl, const lower_knob *knobs, int32_t n, void *cfg) {
