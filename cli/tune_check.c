@@ -13,12 +13,11 @@
  * (each timed run right after an untimed run of the same bundle, as a model run
  * after the last one), and sums each workload's kernels' time per run (the kernels
  * the hook noted, by their names in the profile). The medians over the rounds go
- * into the records as
- * one in-model check (a default and a tuned record per workload sharing a `model`
- * id); `kiln compile --records` then applies a point only where that check, the
- * later one, found it faster by TUN_CONFIRM_MARGIN. Finally the bundle `kiln compile
- * --records` makes is timed against the default, whole runs alternating, and both
- * medians printed.
+ * into the records as one in-model check (a default and a tuned record per workload
+ * sharing a `model` id); `kiln compile --records` then applies a point only where
+ * that check, the later one, found it faster by TUN_CONFIRM_MARGIN. Finally the
+ * bundle `kiln compile --records` makes is timed against the default, whole runs
+ * alternating, and both medians printed.
  *
  * Per-kernel attribution assumes a tuned kernel does not change its neighbours' time
  * (the layouts between kernels are the same with and without tuning); the final
@@ -101,6 +100,15 @@ static int run_once(kiln_model *m, double *secs, gir_err *err) {
   return 0;
 }
 
+/* A timed run right after an untimed one of the same model: the other model's workers
+ * may still be spinning when this one starts, and then the first run's kernels share
+ * the cores with them. With reset, the profile holds the timed run alone. */
+static int timed_run(kiln_model *m, int reset, double *secs, gir_err *err) {
+  if (run_once(m, secs, err) < 0) return -1;
+  if (reset) kiln_model_profile_reset(m);
+  return run_once(m, secs, err);
+}
+
 /* Which workload each of the side's profile entries belongs to; missing counts the
  * noted kernels the plan does not have. */
 static int map_entries(side *s, const wl *w, int32_t n_wl, int32_t *missing, gir_err *err) {
@@ -124,13 +132,9 @@ static int map_entries(side *s, const wl *w, int32_t n_wl, int32_t *missing, gir
   return 0;
 }
 
-/* One profiled run of side s, each workload's kernels' seconds into its column at
- * round, after an untimed run: the other model's workers may still be spinning when
- * this one starts, and then the first run's kernels share the cores with them. */
+/* One profiled timed run of side s, each workload's kernels' seconds into its column at round. */
 static int profiled_run(side *s, wl *w, int32_t n_wl, int is_default, int32_t round, double *total, gir_err *err) {
-  if (run_once(s->m, total, err) < 0) return -1;
-  kiln_model_profile_reset(s->m);
-  if (run_once(s->m, total, err) < 0) return -1;
+  if (timed_run(s->m, 1, total, err) < 0) return -1;
   const kiln_kernel_profile *pe;
   int32_t n_pe = 0;
   kiln_model_profile(s->m, &pe, &n_pe);
@@ -185,12 +189,10 @@ static int final_runs(const kiln_compile_options *base, const tun_target *t, con
   double x;
   for (int i = 0; i < 3; i++)
     if (run_once(dflt, &x, err) < 0 || run_once(m, &x, err) < 0) goto out;
-  for (int32_t r = 0; r < rounds; r++) { /* each timed run after an untimed one of the same model */
+  for (int32_t r = 0; r < rounds; r++) {
     int first_tuned = r % 2;
-    if (run_once(first_tuned ? m : dflt, &x, err) < 0 ||
-        run_once(first_tuned ? m : dflt, first_tuned ? &b[r] : &a[r], err) < 0 ||
-        run_once(first_tuned ? dflt : m, &x, err) < 0 ||
-        run_once(first_tuned ? dflt : m, first_tuned ? &a[r] : &b[r], err) < 0)
+    if (timed_run(first_tuned ? m : dflt, 0, first_tuned ? &b[r] : &a[r], err) < 0 ||
+        timed_run(first_tuned ? dflt : m, 0, first_tuned ? &a[r] : &b[r], err) < 0)
       goto out;
   }
   double md = tun_median(a, rounds), mt = tun_median(b, rounds);
@@ -235,10 +237,10 @@ int cli_tune_model_check(const kiln_compile_options *base, const tun_tasks *ts, 
   }
   if (open_side(base, sd.ap, threads, 1, &sd.m, err) < 0) goto out;
   /* the workloads, in the order their first kernel was lowered; per round, each one's
-   * seconds on both sides, and the whole runs' (default even slots, tuned odd) */
+   * seconds on both sides, and the whole runs' (default, then tuned) */
   w = calloc((size_t)nk + 1, sizeof *w);
   cols = calloc((size_t)nk * 2 * (size_t)rounds + 1, sizeof *cols);
-  tot = calloc((size_t)rounds * 4 + 1, sizeof *tot);
+  tot = calloc((size_t)rounds * 2 + 1, sizeof *tot);
   if (!w || !cols || !tot) {
     gir_errf(err, "out of memory");
     goto out;
@@ -268,13 +270,11 @@ int cli_tune_model_check(const kiln_compile_options *base, const tun_tasks *ts, 
   for (int32_t r = 0; r < rounds; r++) {
     int first_tuned = r % 2;
     side *s1 = first_tuned ? &st : &sd, *s2 = first_tuned ? &sd : &st;
-    if (profiled_run(s1, w, n_wl, !first_tuned, r, &tot[2 * r + first_tuned], err) < 0 ||
-        profiled_run(s2, w, n_wl, first_tuned, r, &tot[2 * r + !first_tuned], err) < 0)
+    if (profiled_run(s1, w, n_wl, !first_tuned, r, &tot[first_tuned * rounds + r], err) < 0 ||
+        profiled_run(s2, w, n_wl, first_tuned, r, &tot[!first_tuned * rounds + r], err) < 0)
       goto out;
   }
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t id = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+  int64_t id = tun_check_id();
   if (!(f = fopen(records, "a"))) {
     gir_errf(err, "cannot append to the records '%s'", records);
     goto out;
@@ -300,11 +300,10 @@ int cli_tune_model_check(const kiln_compile_options *base, const tun_tasks *ts, 
          write_side(f, t, &w[k], 0, mt, rounds, threads, id, err) < 0))
       goto out;
   }
-  for (int32_t r = 0; r < rounds; r++) tot[2 * rounds + r] = tot[2 * r], tot[3 * rounds + r] = tot[2 * r + 1];
   printf("kept %d of %d: their kernels %.1f -> %.1f us per run; the profiled runs with every candidate: default %.3f "
          "ms, tuned %.3f ms (%.1f s)\n",
-         kept, n_wl, 1e6 * sum_d, 1e6 * sum_t, 1e3 * tun_median(tot + 2 * rounds, rounds),
-         1e3 * tun_median(tot + 3 * rounds, rounds), now_s() - t0);
+         kept, n_wl, 1e6 * sum_d, 1e6 * sum_t, 1e3 * tun_median(tot, rounds), 1e3 * tun_median(tot + rounds, rounds),
+         now_s() - t0);
   fclose(f);
   f = NULL;
   if (kept) rc = final_runs(base, t, records, sd.m, threads, rounds, err);

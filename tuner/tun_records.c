@@ -273,12 +273,16 @@ static const best_entry *lookup_key(const tun_apply *ap, const char *key) {
   return NULL;
 }
 
+/* The trials' fastest point, where it beat the default measured with it. */
+static const tun_record *trial_best(const best_entry *e) {
+  return e && e->best && e->default_cost > 0 && e->best->cost < e->default_cost ? e->best : NULL;
+}
+
 /* The point a check was made on, or the best that beat the default in the trials. */
 static const tun_record *candidate(const best_entry *e) {
   if (e && e->conf_pt && e->confirm >= e->model) return e->conf_pt;
   if (e && e->model_pt) return e->model_pt;
-  if (!e || !e->best || !(e->default_cost > 0) || e->best->cost >= e->default_cost) return NULL;
-  return e->best;
+  return trial_best(e);
 }
 
 /* The record to apply: only one that beat the default schedule measured with it —
@@ -290,8 +294,7 @@ static const tun_record *usable(const best_entry *e) {
     return tun_median(e->conf_best, e->n_best) < (1 - TUN_CONFIRM_MARGIN) * tun_median(e->conf_def, e->n_def)
                ? e->conf_pt
                : NULL;
-  if (!e || !e->best || !(e->default_cost > 0) || e->best->cost >= e->default_cost) return NULL;
-  return e->best;
+  return trial_best(e);
 }
 
 static const tun_record *pick(const tun_apply *ap, const best_entry *e) {
@@ -405,9 +408,8 @@ static int ap_schedule(void *self, sch_schedule *s, const lower_target *t) {
     }
     char why[160];
     if (ok && tun_space_index(&sp, values) >= 0 && tun_space_check(&sp, values, why, sizeof why) == 0) {
-      if (ap->mode == TUN_APPLY_NONE) matched(ap, e, r);
-      else rc = tun_generic_apply(&sp, values, s, t) < 0 ? -1 : 1;
-      if (rc == 1) matched(ap, e, r);
+      if (ap->mode != TUN_APPLY_NONE) rc = tun_generic_apply(&sp, values, s, t) < 0 ? -1 : 1;
+      if (rc == 1 || ap->mode == TUN_APPLY_NONE) matched(ap, e, r);
     }
   }
   gir_arena_free(tmp);

@@ -586,10 +586,7 @@ int tun_tune(const tun_tasks *ts, const tun_target *t, tun_measurer *m, const tu
   }
   if (o->progress && o->progress_tty && tu.last_task >= 0) fputc('\n', o->progress);
   /* the closing check, every task whose best beat its default */
-  /* its id: the Unix time in milliseconds, so that a later tune's check replaces this one */
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t conf_id = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+  int64_t conf_id = tun_check_id();
   for (int i = 0; i < ts->n && o->confirm_pairs > 0; i++) {
     task_state *s = &tu.st[i];
     if (!s->has_best || !(s->default_s > 0) || !(s->best_s > 0) || s->best_s >= s->default_s) continue;

@@ -1,8 +1,10 @@
 /* tun_util.c — the small helpers of tun_internal.h: a growable string, a seeded
- * splitmix64 generator whose state the caller owns, and the median of a few costs. */
+ * splitmix64 generator whose state the caller owns, the median of a few costs, and
+ * the id of a check. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "tun_internal.h"
 
 void tun_sb_printf(tun_sbuf *b, const char *fmt, ...) {
@@ -61,4 +63,10 @@ double tun_median(const double *v, int32_t n) {
       s[j - 1] = t;
     }
   return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+int64_t tun_check_id(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }

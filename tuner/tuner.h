@@ -357,6 +357,9 @@ void tun_result_free(tun_result *r);
 
 /* The median of v[0..n) (n ≤ 64; the mean of the middle two for even n), v unchanged; -1 for n < 1 (tun_util.c). */
 double tun_median(const double *v, int32_t n);
+/* The id of a check (its records' confirm or model field): the Unix time in
+ * milliseconds, so that a later check replaces an earlier one (tun_util.c). */
+int64_t tun_check_id(void);
 
 /* ---- reports (tun_report.c) ---- */
 /* peak_gflops: of all the measuring threads' cores together */
