@@ -9,10 +9,11 @@ static te_expr *k(te_ctx *c, gir_dtype t, double v) { return te_const(c, t, v); 
 
 static te_expr *sigmoid(te_ctx *c, te_expr *x) {
   gir_dtype t = x->dtype;
-  /* e = exp(-|x|) never overflows; sigmoid = x >= 0 ? 1/(1+e) : e/(1+e) */
+  /* e = exp(-|x|) never overflows; sigmoid = (x >= 0 ? 1 : e) / (1 + e), the
+   * numerator chosen before the one division */
   te_expr *e = te_un(c, TE_EXP, te_un(c, TE_NEG, te_un(c, TE_ABS, x)));
   te_expr *d = te_add(c, k(c, t, 1), e);
-  return te_select(c, te_ge(c, x, k(c, t, 0)), te_div(c, k(c, t, 1), d), te_div(c, e, d));
+  return te_div(c, te_select(c, te_ge(c, x, k(c, t, 0)), k(c, t, 1), e), d);
 }
 
 static te_expr *softplus(te_ctx *c, te_expr *x) {

@@ -340,6 +340,13 @@ static void vnni_forms(const char *triple, const char *cpu, const char *features
   *v256 = (vnni && vl) || (x86 && has_feature(features, "avxvnni"));
 }
 
+/* Whether exp may scale by 2^n with VSCALEFPS (AVX-512F; VL for 128 and 256 bits). */
+static void scalef_forms(const char *triple, const char *cpu, const char *features, int *s512, int *s256) {
+  int v4 = cpu && !strcmp(cpu, "x86-64-v4");
+  *s512 = !strncmp(triple, "x86_64", 6) && (has_feature(features, "avx512f") || v4);
+  *s256 = *s512 && (has_feature(features, "avx512vl") || v4);
+}
+
 /* Which NEON forms dot4 may use: SDOT/UDOT with the dot-product extension, USDOT
  * with I8MM as well. Read from the feature string only (the host's, with its
  * hwcaps, for the host), as for VPDPBUSD. */
@@ -400,6 +407,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   g.soft_half = opt->portable || !native_half(m->triple, cpu, feat);
   g.soft_roundeven = opt->portable || !strncmp(m->triple, "arm", 3) || !strncmp(m->triple, "thumb", 5);
   vnni_forms(m->triple, cpu, feat, &g.vnni512, &g.vnni256);
+  if (!opt->portable) scalef_forms(m->triple, cpu, feat, &g.scalef512, &g.scalef256);
   neon_dot_forms(m->triple, feat, &g.neon_dot, &g.neon_usdot);
   g.gpu = opt->gpu;
   if (g.gpu && strncmp(m->triple, "nvptx64", 7)) {

@@ -75,12 +75,45 @@ static LLVMValueRef scale_pow2(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int l
   return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
 }
 
+/* p · 2^n in one VSCALEFPS where the target has it (AVX-512: exact, subnormal
+ * results and overflow to +inf included), or NULL. It replaces scale_pow2's eight
+ * integer and float steps, which sat on the critical path of every exp: a swish
+ * epilogue (exp, a division, two multiplies per element) is bound by that path's
+ * latency, not by its instruction count. */
+static const char *scalef_name(const tgt_lcg *g, int lanes) {
+  return lanes == 16 && g->scalef512  ? "llvm.x86.avx512.mask.scalef.ps.512"
+         : lanes == 8 && g->scalef256 ? "llvm.x86.avx512.mask.scalef.ps.256"
+         : lanes == 4 && g->scalef256 ? "llvm.x86.avx512.mask.scalef.ps.128"
+                                      : NULL;
+}
+
+static LLVMValueRef scale_pow2_x86(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int lanes) {
+  const char *name = scalef_name(g, lanes);
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
+  LLVMTypeRef mt = lanes == 16 ? g->t_i16 : g->t_i8;
+  LLVMValueRef args[5] = {p, n, LLVMGetUndef(LLVMTypeOf(p)), LLVMConstAllOnes(mt), LLVMConstInt(g->t_i32, 4, 0)};
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, lanes == 16 ? 5 : 4, "");
+}
+
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMBuilderRef B = g->b;
-  /* clamp: below -104 the result is 0, above 89 it is +inf (n ≤ 129 keeps the halves valid) */
-  LLVMValueRef xc = call2(g, "llvm.minnum", call2(g, "llvm.maxnum", x, splat_f(g, -104.0, lanes)),
-                          splat_f(g, 89.0, lanes));
-  LLVMValueRef n = call1(g, "llvm.floor", mad(g, xc, splat_f(g, 1.44269504088896341, lanes), splat_f(g, 0.5, lanes)));
+  int sf = scalef_name(g, lanes) != NULL;
+  /* clamp: below -104 the result is 0, above 89 it is +inf (n ≤ 129 keeps the halves
+   * valid). With VSCALEFPS the clamp keeps a NaN (x < lo ? lo : x, what MAXPS
+   * computes) and the NaN flows through every step to the result; else
+   * minnum/maxnum drop it and a select puts it back at the end. */
+  LLVMValueRef lo = splat_f(g, -104.0, lanes), hi = splat_f(g, 89.0, lanes), xc;
+  if (sf) {
+    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
+    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
+  } else {
+    xc = call2(g, "llvm.minnum", call2(g, "llvm.maxnum", x, lo), hi);
+  }
+  /* n = x·log2 e rounded to the nearest integer by adding and subtracting 1.5·2^23
+   * (|x·log2 e| < 2^22): two adds, fewer steps than a floor */
+  LLVMValueRef magic = splat_f(g, 12582912.0, lanes);
+  LLVMValueRef n = LLVMBuildFSub(B, mad(g, xc, splat_f(g, 1.44269504088896341, lanes), magic), magic, "");
   LLVMValueRef r = mad(g, n, splat_f(g, -0.693359375, lanes), xc);
   r = mad(g, n, splat_f(g, 2.12194440e-4, lanes), r);
   LLVMValueRef p = splat_f(g, 1.9875691500e-4, lanes);
@@ -88,6 +121,7 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   for (int i = 0; i < 5; i++) p = mad(g, p, r, splat_f(g, c[i], lanes));
   LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
   p = mad(g, p, r2, LLVMBuildFAdd(B, r, splat_f(g, 1.0, lanes), "")); /* 1 + r + r²·p */
+  if (sf) return scale_pow2_x86(g, p, n, lanes);
   LLVMValueRef y = scale_pow2(g, p, n, lanes);
   LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
   return LLVMBuildSelect(B, nan, x, y, "");
