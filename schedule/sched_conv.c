@@ -56,14 +56,27 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * stay in registers (the tuner's best for three of four stride-2 depthwise classes was
    * 2-4 pixels, the fourth within 6% at 3: 5x5 on 240 channels 45 -> 27 us on one core; MobileNetV2 2.91 -> 2.79-2.84
    * ms, EfficientNet-B0 5.07 -> 4.95 on two threads) */
-  if (red->n_reduce == 2 && conv_stride_w(o->origin) > 1) max_px = 2;
+  int dw = red->n_reduce == 2;
+  if (dw && conv_stride_w(o->origin) > 1) max_px = 2;
+  /* a stride-1 depthwise conv: for a 3x3 kernel at most a quarter of the registers
+   * as accumulators (tiles of 4 pixels for blocks of two vectors, 8 for one), for a
+   * wider one half. The (T - 1) + KW input vectors of a row its unrolled kernel
+   * columns keep live come on top, and with T = 14 LLVM spilled: on two threads 3x3
+   * over 192 channels at 28x28 55 -> 19 us (T = 4), 384 at 14x14 21 -> 11 us (T = 2),
+   * 960 at 7x7 14 -> 7 us (T = 4, a ragged tail), 144 at 56x56 (one vector) 157 ->
+   * 131 us (T = 8); 5x5 over 672 at 14x14 72 -> 57 us (T = 7; T = 2 lost in the model) */
+  else if (dw) {
+    int64_t acc = t->vec_regs / (red->reduce_axes[1]->extent <= 3 ? 4 : 2);
+    max_px = acc / c.oc_vecs > 1 ? acc / c.oc_vecs : 1;
+  }
   for (int64_t p = max_px; p >= 1; p--)
     if (ow % p == 0) {
       c.ow_tile = (int32_t)p;
       break;
     }
-  /* no divisor worth having: a guarded tail beats tiny tiles */
-  if (c.ow_tile < 4 && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
+  /* no divisor worth having: a guarded tail beats tiny tiles (a depthwise conv's
+   * small tiles are a choice: only a single pixel is too small) */
+  if (c.ow_tile < (dw ? 2 : 4) && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
   /* depthwise (no channel reduction): each tile's padded rows are its own, and the
    * kernel columns unrolled let LLVM load each input vector of a row once for the
    * (up to) kw taps that read it, instead of once per tap */
