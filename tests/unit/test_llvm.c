@@ -488,16 +488,32 @@ static void test_unops_libm(void) {
   }
 }
 
-/* exp of float32 vectors (llvm_vmath.c) over a dense sweep of [-110, 95] and the
+/* exp and erf of float32 vectors (llvm_vmath.c) over a dense sweep and the
  * specials, at 16, 8 and 4 lanes, on every x86-64 level this machine runs — the
- * AVX-512 levels scale by 2^n with VSCALEFPS and let a NaN flow through, the others
- * build 2^n from exponent bits and select the NaN back: within 2^-22 relative of
- * exp in double where the result is normal, within one subnormal step below that, 0 at
- * -inf and for x < -104, +inf from 88.8 on, NaN for NaN. */
-static void test_exp_sweep(void) {
+ * AVX-512 levels scale exp's 2^n with VSCALEFPS and let a NaN flow through, the
+ * others build 2^n from exponent bits and select the NaN back. exp over [-110, 95]:
+ * within 2^-22 relative of exp in double where the result is normal, within one
+ * subnormal step below that, 0 at -inf and for x < -104, +inf from 88.8 on. erf
+ * over [-6, 6]: within 2e-7 absolute, within 4e-7 relative for |x| < 0.92 (x·P(x²)),
+ * ±0 and ±1 exactly at ±0 and ±inf. NaN gives NaN. */
+static int vmath_ok(int op, float x, double got) {
+  if (isnan(x)) return isnan(got);
+  if (op == TE_EXP) {
+    double want = exp((double)x);
+    if ((float)want == INFINITY) return got == INFINITY;
+    if (want >= FLT_MIN) return fabs(got - want) <= 2.0 * 0x1p-23 * want;
+    return got >= 0 && fabs(got - want) <= 0x1p-149 + 2.0 * 0x1p-23 * want;
+  }
+  double want = erf((double)x);
+  if (x == 0 || isinf(x)) return got == want && signbit(got) == signbit(want);
+  if (fabs(x) < 0.92) return fabs(got - want) <= 4e-7 * fabs(want) + 0x1p-149; /* a subnormal rounds */
+  return fabs(got - want) <= 2e-7;
+}
+
+static void test_vmath_sweep(void) {
   enum { N = 4096 };
   static const char *const levels[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512"};
-  static const int lanes[] = {16, 8, 4};
+  static const int lanes[] = {16, 8, 4}, ops[] = {TE_EXP, TE_ERF};
   int ran = 0;
   for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
     char why[256];
@@ -506,35 +522,36 @@ static void test_exp_sweep(void) {
     gir_err err = {{0}};
     if (!CHECK(tgt_llvm_named_target(levels[li], &o, &err) == 0)) continue;
     kit *k = kit_new();
-    for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
-      char nm[32];
-      snprintf(nm, sizeof nm, "exp_%d", lanes[w]);
-      elementwise(k, nm, D_UN, TE_EXP, GIR_F32, GIR_DTYPE_NONE, N, 1, lanes[w]);
-    }
+    for (int oi = 0; oi < 2; oi++)
+      for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "%s_%d", te_unop_name(ops[oi]), lanes[w]);
+        elementwise(k, nm, D_UN, ops[oi], GIR_F32, GIR_DTYPE_NONE, N, 1, lanes[w]);
+      }
     tgt_llvm_jit *j = kit_jit_with(k, &o, &err);
     if (CHECKF(j != NULL, "%s", err.msg)) {
       float *in = amalloc(N * 4), *out = amalloc(N * 4);
       static const float sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.72283f, 88.72284f, 89.0f, 1e5f,
-                                 -87.33654f, -103.97208f, -104.0f, -150.0f, 1e-30f, -1e-30f};
+                                 -87.33654f, -103.97208f, -104.0f, -150.0f, 1e-30f, -1e-30f, 0.921875f, -0.921875f,
+                                 0.92187494f, 3.9375f, -3.9375f, 1e-45f};
       enum { NS = sizeof sp / sizeof sp[0] };
-      for (int i = 0; i < N; i++) in[i] = i < NS ? sp[i] : -110.0f + 205.0f * (float)(i - NS) / (float)(N - NS);
-      for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
-        char nm[32];
-        snprintf(nm, sizeof nm, "exp_%d", lanes[w]);
-        kiln_kernel_fn fn = must_lookup(j, nm);
-        if (!fn) continue;
-        void *bufs[2] = {in, out};
-        CHECK_INT(fn(bufs, NULL), 0);
-        int bad = 0;
-        for (int i = 0; i < N && !bad; i++) {
-          double want = exp((double)in[i]), got = out[i];
-          int ok;
-          if (isnan(in[i])) ok = isnan(got);
-          else if ((float)want == INFINITY) ok = got == INFINITY;
-          else if (want >= FLT_MIN) ok = fabs(got - want) <= 2.0 * 0x1p-23 * want;
-          else ok = got >= 0 && fabs(got - want) <= 0x1p-149 + 2.0 * 0x1p-23 * want;
-          if (!ok) bad = 1;
-          CHECKF(ok, "%s, %d lanes: exp(%.9g) = %.9g, in double %.9g", levels[li], lanes[w], in[i], got, want);
+      for (int oi = 0; oi < 2; oi++) {
+        float lo = ops[oi] == TE_EXP ? -110.0f : -6.0f, span = ops[oi] == TE_EXP ? 205.0f : 12.0f;
+        for (int i = 0; i < N; i++) in[i] = i < NS ? sp[i] : lo + span * (float)(i - NS) / (float)(N - NS);
+        for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
+          char nm[32];
+          snprintf(nm, sizeof nm, "%s_%d", te_unop_name(ops[oi]), lanes[w]);
+          kiln_kernel_fn fn = must_lookup(j, nm);
+          if (!fn) continue;
+          void *bufs[2] = {in, out};
+          CHECK_INT(fn(bufs, NULL), 0);
+          int bad = 0;
+          for (int i = 0; i < N && !bad; i++) {
+            int ok = vmath_ok(ops[oi], in[i], out[i]);
+            if (!ok) bad = 1;
+            CHECKF(ok, "%s, %d lanes: %s(%.9g) = %.9g, in double %.9g", levels[li], lanes[w], te_unop_name(ops[oi]),
+                   in[i], out[i], ops[oi] == TE_EXP ? exp((double)in[i]) : erf((double)in[i]));
+          }
         }
       }
       free(in), free(out);
@@ -543,7 +560,7 @@ static void test_exp_sweep(void) {
     tgt_llvm_jit_free(j);
     kit_free(k);
   }
-  CHECKF(ran >= 2, "the exp sweep ran on %d x86-64 levels (an x86-64 host runs at least host and x86_64)", ran);
+  CHECKF(ran >= 2, "the vector math sweep ran on %d x86-64 levels (an x86-64 host runs at least host and x86_64)", ran);
 }
 
 /* --- hand-written kernels --- */
@@ -1643,7 +1660,7 @@ int main(void) {
   test_cast_attrs();
   test_parallel();
   test_unops_libm();
-  test_exp_sweep();
+  test_vmath_sweep();
   test_differential_targets();
   test_differential(1, NULL);
   test_errors();
