@@ -2,7 +2,8 @@
  *
  * libm has no vector entry points LLVM can call here, so a vector exp would
  * otherwise become one expf call per lane, which dominates kernels such as a
- * matmul with a GELU epilogue. These are the classic Cephes-style forms:
+ * matmul with a GELU epilogue. exp and tanh are Cephes-style forms, erf fitted
+ * polynomials around one exp:
  *   exp(x) = 2^n · p(r), n = round(x·log2 e), r = x − n·ln2 (split in two
  *   constants for exactness), p a degree-6 polynomial; 2^n is one VSCALEFPS on
  *   AVX-512, elsewhere built from exponent bits in two halves, so results that
