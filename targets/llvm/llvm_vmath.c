@@ -104,17 +104,19 @@ static LLVMValueRef scale_pow2_x86(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, i
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMBuilderRef B = g->b;
   int sf = scalef_name(g, lanes) != NULL;
-  /* clamp: below -104 the result is 0, above 89 it is +inf (n ≤ 129 keeps the halves
-   * valid). With VSCALEFPS the clamp keeps a NaN (x < lo ? lo : x, what MAXPS
-   * computes) and the NaN flows through every step to the result; else
-   * minnum/maxnum drop it and a select puts it back at the end. */
-  LLVMValueRef lo = splat_f(g, -104.0, lanes), hi = splat_f(g, 89.0, lanes), xc;
-  if (sf) {
-    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
-    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
-  } else {
-    xc = call2(g, "llvm.minnum", call2(g, "llvm.maxnum", x, lo), hi);
-  }
+  /* Below -104 the result is 0, chosen by a select at the end, and those lanes
+   * compute exp(0) meanwhile: computing p·2^-150 there gave 0 too, but through a
+   * subnormal intermediate, which costs a microcode assist per vector on x86 — a
+   * causal softmax, half of whose scores are masked to -inf, ran 8x slower. Above
+   * 89 the result is +inf (n ≤ 129 keeps the halves valid). With VSCALEFPS the
+   * clamp keeps a NaN (x > hi ? hi : x, what MINPS computes; x < lo is false) and the
+   * NaN flows through every step to the result; else minnum drops it and a select
+   * puts it back at the end. */
+  LLVMValueRef lo = splat_f(g, -104.0, lanes), hi = splat_f(g, 89.0, lanes), zero = splat_f(g, 0.0, lanes), xc;
+  LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
+  xc = LLVMBuildSelect(B, under, zero, x, "");
+  if (sf) xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
+  else xc = call2(g, "llvm.minnum", xc, hi);
   /* n = x·log2 e rounded to the nearest integer by adding and subtracting 1.5·2^23
    * (|x·log2 e| < 2^22): two adds, fewer steps than a floor */
   LLVMValueRef magic = splat_f(g, 12582912.0, lanes);
@@ -126,8 +128,8 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   for (int i = 0; i < 5; i++) p = mad(g, p, r, splat_f(g, c[i], lanes));
   LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
   p = mad(g, p, r2, LLVMBuildFAdd(B, r, splat_f(g, 1.0, lanes), "")); /* 1 + r + r²·p */
-  if (sf) return scale_pow2_x86(g, p, n, lanes);
-  LLVMValueRef y = scale_pow2(g, p, n, lanes);
+  if (sf) return LLVMBuildSelect(B, under, zero, scale_pow2_x86(g, p, n, lanes), "");
+  LLVMValueRef y = LLVMBuildSelect(B, under, zero, scale_pow2(g, p, n, lanes), "");
   LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
   return LLVMBuildSelect(B, nan, x, y, "");
 }
