@@ -80,8 +80,8 @@ static LLVMValueRef scale_pow2(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int l
   return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
 }
 
-/* p · 2^n in one VSCALEFPS where the target has it (AVX-512: exact, subnormal
- * results and overflow to +inf included), or NULL. It replaces scale_pow2's eight
+/* Whether p · 2^n can be one VSCALEFPS (AVX-512: exact, subnormal results and
+ * overflow to +inf included), and its intrinsic. It replaces scale_pow2's eight
  * integer and float steps, which sat on the critical path of every exp: a swish
  * epilogue (exp, a division, two multiplies per element) is bound by that path's
  * latency, not by its instruction count. */
@@ -90,6 +90,15 @@ static const char *scalef_name(const tgt_lcg *g, int lanes) {
          : lanes == 8 && g->scalef256 ? "llvm.x86.avx512.mask.scalef.ps.256"
          : lanes == 4 && g->scalef256 ? "llvm.x86.avx512.mask.scalef.ps.128"
                                       : NULL;
+}
+
+/* min(a, b) that keeps a NaN in a (a > b ? b : a, what MINPS computes), and max */
+static LLVMValueRef min_keep_nan(tgt_lcg *g, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, a, b, ""), b, a, "");
+}
+
+static LLVMValueRef max_keep_nan(tgt_lcg *g, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, a, b, ""), b, a, "");
 }
 
 static LLVMValueRef scale_pow2_x86(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int lanes) {
@@ -109,14 +118,13 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
    * subnormal intermediate, which costs a microcode assist per vector on x86 — a
    * causal softmax, half of whose scores are masked to -inf, ran 8x slower. Above
    * 89 the result is +inf (n ≤ 129 keeps the halves valid). With VSCALEFPS the
-   * clamp keeps a NaN (x > hi ? hi : x, what MINPS computes; x < lo is false) and the
-   * NaN flows through every step to the result; else minnum drops it and a select
-   * puts it back at the end. */
+   * clamp keeps a NaN (min_keep_nan; x < lo is false for it) and the NaN flows
+   * through every step to the result; else minnum drops it and a select puts it
+   * back at the end. */
   LLVMValueRef lo = splat_f(g, -104.0, lanes), hi = splat_f(g, 89.0, lanes), zero = splat_f(g, 0.0, lanes), xc;
   LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
   xc = LLVMBuildSelect(B, under, zero, x, "");
-  if (sf) xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
-  else xc = call2(g, "llvm.minnum", xc, hi);
+  xc = sf ? min_keep_nan(g, xc, hi) : call2(g, "llvm.minnum", xc, hi);
   /* n = x·log2 e rounded to the nearest integer by adding and subtracting 1.5·2^23
    * (|x·log2 e| < 2^22): two adds, fewer steps than a floor */
   LLVMValueRef magic = splat_f(g, 12582912.0, lanes);
@@ -128,8 +136,9 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   for (int i = 0; i < 5; i++) p = mad(g, p, r, splat_f(g, c[i], lanes));
   LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
   p = mad(g, p, r2, LLVMBuildFAdd(B, r, splat_f(g, 1.0, lanes), "")); /* 1 + r + r²·p */
-  if (sf) return LLVMBuildSelect(B, under, zero, scale_pow2_x86(g, p, n, lanes), "");
-  LLVMValueRef y = LLVMBuildSelect(B, under, zero, scale_pow2(g, p, n, lanes), "");
+  LLVMValueRef y = sf ? scale_pow2_x86(g, p, n, lanes) : scale_pow2(g, p, n, lanes);
+  y = LLVMBuildSelect(B, under, zero, y, "");
+  if (sf) return y;
   LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
   return LLVMBuildSelect(B, nan, x, y, "");
 }
@@ -145,8 +154,7 @@ LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMValueRef small = LLVMBuildFMul(B, x, p, "");
   /* else 1 − exp(Q(|x|)), |x| clamped to [0.921875, 3.9375] (erf is 1 in float32
    * from 3.9375 on); the clamp keeps a NaN, which flows through exp to the result */
-  LLVMValueRef zc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, z, lo, ""), lo, z, "");
-  zc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, zc, hi, ""), hi, zc, "");
+  LLVMValueRef zc = min_keep_nan(g, max_keep_nan(g, z, lo), hi);
   static const double qs[] = {1.6259724588962854e-6, -4.5804306864738464e-5, 5.943849100731313e-4,
                               -4.7469111159443855e-3, 2.638121508061886e-2, -1.1000289022922516e-1,
                               -6.319155097007751e-1, -1.1301766633987427, 3.050566010642797e-4};
