@@ -3,8 +3,8 @@
  *
  *   conv(x, w, b)            → relayout(conv_nchwc(relayout(x, 0→ib), pack(w), b'), ob→0)
  *   op(relayout(a, b→0), …)  → relayout(op'(a, …'), b→0)   for layout-agnostic ops
- *                              (element-wise, pooling, spatial reductions and
- *                              slices, concat on C, H or W, the stride-phase
+ *                              (element-wise, pooling, spatial reductions,
+ *                              slices and resizes, concat on C, H or W, the stride-phase
  *                              interleave of a transposed conv)
  *   relayout(relayout(a, s→t), t→u) → relayout(a, s→u), or a itself when s = u
  *
@@ -198,7 +198,6 @@ static int rewrite_conv(lay *L, gir_node *n) {
     /* channels no block divides (ShuffleNetV2's 58, 116, 232): padded to whole
      * vectors, the padding computed with zero weights and never read */
     ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
-    if (!ib) ib = ob = L->block;
   } else if (group != 1) {
     ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
     ob = pick_block(M / group, 2 * (int64_t)L->block);
@@ -326,6 +325,43 @@ static int is_spatial_reduce(const gir_node *n) {
   return 1;
 }
 
+/* A resize of a rank-r value (4: NCHW; 3: NCW) on its spatial axes only: N and C
+ * keep their size at scale 1 (an identity mapping in every coordinate mode but
+ * tf_crop_and_resize, which is left plain). */
+static int spatial_resize(const gir_node *n, int r) {
+  int32_t ns, nc;
+  const int64_t *sz = gir_attr_ints(n, "sizes", &ns);
+  const double *sc = gir_attr_floats(n, "scales", &nc);
+  const gir_shape *x = &n->in[0]->shape;
+  return sz && sc && ns == r && nc == r && x->rank == r &&
+         gir_attr_int(n, "coord", GIR_COORD_HALF_PIXEL) != GIR_COORD_TF_CROP_AND_RESIZE && sz[0] == x->dims[0] &&
+         sz[1] == x->dims[1] && sc[0] == 1 && sc[1] == 1;
+}
+
+/* resize n's spatial resampling of v, a 5-D blocked value: the same mode and
+ * coordinates on H and W (a 1-D resize's on W, H = 1 kept), N, the blocks and the
+ * block axis kept, so every tap reads a whole block (a contiguous vector) where
+ * the plain form gathered along rows. */
+static gir_value *blocked_resize(lay *L, const gir_node *n, gir_value *v) {
+  int32_t r;
+  const int64_t *sz = gir_attr_ints(n, "sizes", &r);
+  const double *sc = gir_attr_floats(n, "scales", &r);
+  int w = r - 1; /* W's position in n's axes */
+  int64_t s5[5] = {v->shape.dims[0], v->shape.dims[1], r == 4 ? sz[2] : 1, sz[w], v->shape.dims[4]};
+  double c5[5] = {1, 1, r == 4 ? sc[2] : 1, sc[w], 1};
+  gir_node *nn = new_node(L, GIR_OP_resize, &v, 1, NULL);
+  nn->origin = n->origin;
+  gir_attr_set_ints(L->g, nn, "sizes", s5, 5);
+  gir_attr_set_floats(L->g, nn, "scales", c5, 5);
+  gir_attr_set_int(L->g, nn, "mode", gir_attr_int(n, "mode", GIR_RESIZE_NEAREST));
+  gir_attr_set_int(L->g, nn, "coord", gir_attr_int(n, "coord", GIR_COORD_HALF_PIXEL));
+  gir_attr_set_int(L->g, nn, "nearest", gir_attr_int(n, "nearest", GIR_NEAREST_ROUND_PREFER_FLOOR));
+  gir_attr_set_int(L->g, nn, "exclude", gir_attr_int(n, "exclude", 0));
+  gir_attr_set_float(L->g, nn, "cubic_a", gir_attr_float(n, "cubic_a", -0.75));
+  gir_attr_set_float(L->g, nn, "extrapolation", gir_attr_float(n, "extrapolation", 0));
+  return finish(L, nn);
+}
+
 static int propagate(lay *L, gir_node *n) {
   int rank = n->n_out == 1 ? n->out[0]->shape.rank : 0;
   if (rank != 4 && rank != 3) return 0;
@@ -370,11 +406,16 @@ static int propagate(lay *L, gir_node *n) {
   case GIR_OP_slice: /* a spatial window (a transposed conv's crop, deconv.c): every channel block */
     if (!spatial_slice(n, rank)) return 0;
     break;
+  case GIR_OP_resize:
+    if (!spatial_resize(n, rank)) return 0;
+    break;
   default: return 0;
   }
   gir_value *y;
   if (n->op == GIR_OP_slice) {
     y = blocked_slice(L, n, blocked_source(n->in[0], &b));
+  } else if (n->op == GIR_OP_resize) {
+    y = blocked_resize(L, n, blocked_source(n->in[0], &b));
   } else {
     gir_node *nn = new_node(L, n->op, ins, n->n_in, n);
     if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);

@@ -888,6 +888,25 @@ def resize_cases():
         sizes=[1, 1, 5, 7], roi=[0, 0, 0.1, 0.2, 1, 1, 0.9, 0.7])
     add("cubic/half_pixel", (1, 2, 5, 7), {"mode": "cubic"}, scales=[1, 1, 2.0, 1.5], dt="f16")
     add("cubic/half_pixel", (4, 13), {"mode": "cubic"}, sizes=[4, 7])
+    # after a conv: the resize in NCHW[x]c, every tap a whole channel block
+    # (layout/nchwc.c), 20 channels padded to whole blocks, 2-D and 1-D
+    def blocked(tag, xs, attrs, sizes):
+        rng = np.random.default_rng(len(cs))
+        c, k = xs[1], (3,) * (len(xs) - 2)
+        w = (rng.standard_normal((20, c) + k) * 0.3).astype(np.float32)
+        nodes = [node("Conv", ["x", "w"], ["c"], pads=[1] * (2 * len(k))),
+                 node("Resize", ["c", "", "", "sizes"], ["y"], **attrs)]
+        name = "resize/Resize/blocked/%s/sizes%s/f32/%s" % (tag, ",".join(map(str, sizes)), sh(xs))
+        cs.append(Case(name, "resize", nodes, [("x", rnd(xs))], ["y"],
+                       [("w", w), ("sizes", np.array(sizes, np.int64))], opset=19))
+    blocked("linear/half_pixel", (1, 8, 6, 7), {"mode": "linear"}, [1, 20, 12, 14])
+    blocked("linear/align_corners", (1, 8, 5, 6), {"mode": "linear", "coordinate_transformation_mode":
+                                                   "align_corners"}, [1, 20, 9, 4])
+    blocked("nearest/asymmetric", (2, 8, 4, 5), {"mode": "nearest", "nearest_mode": "floor",
+                                                 "coordinate_transformation_mode": "asymmetric"}, [2, 20, 8, 15])
+    blocked("cubic/pytorch_half_pixel", (1, 8, 5, 5), {"mode": "cubic", "coordinate_transformation_mode":
+                                                       "pytorch_half_pixel"}, [1, 20, 7, 11])
+    blocked("linear/1d", (1, 8, 9), {"mode": "linear"}, [1, 20, 20])
     # Upsample (opset 9): asymmetric, nearest floor
     cs.append(one("resize/Upsample/nearest/f32/1x2x3x4", "resize", "Upsample", ["x", "scales"], [("x", rnd((1, 2, 3, 4)))],
                   [("scales", f32(1, 1, 2, 3))], {"mode": "nearest"}, opset=9))
