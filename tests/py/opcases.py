@@ -1192,6 +1192,9 @@ def conv_cases():
             # with pixels outside channel blocks (a large input) and inside (large weights)
             ("ragged-rows/pixel-outer", (1, 16, 12, 37), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
             ("ragged-rows/blocks-outer", (1, 64, 3, 41), (96, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+            # 18 channels no block divides: the relayout pads them to whole blocks, too
+            # few to run in parallel alone (schedule/sched_movement.c's padded_relayout_in)
+            ("padded-in-blocks", (1, 18, 19, 23), (32, 18, 3, 3), {"pads": [1, 1, 1, 1]}),
             # 1-D convs as NCHW[x]c with H = 1: a speech stack's k5, an STFT-like front end
             # (1 input channel, long kernel, large stride, padded output channels)
             ("1d/k5", (1, 32, 50), (48, 32, 5), {"pads": [2, 2]}),
