@@ -484,9 +484,10 @@ static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, i
     case TE_ISINF: return LLVMBuildFCmp(B, LLVMRealOEQ, intrin1(g, "llvm.fabs", a), cfp(g, ft, INFINITY, lanes), "");
     case TE_NOT: case TE_BITNOT: return a; /* meaningless on floats; the interpreter passes them through */
     default: {
-      if (t == GIR_F32 && lanes > 1 && lanes <= 64 && (op == TE_EXP || op == TE_ERF || op == TE_TANH))
-        return op == TE_EXP ? tgt_llvm_vexpf(g, a, lanes)
+      if (t == GIR_F32 && lanes > 1 && lanes <= 64 && (op == TE_EXP || op == TE_ERF || op == TE_TANH || op == TE_LOG))
+        return op == TE_EXP   ? tgt_llvm_vexpf(g, a, lanes)
                : op == TE_ERF ? tgt_llvm_verff(g, a, lanes)
+               : op == TE_LOG ? tgt_llvm_vlogf(g, a, lanes)
                               : tgt_llvm_vtanhf(g, a, lanes);
       const char *name = libm_name(op);
       assert(name);

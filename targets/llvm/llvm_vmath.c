@@ -1,4 +1,4 @@
-/* llvm_vmath.c — exp, erf and tanh of float32 vectors as straight-line LLVM IR.
+/* llvm_vmath.c — exp, erf, tanh and log of float32 vectors as straight-line LLVM IR.
  *
  * libm has no vector entry points LLVM can call here, so a vector exp would
  * otherwise become one expf call per lane, which dominates kernels such as a
@@ -22,9 +22,15 @@
  *   tanhf's odd polynomial x + x³·P(x²) (degree 4 in x²): relative error a few
  *   ulp (an LSTM step evaluates it twice per hidden unit; per-lane tanhf calls
  *   cost more than the step's matrix-vector product). exp overflowing to +inf
- *   gives ±1, NaN stays NaN, −0 stays −0. */
+ *   gives ±1, NaN stays NaN, −0 stays −0.
+ *   log(x) = e·ln2 + log(1 + z), x = (1 + z)·2^e with 1 + z in [sqrt(1/2), sqrt(2))
+ *   from the exponent and mantissa bits (subnormals scaled by 2^23 first), log(1 + z)
+ *   = z − z²/2 + z³·P(z) with Cephes logf's P of degree 8: within 2 ulp
+ *   (per-lane logf calls made a log-power spectrum, an audio front end's, cost
+ *   15x its arithmetic). log(+inf) = +inf, log(±0) = −inf, negative and NaN give NaN. */
 #include "llvm_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define MAX_LANES 64 /* callers use these for vectors of at most this many lanes */
@@ -176,4 +182,43 @@ LLVMValueRef tgt_llvm_vtanhf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMValueRef small = mad(g, LLVMBuildFMul(B, z, s, ""), p, z);
   LLVMValueRef y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, z, splat_f(g, 0.625, lanes), ""), small, big, "");
   return call2(g, "llvm.copysign", y, x); /* NaN: big is NaN, and stays NaN */
+}
+
+LLVMValueRef tgt_llvm_vlogf(tgt_lcg *g, LLVMValueRef x, int lanes) {
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = LLVMVectorType(g->t_i32, (unsigned)lanes), ft = LLVMVectorType(g->t_float, (unsigned)lanes);
+  /* subnormals scaled by 2^23 into the normal range first, their exponent put back */
+  LLVMValueRef sub = LLVMBuildFCmp(B, LLVMRealOLT, x, splat_f(g, 0x1p-126, lanes), "");
+  LLVMValueRef xs = LLVMBuildSelect(B, sub, LLVMBuildFMul(B, x, splat_f(g, 0x1p23, lanes), ""), x, "");
+  LLVMValueRef bits = LLVMBuildBitCast(B, xs, it, "");
+  /* x = m·2^e, m in [0.5, 1): e from the exponent bits, m with exponent -1 */
+  LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLShr(B, bits, splat_i(g, 23, lanes), ""), splat_i(g, 126, lanes), "");
+  e = LLVMBuildSelect(B, sub, LLVMBuildSub(B, e, splat_i(g, 23, lanes), ""), e, "");
+  LLVMValueRef m = LLVMBuildBitCast(
+      B, LLVMBuildOr(B, LLVMBuildAnd(B, bits, splat_i(g, 0x007fffff, lanes), ""), splat_i(g, 0x3f000000, lanes), ""),
+      ft, "");
+  /* m below sqrt(1/2): 2m − 1 and e − 1, so that z = m − 1 lies in [−0.29, 0.41] */
+  LLVMValueRef lowm = LLVMBuildFCmp(B, LLVMRealOLT, m, splat_f(g, 0.707106781186547524, lanes), "");
+  LLVMValueRef one = splat_f(g, 1.0, lanes);
+  LLVMValueRef z = LLVMBuildFSub(B, LLVMBuildSelect(B, lowm, LLVMBuildFAdd(B, m, m, ""), m, ""), one, "");
+  LLVMValueRef ef = LLVMBuildSIToFP(B, LLVMBuildSelect(B, lowm, LLVMBuildSub(B, e, splat_i(g, 1, lanes), ""), e, ""), ft, "");
+  /* log(1 + z) = z − z²/2 + z³·P(z) (Cephes logf), e·ln2 in two constants */
+  static const double c[] = {-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+                             -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1};
+  LLVMValueRef p = splat_f(g, 7.0376836292e-2, lanes);
+  for (int i = 0; i < 8; i++) p = mad(g, p, z, splat_f(g, c[i], lanes));
+  LLVMValueRef z2 = LLVMBuildFMul(B, z, z, "");
+  LLVMValueRef y = LLVMBuildFMul(B, LLVMBuildFMul(B, p, z, ""), z2, "");
+  y = mad(g, ef, splat_f(g, -2.12194440e-4, lanes), y);
+  y = mad(g, z2, splat_f(g, -0.5, lanes), y);
+  LLVMValueRef r = mad(g, ef, splat_f(g, 0.693359375, lanes), LLVMBuildFAdd(B, z, y, ""));
+  /* log(+inf) = +inf, log(±0) = −inf, log(x < 0) and log(NaN) = NaN */
+  r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, splat_f(g, INFINITY, lanes), ""), x, r, "");
+  r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, splat_f(g, 0.0, lanes), ""), splat_f(g, -INFINITY, lanes), r, "");
+  /* below 0 the NaN an invalid operation makes, (x − x)·inf: the hardware's default
+   * NaN, as libm's logf returns (its sign differs between x86 and Arm, and shows in
+   * a conversion to a format without NaN) */
+  LLVMValueRef invalid = LLVMBuildFMul(B, LLVMBuildFSub(B, x, x, ""), splat_f(g, INFINITY, lanes), "");
+  r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, splat_f(g, 0.0, lanes), ""), invalid, r, "");
+  return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), x, r, "");
 }

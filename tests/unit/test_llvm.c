@@ -504,6 +504,11 @@ static int vmath_ok(int op, float x, double got) {
     if (want >= FLT_MIN) return fabs(got - want) <= 2.0 * 0x1p-23 * want;
     return got >= 0 && fabs(got - want) <= 0x1p-149 + 2.0 * 0x1p-23 * want;
   }
+  if (op == TE_LOG) {
+    if (x < 0) return isnan(got);
+    if (x == 0 || isinf(x)) return got == log((double)x);
+    return fabs(got - log((double)x)) <= 2.0 * 0x1p-23 * fabs(log((double)x)) + 0x1p-149;
+  }
   double want = erf((double)x);
   if (x == 0 || isinf(x)) return got == want && signbit(got) == signbit(want);
   if (fabs(x) < 0.92) return fabs(got - want) <= 4e-7 * fabs(want) + 0x1p-149; /* a subnormal rounds */
@@ -513,7 +518,8 @@ static int vmath_ok(int op, float x, double got) {
 static void test_vmath_sweep(void) {
   enum { N = 4096 };
   static const char *const levels[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512"};
-  static const int lanes[] = {16, 8, 4}, ops[] = {TE_EXP, TE_ERF};
+  static const int lanes[] = {16, 8, 4}, ops[] = {TE_EXP, TE_ERF, TE_LOG};
+  enum { NOPS = sizeof ops / sizeof ops[0] };
   int ran = 0;
   for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
     char why[256];
@@ -522,7 +528,7 @@ static void test_vmath_sweep(void) {
     gir_err err = {{0}};
     if (!CHECK(tgt_llvm_named_target(levels[li], &o, &err) == 0)) continue;
     kit *k = kit_new();
-    for (int oi = 0; oi < 2; oi++)
+    for (int oi = 0; oi < NOPS; oi++)
       for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
         char nm[32];
         snprintf(nm, sizeof nm, "%s_%d", te_unop_name(ops[oi]), lanes[w]);
@@ -535,9 +541,15 @@ static void test_vmath_sweep(void) {
                                  -87.33654f, -103.97208f, -104.0f, -150.0f, 1e-30f, -1e-30f, 0.921875f, -0.921875f,
                                  0.92187494f, 3.9375f, -3.9375f, 1e-45f};
       enum { NS = sizeof sp / sizeof sp[0] };
-      for (int oi = 0; oi < 2; oi++) {
+      for (int oi = 0; oi < NOPS; oi++) {
         float lo = ops[oi] == TE_EXP ? -110.0f : -6.0f, span = ops[oi] == TE_EXP ? 205.0f : 12.0f;
         for (int i = 0; i < N; i++) in[i] = i < NS ? sp[i] : lo + span * (float)(i - NS) / (float)(N - NS);
+        /* log: every binade from the smallest subnormal to the largest float, then
+         * [0.25, 4] finely (the branch at sqrt(1/2), results near 0 around 1) */
+        if (ops[oi] == TE_LOG)
+          for (int i = NS; i < N; i++)
+            in[i] = i < N / 2 ? exp2f(-149.0f + 276.9f * (float)(i - NS) / (float)(N / 2 - NS))
+                              : 0.25f + 3.75f * (float)(i - N / 2) / (float)(N / 2);
         for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
           char nm[32];
           snprintf(nm, sizeof nm, "%s_%d", te_unop_name(ops[oi]), lanes[w]);
@@ -550,7 +562,8 @@ static void test_vmath_sweep(void) {
             int ok = vmath_ok(ops[oi], in[i], out[i]);
             if (!ok) bad = 1;
             CHECKF(ok, "%s, %d lanes: %s(%.9g) = %.9g, in double %.9g", levels[li], lanes[w], te_unop_name(ops[oi]),
-                   in[i], out[i], ops[oi] == TE_EXP ? exp((double)in[i]) : erf((double)in[i]));
+                   in[i], out[i], ops[oi] == TE_EXP ? exp((double)in[i]) : ops[oi] == TE_LOG ? log((double)in[i])
+                                                                                     : erf((double)in[i]));
           }
         }
       }
