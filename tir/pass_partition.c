@@ -174,12 +174,18 @@ static void collect(part *p, cands *c, const tir_stmt *s) {
 
 static tir_stmt *walk(part *p, tir_stmt *s, int splits);
 
-/* One piece [a, b] of loop s, simplified and partitioned further. */
+/* One piece [a, b] of loop s, simplified and partitioned further. A piece of one
+ * iteration is no loop any more: what the simplifier leaves is s's body, whose loops
+ * start their own count of cuts (as walk_for gives a body it does not cut), rather
+ * than inheriting s's — the first 16-lane vector of a YOLO head's 85 attributes, cut
+ * once along the rows, kept two of its three branch points. */
 static tir_stmt *piece(part *p, const tir_stmt *s, int64_t a, int64_t b, int splits) {
   gir_dtype t = s->u.loop.min->dtype;
   tir_stmt *loop = tir_for(p->b, s->u.loop.var, tir_int(p->b, t, a), tir_int(p->b, t, b - a + 1), s->u.loop.kind,
                            s->u.loop.body);
-  return walk(p, tir_simplify_in(p->b, p->ctx, loop), splits + 1);
+  tir_stmt *r = tir_simplify_in(p->b, p->ctx, loop);
+  int same = r->kind == TIR_FOR && r->u.loop.var == s->u.loop.var;
+  return walk(p, r, same ? splits + 1 : 0);
 }
 
 static tir_stmt *walk_for(part *p, tir_stmt *s, int splits) {

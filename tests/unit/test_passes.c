@@ -286,6 +286,17 @@ static void test_partition_split(void) {
                          "A[3] = 2f\n"
                          "for io_0 in [1, +2):\n  vectorized ii_1 in [0, +4):\n    A[add(mul(io_0, 4), ii_1)] = 2f\n");
   SAME(&bs, s, p, "false on whole iterations");
+  /* three branch points inside the first vector of a row (a YOLO head's attributes
+   * 0-1, 2-3, 4-): the row loop's cut leaves a one-iteration piece, and the vector
+   * loop inside it still gets all its own cuts (no test left) */
+  tir_expr *row = ADD(MUL(V(io), I(8)), V(ii));
+  tir_expr *v3 = tir_if_then_else(B, BIN(TE_LT, row, I(2)), F32(1),
+                                  tir_if_then_else(B, BIN(TE_LT, row, I(4)), F32(2),
+                                                   tir_if_then_else(B, BIN(TE_LT, row, I(7)), F32(3), F32(4))));
+  s = tir_for(B, io, I(0), I(2), TIR_SERIAL, tir_for(B, ii, I(0), I(8), TIR_VECTORIZED, tir_store(B, A, row, v3)));
+  p = tir_loop_partition(B, s);
+  CHECKF(!strstr(sstr(&f, p), "lt("), "a test is left:\n%s", sstr(&f, p));
+  SAME(&bs, s, p, "three cuts inside a one-iteration piece");
   fx_done(&f);
 }
 
