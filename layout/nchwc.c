@@ -198,6 +198,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
     /* channels no block divides (ShuffleNetV2's 58, 116, 232): padded to whole
      * vectors, the padding computed with zero weights and never read */
     ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
+    if (!ib) ib = ob = L->block;
   } else if (group != 1) {
     ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
     ob = pick_block(M / group, 2 * (int64_t)L->block);

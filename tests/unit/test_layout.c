@@ -1096,6 +1096,24 @@ static void test_padded_channels(void) {
   AGREE(g, &r);
   ref_free(&r);
   gir_graph_free(g);
+  /* a depthwise conv over 58 channels from plain NCHW (no block divides 58): padded
+   * to whole blocks, every padded channel its own group, not left plain */
+  g = gir_graph_new("dw58");
+  x = tu_input(g, GIR_F32, SH(1, 58, 6, 6));
+  gir_graph_add_output(g, relu(g, conv_full(g, x, crand(g, GIR_F32, SH(58, 1, 3, 3), &rr),
+                                            crand(g, GIR_F32, SH(58), &rr), 58, 1, 1)));
+  r = REFERENCE(g, 22);
+  LAYOUT(g, 8);
+  fold(g);
+  CHECK_INT(tu_count_op(g, GIR_OP_conv), 0);
+  gir_node *dw = nth(g, GIR_OP_conv_nchwc, 0);
+  if (CHECK(dw)) {
+    CHECK_INT(dw->out[0]->shape.dims[4], 8); /* one vector (block 8) */
+    CHECK_INT(gir_attr_int(dw, "group", 0), 64);
+  }
+  AGREE(g, &r);
+  ref_free(&r);
+  gir_graph_free(g);
 }
 
 static gir_value *matmul(gir_graph *g, gir_value *a, gir_value *b) { return tu_done(g, TU_NODE(g, GIR_OP_matmul, a, b)); }
