@@ -339,28 +339,22 @@ static int spatial_resize(const gir_node *n, int r) {
          sz[1] == x->dims[1] && sc[0] == 1 && sc[1] == 1;
 }
 
-/* resize n's spatial resampling of v, a 5-D blocked value: the same mode and
- * coordinates on H and W (a 1-D resize's on W, H = 1 kept), N, the blocks and the
- * block axis kept, so every tap reads a whole block (a contiguous vector) where
- * the plain form gathered along rows. */
-static gir_value *blocked_resize(lay *L, const gir_node *n, gir_value *v) {
+/* The attributes of resize n's copy nn on n's blocked input (a 5-D value, new_node
+ * copied n's mode and coordinates): the same sizes and scales on H and W (a 1-D
+ * resize's on W, H = 1 kept), N, the blocks and the block axis kept, so every tap
+ * reads a whole block (a contiguous vector) where the plain form gathered along
+ * rows. roi, which only tf_crop_and_resize reads, becomes the whole range. */
+static void blocked_resize_attrs(lay *L, gir_node *nn, const gir_node *n) {
   int32_t r;
   const int64_t *sz = gir_attr_ints(n, "sizes", &r);
   const double *sc = gir_attr_floats(n, "scales", &r);
+  const gir_shape *v = &nn->in[0]->shape;
   int w = r - 1; /* W's position in n's axes */
-  int64_t s5[5] = {v->shape.dims[0], v->shape.dims[1], r == 4 ? sz[2] : 1, sz[w], v->shape.dims[4]};
-  double c5[5] = {1, 1, r == 4 ? sc[2] : 1, sc[w], 1};
-  gir_node *nn = new_node(L, GIR_OP_resize, &v, 1, NULL);
-  nn->origin = n->origin;
+  int64_t s5[5] = {v->dims[0], v->dims[1], r == 4 ? sz[2] : 1, sz[w], v->dims[4]};
+  double c5[5] = {1, 1, r == 4 ? sc[2] : 1, sc[w], 1}, roi[10] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
   gir_attr_set_ints(L->g, nn, "sizes", s5, 5);
   gir_attr_set_floats(L->g, nn, "scales", c5, 5);
-  gir_attr_set_int(L->g, nn, "mode", gir_attr_int(n, "mode", GIR_RESIZE_NEAREST));
-  gir_attr_set_int(L->g, nn, "coord", gir_attr_int(n, "coord", GIR_COORD_HALF_PIXEL));
-  gir_attr_set_int(L->g, nn, "nearest", gir_attr_int(n, "nearest", GIR_NEAREST_ROUND_PREFER_FLOOR));
-  gir_attr_set_int(L->g, nn, "exclude", gir_attr_int(n, "exclude", 0));
-  gir_attr_set_float(L->g, nn, "cubic_a", gir_attr_float(n, "cubic_a", -0.75));
-  gir_attr_set_float(L->g, nn, "extrapolation", gir_attr_float(n, "extrapolation", 0));
-  return finish(L, nn);
+  if (gir_attr_find(n, "roi")) gir_attr_set_floats(L->g, nn, "roi", roi, 10);
 }
 
 static int propagate(lay *L, gir_node *n) {
@@ -409,17 +403,17 @@ static int propagate(lay *L, gir_node *n) {
     break;
   case GIR_OP_resize:
     if (!spatial_resize(n, rank)) return 0;
+    ins[0] = blocked_source(n->in[0], &b);
     break;
   default: return 0;
   }
   gir_value *y;
   if (n->op == GIR_OP_slice) {
     y = blocked_slice(L, n, blocked_source(n->in[0], &b));
-  } else if (n->op == GIR_OP_resize) {
-    y = blocked_resize(L, n, blocked_source(n->in[0], &b));
   } else {
     gir_node *nn = new_node(L, n->op, ins, n->n_in, n);
     if (n->op == GIR_OP_pool) gir_attr_set_int(L->g, nn, "blocked", 1);
+    if (n->op == GIR_OP_resize) blocked_resize_attrs(L, nn, n);
     y = finish(L, nn);
   }
   if (!y || !(y = relayout(L, y, b, 0, C, n))) return -1;

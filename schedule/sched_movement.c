@@ -52,6 +52,18 @@ static int inner_reader(const sch_schedule *s, const gir_node *n, int r) {
   return -1;
 }
 
+/* The parallel loop of a stage that computes enough elements: its first loop fused
+ * with the next ones, at most lead of them, until it has 4 iterations per thread. */
+static int parallel_lead(sch_schedule *s, sch_stage *st, int lead, const lower_target *t) {
+  int64_t numel = 1;
+  for (int d = 0; d < st->n_root; d++) numel *= st->root_axes[d]->extent;
+  if (numel < PARALLEL_MIN_ELEMENTS || lead < 1) return 0;
+  sch_iter *outer = st->leaf[0];
+  for (int fused = 1; fused < lead && outer->extent < 4 * t->threads; fused++)
+    if (sch_fuse(s, st, outer, st->leaf[1], &outer) < 0) return -1;
+  return outer->extent > 1 ? sch_annotate(s, st, outer, TIR_PARALLEL) : 0;
+}
+
 /* A relayout from plain NCHW into blocks that pad the channels (116 into blocks of
  * 32: the last block holds 20 real channels, 12 zeros). The default order fuses the
  * blocks with the rows into the parallel loop, which hides the block index from loop
@@ -64,32 +76,23 @@ static int inner_reader(const sch_schedule *s, const gir_node *n, int r) {
  * read one line of each channel's row, which the next pixel reads again. */
 static int padded_relayout_in(sch_schedule *s, sch_stage *st, const lower_target *t) {
   const gir_node *n = st->t->origin;
+  if (!n || n->op != GIR_OP_relayout || st->attach != SCH_ROOT || st->n_rels != 1) return 0;
   int64_t dst = gir_attr_int(n, "dst", 0), C = gir_attr_int(n, "channels", 0);
-  if (n->op != GIR_OP_relayout || gir_attr_int(n, "src", 0) != 0 || dst < 2 || !C || C % dst == 0 ||
-      st->n_root != 5 || st->n_leaf != 6)
+  if (gir_attr_int(n, "src", 0) != 0 || dst < 2 || !C || C % dst == 0 || st->n_root != 5 || st->n_leaf != 6)
     return 0;
   /* enough blocks (times N) for the parallel loop alone: the default order keeps the
    * block loop unfused, and partition splits it there already */
   if (st->root_axes[0]->extent * st->root_axes[1]->extent >= 4 * t->threads) return 0;
   sch_iter *order[6] = {st->leaf[0], st->leaf[2], st->leaf[3], st->leaf[1], st->leaf[4], st->leaf[5]};
   if (sch_reorder(s, st, order, 6) < 0) return -1;
-  int64_t numel = 1;
-  for (int d = 0; d < 5; d++) numel *= st->root_axes[d]->extent;
-  if (numel < PARALLEL_MIN_ELEMENTS) return 1;
-  sch_iter *outer = st->leaf[0];
-  for (int fused = 1; fused < 3 && outer->extent < 4 * t->threads; fused++) /* N, H, then W (a 1-D value) */
-    if (sch_fuse(s, st, outer, st->leaf[1], &outer) < 0) return -1;
-  if (outer->extent > 1 && sch_annotate(s, st, outer, TIR_PARALLEL) < 0) return -1;
-  return 1;
+  return parallel_lead(s, st, 3, t) < 0 ? -1 : 1; /* N, H, then W (a 1-D value) */
 }
 
 int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t) {
   const gir_node *n = st->t->origin;
   int r = st->n_root;
-  if (n && n->op == GIR_OP_relayout && st->attach == SCH_ROOT && st->n_rels == 1) {
-    int done = padded_relayout_in(s, st, t);
-    if (done) return done;
-  }
+  int done = padded_relayout_in(s, st, t);
+  if (done) return done;
   if (!n || (n->op != GIR_OP_transpose && n->op != GIR_OP_relayout && n->op != GIR_OP_reshape) || r < 2 ||
       st->attach != SCH_ROOT || st->n_rels != 1)
     return 0;
@@ -109,13 +112,5 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
   order[k++] = st->leaf[st->n_leaf - 1];
   if (sch_reorder(s, st, order, k) < 0) return -1;
   /* the parallel loop: the leading loops, up to (not into) the vector loop's outer part */
-  int64_t numel = 1;
-  for (int d = 0; d < r; d++) numel *= st->root_axes[d]->extent;
-  int lead = st->n_leaf - 3; /* loops before the vector loop's outer part */
-  if (numel < PARALLEL_MIN_ELEMENTS || lead < 1) return 1;
-  sch_iter *outer = st->leaf[0];
-  for (int fused = 1; fused < lead && outer->extent < 4 * t->threads; fused++)
-    if (sch_fuse(s, st, outer, st->leaf[1], &outer) < 0) return -1;
-  if (outer->extent > 1 && sch_annotate(s, st, outer, TIR_PARALLEL) < 0) return -1;
-  return 1;
+  return parallel_lead(s, st, st->n_leaf - 3, t) < 0 ? -1 : 1;
 }
