@@ -448,10 +448,16 @@ int imp_cv_BatchNormalization(imp_ctx *c, imp_node *n) {
     }
     p[i] = v;
   }
+  /* ONNX Runtime's order of rounding: scale' = scale · (1 / sqrt(var + eps)), bias' = B -
+   * mean · scale', y = x · scale' + bias'. In a quantized model a BatchNormalization kept
+   * between DequantizeLinear and QuantizeLinear (a quantizer that did not fold it into the
+   * conv) turns any other rounding of the same real number into a whole step now and then. */
   double eps = imp_attr_float(n, "epsilon", 1e-5);
   gir_value *var_eps = add(c, p[3], imp_scalar_like(c, x, eps));
-  gir_value *factor = divide(c, p[0], imp_unary(c, GIR_UNARY_SQRT, var_eps));
-  gir_value *y = add(c, mul(c, sub(c, x, p[2]), factor), p[1]);
+  gir_value *inv_std = divide(c, imp_scalar_like(c, x, 1.0), imp_unary(c, GIR_UNARY_SQRT, var_eps));
+  gir_value *factor = mul(c, inv_std, p[0]);
+  gir_value *shift = sub(c, p[1], mul(c, p[2], factor));
+  gir_value *y = add(c, mul(c, x, factor), shift);
   return imp_set_output(c, n, 0, y);
 }
 

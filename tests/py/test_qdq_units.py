@@ -16,7 +16,9 @@ ORT's (the fraction of elements one step off is printed). Steps, as measured:
               (ORT's exp table) — these two measured exact here, allowed the step
               test_contrib_quant.py allows their QLinear ops
 Unfit units (the op's output also a graph output; output type not the input type) are
-imported node by node, as ORT leaves them: float between DequantizeLinear and QuantizeLinear, <= 1 step.
+imported node by node, as ORT leaves them: float between DequantizeLinear and QuantizeLinear, <= 1 step;
+a BatchNormalization between them (no QLinear op in ORT either) exact: kiln rounds in ORT's order
+(bn_case puts results on rounding ties to tell the orders apart).
 
 Options: --kiln PATH. Closing line: test_qdq_units: N passed, M failed.
 """
@@ -50,10 +52,11 @@ class Case:
     scales[i]), then QuantizeLinear with y_scale; fused: whether ORT's selectors take it."""
 
     def __init__(self, label, op, shapes, dt, scales, y_scale, attrs, steps, fused=True, also_output=False,
-                 out_dt=None):
+                 out_dt=None, consts=(), feeds=None, power=None):
         self.label, self.op, self.shapes, self.dt, self.scales = label, op, shapes, dt, scales
         self.y_scale, self.attrs, self.steps, self.fused = y_scale, attrs or {}, steps, fused
-        self.also_output, self.out_dt = also_output, out_dt or dt
+        self.also_output, self.out_dt, self.consts = also_output, out_dt or dt, consts  # float inputs after X..
+        self.feeds, self.power = feeds, power  # fixed inputs; (what, count) that shows the case can fail
 
 
 def build(path, case):
@@ -66,6 +69,9 @@ def build(path, case):
                   numpy_helper.from_array(zp(dt, i % 2), "z%d" % i)]
         nodes.append(helper.make_node("DequantizeLinear", [x, "s%d" % i, "z%d" % i], ["d%d" % i], name="dq%d" % i))
         dq_outs.append("d%d" % i)
+    for k, v in enumerate(case.consts):
+        inits.append(numpy_helper.from_array(v, "c%d" % k))
+        dq_outs.append("c%d" % k)
     nodes.append(helper.make_node(case.op, dq_outs, ["f"], name="op", **case.attrs))
     same = case.op == "MaxPool" and case.fused  # ORT's DropQDQ: the input's scale and zero point
     inits += [numpy_helper.from_array(np.array(case.scales[0] if same else case.y_scale, np.float32), "ys"),
@@ -122,9 +128,42 @@ def cases():
         other = np.int8 if dt == np.uint8 else np.uint8
         out.append(Case("Sigmoid %s in, %s out (no unit)" % (n, np.dtype(other).name), "Sigmoid", [(2, 3, 4, 4)],
                         dt, [0.06], 1 / 256.0, None, 1, fused=False, out_dt=other))
+        out.append(bn_case(dt))
         out.append(Case("MaxPool %s, another scale out (float between)" % n, "MaxPool", [(1, 4, 9, 9)], dt, [0.05],
                         0.07, {"kernel_shape": [3, 3]}, 1, fused=False))
     return out
+
+
+def bn_case(dt):
+    """A BatchNormalization a quantizer left between DequantizeLinear and QuantizeLinear (ORT
+    1.30's quant_pre_process with onnx 1.23 does not fold it into the conv): float in both,
+    exact when kiln rounds as ORT's kernel does — scale' = scale · (1 / sqrt(var + eps)),
+    y = x · scale' + (B - mean · scale'). Each channel's B puts one input level's exact result
+    on a rounding tie of the output scale and every channel holds all 256 levels, so another
+    order of rounding ((x - mean) · (scale / sqrt(var + eps)) + B, what kiln did) lands on
+    the other side of some ties: the case counts them with numpy first (its power)."""
+    c, r = 64, np.random.default_rng(7)
+    xs, ys, eps = np.float32(0.0735), np.float32(0.0872), np.float32(1e-5)
+    zx, zy = zp(dt, 0).astype(np.float32), zp(dt, 2).astype(np.float32)
+    g = (r.integers(40, 127, c) * 0.00944).astype(np.float32)
+    mean, var = r.normal(0, 0.5, c).astype(np.float32), r.uniform(0.3, 3.0, c).astype(np.float32)
+    info = np.iinfo(dt)
+    lv = r.integers(info.min, int(info.max) + 1, c)
+    x0 = ((lv - zx).astype(np.float32) * xs).astype(np.float64)
+    f64 = g.astype(np.float64) / np.sqrt(var.astype(np.float64) + float(eps))
+    b = ((r.integers(-60, 60, c) + 0.5) * float(ys) - (x0 - mean) * f64).astype(np.float32)
+    levels = np.arange(info.min, int(info.max) + 1)
+    x = np.stack([r.permutation(levels) for _ in range(c)]).reshape(1, c, 16, 16).astype(dt)
+    xf = ((x.astype(np.float32) - zx) * xs)[0].reshape(c, -1)
+    col = lambda v: v[:, None]
+    fi = (np.float32(1) / np.sqrt(var + eps)) * g
+    fd = g / np.sqrt(var + eps)
+    q = lambda y: np.clip(np.round(y / ys) + zy, info.min, info.max)
+    other = int(np.count_nonzero(q(xf * col(fi) + col(b - mean * fi)) != q((xf - col(mean)) * col(fd) + col(b))))
+    n = np.dtype(dt).name
+    return Case("BatchNormalization %s (float between, no unit)" % n, "BatchNormalization", [(1, c, 16, 16)], dt,
+                [xs], ys, {"epsilon": float(eps)}, 0, fused=False, consts=[g, b, mean, var], feeds={"X0": x},
+                power=("elements where the other order of rounding quantizes differently", other))
 
 
 QOP = {"Add": "QLinearAdd", "Mul": "QLinearMul", "AveragePool": "QLinearAveragePool",
@@ -142,7 +181,10 @@ def main():
         for i, case in enumerate(cases()):
             path = os.path.join(d, "m%d.onnx" % i)
             build(path, case)
-            feeds = {"X%d" % j: qdata(rng, shape, case.dt) for j, shape in enumerate(case.shapes)}
+            feeds = case.feeds or {"X%d" % j: qdata(rng, shape, case.dt) for j, shape in enumerate(case.shapes)}
+            if case.power:
+                checks.check(case.power[1] > 0, "%s: %d %s (the case can fail)" % (case.label, case.power[1],
+                                                                                  case.power[0]))
             want, ort_ops = ort_run(path, feeds, os.path.join(d, "m%d_ort.onnx" % i))
             fused = QOP[case.op] in ort_ops if case.op in QOP else "DequantizeLinear" not in ort_ops
             checks.check(fused == case.fused, "%s: ONNX Runtime %s the unit (%s)" % (
