@@ -304,6 +304,7 @@ def write_case(d, model, feeds):
     import onnxruntime as ort
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
+    model.ir_version = 8  # the opsets used need no more; a newer onnx's default may pass what ORT reads
     onnx.save(model, path)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
