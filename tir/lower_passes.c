@@ -7,7 +7,8 @@
  * through the modulo of a fused loop, each row a constant once unrolled) out of
  * the inner loops; a last
  * simplification folds what unrolling exposed, and four unrolled 8-bit
- * multiply-adds into one accumulator become one 4-way dot product (pass_dot4.c). */
+ * multiply-adds into one accumulator become one 4-way dot product (pass_dot4.c); last,
+ * gather and scatter indices that fit move to 32-bit arithmetic (pass_narrow.c). */
 #include "tir_passes.h"
 
 #define UNROLL_MAX_EXTENT 64
@@ -18,5 +19,5 @@ tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s) {
   s = tir_vectorize(b, s);
   s = tir_unroll(b, s, UNROLL_MAX_EXTENT);
   s = tir_unswitch(b, s);
-  return tir_fuse_dot4(b, tir_simplify(b, s));
+  return tir_narrow_indices(b, tir_fuse_dot4(b, tir_simplify(b, s)));
 }

@@ -42,6 +42,11 @@ tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
  * conv template's quads of input channels) into one TIR_DOT4 (pass_dot4.c). */
 tir_stmt *tir_fuse_dot4(tir_builder *b, tir_stmt *s);
 
+/* Requires: vectorized code. Guarantees: the same values at every load and store;
+ * gather and scatter indices whose every intermediate value provably fits in int32
+ * are computed in int32 and widened at the end (pass_narrow.c). */
+tir_stmt *tir_narrow_indices(tir_builder *b, tir_stmt *s);
+
 tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s);
 
 #endif

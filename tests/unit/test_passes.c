@@ -1,7 +1,8 @@
 /* test_passes.c — tests of the loop-IR passes: unrolling (tir/pass_unroll.c),
  * loop partitioning (tir/pass_partition.c), unswitching (tir/pass_unswitch.c),
- * vectorization of loops holding a dot4 (refused: they stay serial) and the
- * statement simplifier (tir/tir_simplify.c) on whole loop nests, dot4 included.
+ * vectorization of loops holding a dot4 (refused: they stay serial), the 32-bit
+ * gather indices (tir/pass_narrow.c) and the statement simplifier
+ * (tir/tir_simplify.c) on whole loop nests, dot4 included.
  *
  * Unit cases build the nests that schedules produce — a non-divisible split
  * with its guard, a padded 1-D and 2-D convolution reading through
@@ -649,6 +650,53 @@ static void test_fuse_dot4_scalar(void) {
   fx_done(&f);
 }
 
+/* A flatten after a blocked layout, vectorized: out[i] = in[(i % 7)·4 + (i / 7 % 7)·28 +
+ * i / 49] for 4 lanes of i at a time — a gather through divisions by 7 and 49, whose
+ * values all lie in int32: computed there, widened once (pass_narrow.c); the scatter
+ * back likewise. The same index with a product that leaves int32 on the way (i·2^33,
+ * then divided back) keeps its int64 arithmetic. */
+static tir_expr *flat_index(fx *pf, tir_expr *i, int64_t scale) {
+  fx f = *pf;
+  tir_expr *v = scale > 1 ? BIN(TE_DIV, MUL(i, tir_broadcast(B, I(scale), 4)), tir_broadcast(B, I(scale), 4)) : i;
+  tir_expr *c7 = tir_broadcast(B, I(7), 4), *c49 = tir_broadcast(B, I(49), 4);
+  return ADD(ADD(MUL(BIN(TE_MOD, v, c7), tir_broadcast(B, I(4), 4)),
+                 MUL(BIN(TE_MOD, BIN(TE_DIV, v, c7), c7), tir_broadcast(B, I(28), 4))),
+             BIN(TE_DIV, v, c49));
+}
+
+static void test_narrow(void) {
+  fx f;
+  fx_init(&f);
+  tir_buffer *In = tir_buffer_new(B, "in", GIR_F32, 196, TIR_GLOBAL, 0), *Out = tir_buffer_new(B, "out", GIR_F32, 196, TIR_GLOBAL, 1);
+  tir_buffer *Back = tir_buffer_new(B, "back", GIR_F32, 196, TIR_GLOBAL, 2);
+  bufset bs = {3, {In, Out, Back}};
+  for (int wide = 0; wide < 2; wide++) {
+    tir_var *o = tir_var_new(B, "o", GIR_I64);
+    tir_expr *i = tir_ramp(B, MUL(V(o), I(4)), I(1), 4);
+    tir_expr *ix = flat_index(&f, i, wide ? (int64_t)1 << 33 : 1);
+    tir_stmt *st[2] = {tir_store(B, Out, i, tir_load(B, In, ix)), tir_store(B, Back, ix, tir_load(B, In, i))};
+    tir_stmt *s = tir_for(B, o, I(0), I(49), TIR_SERIAL, tir_seq(B, st, 2));
+    tir_stmt *n = tir_narrow_indices(B, s);
+    const char *txt = sstr(&f, n);
+    if (!wide) {
+      CHECK_CONTAINS(txt, "in[int64(add(add(mul(mod(ramp(mul(int32(o_");
+      CHECK_CONTAINS(txt, "back[int64(");
+      CHECK_CONTAINS(txt, "out[ramp(mul(o_"); /* a contiguous store keeps its index */
+      SAME(&bs, s, n, "a flatten's gather and scatter in int32");
+    } else {
+      CHECK(n == s);
+      SAME(&bs, s, n, "an index that leaves int32 on the way: unchanged");
+    }
+  }
+  /* an unbounded variable (a let of a loaded value) keeps the int64 index */
+  tir_buffer *Ix = tir_buffer_new(B, "ix", GIR_I64, 4, TIR_GLOBAL, 3);
+  tir_var *k = tir_var_new(B, "k", GIR_I64);
+  tir_expr *g = ADD(tir_broadcast(B, V(k), 4), tir_ramp(B, I(0), I(3), 4));
+  tir_stmt *s2 = tir_let(B, k, tir_load(B, Ix, I(0)), tir_store(B, Out, tir_ramp(B, I(0), I(1), 4), tir_load(B, In, g)));
+  CHECK(tir_narrow_indices(B, s2) == s2);
+  fx_done(&f);
+}
+
 int main(void) {
   const char *seed = getenv("KILN_TEST_SEED");
   rng_state = seed ? strtoull(seed, NULL, 0) : 777;
@@ -659,6 +707,7 @@ int main(void) {
   test_dot4();
   test_fuse_dot4();
   test_fuse_dot4_scalar();
+  test_narrow();
   property_nests(400);
   return check_finish("test_passes");
 }
