@@ -69,7 +69,7 @@ static tir_expr *narrow(tir_builder *b, const tir_expr *e) {
 
 static tir_expr *ex(nctx *x, tir_expr *e);
 
-/* A gather or scatter index, narrowed where it fits. */
+/* A load's or store's index; a gather's or scatter's narrowed where it fits. */
 static tir_expr *index_of(nctx *x, tir_expr *ix) {
   tir_expr *r = ex(x, ix);
   if (contiguous(r) || !fits(x, r)) return r;
@@ -81,7 +81,7 @@ static tir_expr *ex(nctx *x, tir_expr *e) {
   tir_builder *b = x->b;
   switch (e->kind) {
   case TIR_LOAD: {
-    tir_expr *ix = e->lanes > 1 ? index_of(x, e->u.load.index) : ex(x, e->u.load.index);
+    tir_expr *ix = index_of(x, e->u.load.index);
     return ix == e->u.load.index ? e : tir_load(b, e->u.load.buf, ix);
   }
   case TIR_UNARY: {
@@ -147,7 +147,7 @@ static tir_stmt *walk(nctx *x, tir_stmt *s) {
     break;
   }
   case TIR_STORE: {
-    tir_expr *ix = s->u.store.index->lanes > 1 ? index_of(x, s->u.store.index) : ex(x, s->u.store.index);
+    tir_expr *ix = index_of(x, s->u.store.index);
     tir_expr *v = ex(x, s->u.store.value);
     if (ix != s->u.store.index || v != s->u.store.value) r = tir_store(b, s->u.store.buf, ix, v);
     break;
