@@ -2,10 +2,14 @@
  *
  * A pool of T threads is the calling thread plus T-1 persistent workers
  * started once. parallel_for(n) splits [0, n) statically into min(T, n)
- * contiguous chunks (chunk t = the t-th share, sizes differing by at most one),
- * wakes the workers by bumping an atomic epoch, runs chunk 0 itself, then any
- * chunk no worker has claimed yet, and waits for the rest. It never allocates
- * or creates threads. With T = 1 there are
+ * contiguous ranges (range t = the t-th share, sizes differing by at most one),
+ * each cut into up to KRT_POOL_SUBCHUNKS pieces (likewise), wakes the workers by
+ * bumping an atomic epoch, runs range 0's pieces itself and, after a grace period,
+ * whatever pieces of the other ranges no thread has taken yet (a worker does the
+ * same from its own range on), and waits for the rest: a preempted, slow or
+ * sleeping worker delays a call by a piece, not by its share. The task function is
+ * called once per piece, or once for a range's pieces after its first when that
+ * one was quick (threadpool.c). It never allocates or creates threads. With T = 1 there are
  * no workers and parallel_for is a plain call (krt_serial_for). */
 #ifndef KILN_THREADPOOL_H
 #define KILN_THREADPOOL_H
@@ -47,6 +51,19 @@ void krt_pool_set_spin(krt_pool *pool, int64_t ns);
  * another thread) runs its loop serially on the calling thread. */
 int32_t krt_pool_parallel_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n);
 int32_t krt_serial_for(const kiln_ctx *ctx, kiln_task_fn fn, void *closure, int64_t n);
+
+/* Pieces per range: at most 255 (the slot word's 8 bits). Four pieces a range let
+ * the others absorb most of a slow thread's share while each call still runs a
+ * quarter of it. */
+#define KRT_POOL_SUBCHUNKS 4
+/* How long a thread done with its range waits, at least, before it takes others'
+ * pieces (threadpool.c's run_pieces; at most the pool's spin time, none without
+ * spinning): longer than a worker's wake-up on a VM, far shorter than a time slice
+ * another process takes. */
+#define KRT_POOL_GRACE_NS 20000
+/* A range whose first piece ran in less than this runs the rest of its pieces as
+ * one call (threadpool.c's run_pieces). */
+#define KRT_POOL_FINE_NS 5000
 
 /* The static partition: chunk t of `chunks` over [0, n). */
 void krt_chunk(int64_t n, int32_t chunks, int32_t t, int64_t *begin, int64_t *end);

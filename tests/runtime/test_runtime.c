@@ -10,11 +10,13 @@
  * counts, checks outputs, profiling and introspection, then every way
  * set_input / run / output can be misused (each must give the right status
  * and a message that names the problem). The thread pool is tested directly:
- * exact coverage of every index by a static contiguous partition, for many
- * sizes and thread counts, repeated calls, the sleep/wake path and krt_pool_wake's nudges, nested calls.
+ * exact coverage of every index by a static contiguous partition in pieces, for many
+ * sizes and thread counts, repeated calls, the sleep/wake path and krt_pool_wake's nudges, nested calls,
+ * a slow worker's pieces taken by the caller.
  * Hostile bundles are tests/py/test_runtime_reject.py's job; two quick ones
  * (truncated, corrupted) are repeated here through kiln_model_open_memory. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,28 +358,33 @@ static void cover_task(void *closure, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; i++) __atomic_fetch_add(&c->hits[i], 1, __ATOMIC_RELAXED);
 }
 
-/* Checks one parallel_for over [0, n): each index hit once, min(T, n) calls
- * whose ranges tile [0, n) in contiguous chunks of sizes differing by ≤ 1. */
+/* Checks one parallel_for over [0, n): each index hit once, by calls on
+ * non-empty contiguous spans: at least one per range (min(T, n) ranges) and at
+ * most one per piece (each range in min(KRT_POOL_SUBCHUNKS, its length) pieces;
+ * a range's pieces after its first run as one call when the first was quick). */
 static int check_cover(const kiln_ctx *ctx, int32_t threads, int64_t n, cover_t *c) {
   memset(c->hits, 0, (size_t)(n > 0 ? n : 1) * sizeof *c->hits);
   c->calls = 0;
   int32_t rc = ctx->parallel_for(ctx, cover_task, c, n);
   int ok = rc == 0;
   for (int64_t i = 0; i < n && ok; i++) ok = c->hits[i] == 1;
-  int64_t want_calls = n == 0 ? 0 : (n < threads ? n : threads);
-  ok = ok && c->calls == want_calls;
-  int64_t covered = 0, lo = INT64_MAX, hi = 0;
+  int64_t most = 0, ranges = threads == 1 ? (n > 0) : n < threads ? n : threads; /* one thread: one call */
+  for (int32_t t = 0; t < ranges; t++) {
+    int64_t b, e;
+    krt_chunk(n, (int32_t)ranges, t, &b, &e);
+    most += threads == 1 ? 1 : e - b < KRT_POOL_SUBCHUNKS ? e - b : KRT_POOL_SUBCHUNKS;
+  }
+  ok = ok && c->calls >= ranges && c->calls <= most;
+  int64_t covered = 0;
   for (int32_t k = 0; ok && k < c->calls && k < MAX_CALLS; k++) {
     int64_t len = c->ends[k] - c->begins[k];
     covered += len;
-    if (len < lo) lo = len;
-    if (len > hi) hi = len;
     ok = len >= 1;
   }
-  ok = ok && covered == n && (c->calls == 0 || hi - lo <= 1);
+  ok = ok && covered == n;
   if (!ok)
-    printf("     threads=%d n=%lld: rc=%d calls=%d (expected %lld) chunk sizes %lld..%lld covered %lld\n", threads,
-           (long long)n, rc, c->calls, (long long)want_calls, (long long)lo, (long long)hi, (long long)covered);
+    printf("     threads=%d n=%lld: rc=%d calls=%d (expected %lld..%lld) covered %lld\n", threads, (long long)n, rc,
+           c->calls, (long long)ranges, (long long)most, (long long)covered);
   return ok;
 }
 
@@ -403,6 +410,52 @@ static void sum_task(void *closure, int64_t begin, int64_t end) {
   int64_t local = 0;
   for (int64_t i = begin; i < end; i++) local += i;
   __atomic_fetch_add(&s->sum, local, __ATOMIC_RELAXED);
+}
+
+/* One slow thread: every piece run on it sleeps 100 ms — off the calling thread
+ * (a slow worker), or on it (a slow caller). */
+typedef struct {
+  pthread_t caller;
+  int slow_caller;
+  int32_t on_caller, elsewhere; /* atomic: iterations run */
+  int32_t hits[8];              /* atomic */
+} slow_t;
+
+static void slow_task(void *closure, int64_t begin, int64_t end) {
+  slow_t *s = closure;
+  int caller = pthread_equal(pthread_self(), s->caller);
+  __atomic_fetch_add(caller ? &s->on_caller : &s->elsewhere, (int32_t)(end - begin), __ATOMIC_RELAXED);
+  for (int64_t i = begin; i < end; i++) __atomic_fetch_add(&s->hits[i], 1, __ATOMIC_RELAXED);
+  if (caller == s->slow_caller) usleep(100000);
+}
+
+/* Two threads over 8 iterations: two ranges of four pieces. The fast thread
+ * finishes its own at once and, after the grace period, takes the slow one's
+ * untaken pieces from the end, so the slow one holds the call up for one piece of
+ * 100 ms (two if the fast one was descheduled that long), not its four: the fast
+ * thread runs at least six of the eight — the caller for a slow worker, the worker
+ * for a slow caller. */
+static void test_pool_steal(void) {
+  for (int slow_caller = 0; slow_caller <= 1; slow_caller++) {
+    krt_pool *pool = NULL;
+    char msg[256];
+    if (!CHECKF(krt_pool_create(2, &pool, msg, sizeof msg) == KILN_OK, "pool of 2: %s", msg)) return;
+    kiln_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    krt_pool_bind(pool, &ctx);
+    slow_t s;
+    memset(&s, 0, sizeof s);
+    s.caller = pthread_self();
+    s.slow_caller = slow_caller;
+    CHECK_INT(ctx.parallel_for(&ctx, slow_task, &s, 8), 0);
+    int once = 1;
+    for (int i = 0; i < 8; i++) once &= s.hits[i] == 1;
+    CHECKF(once, "a slow %s's pieces: each index run once", slow_caller ? "caller" : "worker");
+    int32_t fast = slow_caller ? s.elsewhere : s.on_caller;
+    CHECKF(s.on_caller + s.elsewhere == 8 && fast >= 6, "a slow %s's pieces taken (%d on the caller, %d on the worker)",
+           slow_caller ? "caller" : "worker", s.on_caller, s.elsewhere);
+    krt_pool_destroy(pool);
+  }
 }
 
 static void test_chunks(void) {
@@ -886,6 +939,7 @@ int main(void) {
   test_tables();
   test_chunks();
   test_pool();
+  test_pool_steal();
   test_open_errors();
   char bundle[700], failing[700], scale3[700];
   snprintf(bundle, sizeof bundle, "%s/tiny.kiln", tmpdir);
