@@ -247,8 +247,12 @@ static void run_pieces(krt_pool *p, uint64_t gen, int32_t ranges, int32_t self, 
      * keep the late one off a core, so it takes that one's pieces at once */
     int64_t t2 = now_ns(), spin = __atomic_load_n(&p->spin_ns, __ATOMIC_RELAXED);
     if (grace > spin) grace = spin;
+    /* a worker still asleep (the first calls after idle) has not touched its range:
+     * no cache of its own to keep, and a wake-up on a VM can take longer than the
+     * grace — the caller takes its pieces now */
     for (uint32_t i = 1; grace > 0; i++) {
       if (self == 0 ? all_done(p, expected) : __atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> CHUNK_BITS != gen) return;
+      if (self == 0 && __atomic_load_n(&p->sleepers, __ATOMIC_RELAXED) > 0) break;
       cpu_relax();
       if ((i & 63) == 0 && now_ns() - t2 > grace) break;
     }
