@@ -56,7 +56,7 @@
 #include "krt_threadpool.h"
 
 #define SPIN_NS 200000     /* how long an idle worker spins before sleeping */
-#define CALLER_SPINS 1024  /* the caller spins this often on running chunks before yielding */
+#define CALLER_SPINS 1024  /* the caller spins this often on others' running pieces before yielding */
 #define CHUNK_BITS 16
 #define CHUNK_MASK ((uint64_t)0xffff)
 
