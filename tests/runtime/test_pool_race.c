@@ -10,7 +10,8 @@
  * steal from each other at every stage of a call), with pauses that let the workers
  * fall asleep, wake-up nudges, a pool that never spins, and nested calls. Each
  * call's every index must run exactly once; any data race TSan reports fails the
- * test (TSan's exit code 66 when it reported anything). */
+ * test (TSan's exit code 66 when it reported anything). ctest runs it through run_tsan.sh (a
+ * kernel whose mmap randomization leaves gcc 12's TSan no room: again under setarch -R). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
