@@ -152,11 +152,14 @@ static uint64_t wait_for_task(krt_pool *p, uint64_t seen) {
   }
 }
 
+/* The pieces a range of len iterations is cut into. */
+static int64_t pieces_of(int64_t len) { return len < KRT_POOL_SUBCHUNKS ? len : KRT_POOL_SUBCHUNKS; }
+
 /* The pieces of range t of `ranges` over [0, n). */
 static int64_t range_pieces(int64_t n, int32_t ranges, int32_t t) {
   int64_t b, e;
   krt_chunk(n, ranges, t, &b, &e);
-  return e - b < KRT_POOL_SUBCHUNKS ? e - b : KRT_POOL_SUBCHUNKS;
+  return pieces_of(e - b);
 }
 
 /* Takes a piece of range t for generation gen — the first untaken for its owner,
@@ -202,7 +205,7 @@ static void run_span(krt_pool *p, int32_t ranges, int32_t t, int32_t first, int3
   int64_t b, e, len, begin, end, unused;
   krt_chunk(p->n, ranges, t, &b, &e);
   len = e - b;
-  int32_t pieces = (int32_t)(len < KRT_POOL_SUBCHUNKS ? len : KRT_POOL_SUBCHUNKS);
+  int32_t pieces = (int32_t)pieces_of(len);
   krt_chunk(len, pieces, first, &begin, &unused);
   krt_chunk(len, pieces, first + count - 1, &unused, &end);
   p->fn(p->closure, b + begin, b + end);
@@ -259,7 +262,8 @@ static void run_pieces(krt_pool *p, uint64_t gen, int32_t ranges, int32_t self, 
   }
   int32_t stolen = 0;
   for (int32_t k = 1; k < ranges; k++)
-    while ((piece = take(p, gen, ranges, (self + k) % ranges, 1)) >= 0) run_span(p, ranges, (self + k) % ranges, piece, 1), stolen++;
+    for (int32_t victim = (self + k) % ranges; (piece = take(p, gen, ranges, victim, 1)) >= 0; stolen++)
+      run_span(p, ranges, victim, piece, 1);
   if (stolen) count_done(me, stolen);
 }
 
