@@ -311,6 +311,8 @@ CLASSES = [
                conv2d(116, 116, 3, 2, 28, group=116, relu=False)),
     ShapeClass("dw3x3_s1_c58_28", "dwconv", "depthwise 3x3, 58 channels, 28x28 (ShuffleNetV2 0.5x)",
                conv2d(58, 58, 3, 1, 28, group=58, relu=False)),
+    ShapeClass("dw3x3_s2_c58_56", "dwconv", "depthwise 3x3 stride 2, 58 channels (no vector divides them), 56x56",
+               conv2d(58, 58, 3, 2, 56, group=58)),
     ShapeClass("dw5x5_s2_c240_28", "dwconv", "depthwise 5x5 stride 2, 240 channels, 28x28 (EfficientNet)",
                conv2d(240, 240, 5, 2, 28, group=240)),
     ShapeClass("group3x3_g3_c72_28", "dwconv", "3x3 conv in 3 groups of 24 channels, 28x28", conv2d(72, 72, 3, 1, 28, group=3)),

@@ -11,7 +11,8 @@
  * The zero-padded input (stage tag "conv_pad") is a stage, so the inner loops
  * carry no bounds test: computed once, in parallel, before the convolution, or
  * (depthwise) per tile, where the few rows a tile reads stay in L1 instead of a
- * padded copy of the whole input going out to memory and back.
+ * padded copy of the whole input going out to memory and back; or (vec_ow) not at
+ * all: the row's vectors read through the bounds test as masked loads.
  * Knobs the tuner may set split further: oh_tile rows per register tile (a tile of
  * oh_tile x ow_tile pixels), the kernel columns or the block's input channels
  * unrolled by a factor (unroll_kw, ic_unroll).
@@ -22,7 +23,8 @@
  * plain NCHW, in and out) would fill a vector with too few of them; with vec_ow the
  * tile is instead all M channels × ow_tile pixels, the pixels in vectors: each
  * input vector (contiguous at stride 1) is loaded once for M FMAs with broadcast
- * weights — an image's 3 output channels, a generator's last layer. */
+ * weights — an image's 3 output channels, a generator's last layer; at stride 2 a
+ * depthwise conv whose channels fill no half vector (the layout gives it plain NCHW). */
 #include <string.h>
 #include "templates.h"
 
@@ -98,10 +100,11 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     c.pixel_outer = gir_value_nbytes(n->in[0]) > gir_value_nbytes(n->in[1]);
   /* with pixels outside, every tile reuses all the weights from L2: no window to fetch ahead for */
   c.prefetch = red->n_reduce == 4 && !c.pixel_outer;
-  /* one channel per block, stride 1 along W: vectors along the row, all M channels in the tile */
+  /* one channel per block, stride 1 or 2 along W: vectors along the row (at stride 2 each
+   * tap's pixels one span load and a shuffle), all M channels in the tile */
   int64_t M = o->shape[1], sw = conv_stride_w(n);
   int32_t lanes = t->vec_f32;
-  if (ob == 1 && red->n_reduce == 4 && sw == 1 && lanes > 1 && o->dtype == GIR_F32) {
+  if (ob == 1 && red->n_reduce == 4 && (sw == 1 || sw == 2) && lanes > 1 && o->dtype == GIR_F32) {
     while (lanes > 4 && ow < lanes) lanes /= 2; /* a row narrower than a vector: half vectors */
     /* more channels than registers (a grouped conv of 4 x 34): tiles of up to 8 channels,
      * a divisor of M where one is at least 4, else a ragged last tile */
@@ -126,13 +129,13 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
           break;
         }
     if (vecs == 1 && max >= 2 && need > max) vecs = max;
-    /* the padded input per row tile (in L1) rather than a padded copy of the whole
-     * input in a pass of its own, when each input row is copied at most twice (kernels
-     * of one or two rows: a stride-2 deconv's phases, 64 -> 3 channels at 64x64: 64 ->
-     * 43 us a phase); with taller kernels the copies outweigh it (a 3x3 conv 32 -> 3 at
-     * 128x128: 173 -> 212 us). Blocked convs keep the whole copy: per tile it helped
-     * DCGAN's phases on 4x4 to 16x16 maps and cost 8% on 32x32 ones */
-    int32_t pad_tile = red->reduce_axes[1]->extent <= 2;
+    /* no padded copy at all: the taps read the input through the bounds test, which
+     * the vector row turns into masked loads (the padding's lanes never loaded) — a
+     * stride-2 deconv's phases, 64 -> 3 channels at 64x64, 0.38 -> 0.20 ms on one core
+     * against a padded copy per row tile; 7x7 64 -> 3 at 64x64 0.57 -> 0.52 ms against
+     * one padded copy. (Blocked convs keep the copy: their padding test is on pixels,
+     * outside the vector of channels) */
+    int32_t pad_tile = 2;
     if (max >= 1) {
       c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1,
                            .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1, .pad_tile = pad_tile};
@@ -151,6 +154,10 @@ static int sched_pad(sch_schedule *s, sch_stage *red, sch_stage *epi, sch_iter *
     if (p->attach != SCH_ROOT || p->n_rels || !p->t->tag || strcmp(p->t->tag, "conv_pad") || !sch_reads(red, p))
       continue;
     if (p->n_root != 5) continue;
+    if (cfg->pad_tile == 2) { /* no padded copy: the taps read through the bounds test (masked loads) */
+      if (sch_compute_inline(s, p) < 0) return -1;
+      continue;
+    }
     if (cfg->pad_tile) {
       if (sch_compute_at(s, p, epi, tile) < 0) return -1;
       sch_iter *ci = p->leaf[p->n_leaf - 1], *co, *cv;

@@ -162,8 +162,9 @@ typedef struct lower_conv_cfg {
   int32_t vec;
   int32_t unroll_kw; /* unroll the kernel-width loop: 1 wholly, k > 1 (dividing KW) by k, 0 not */
   int32_t parallel;
-  int32_t pad_tile;  /* the zero-padded input per tile (in cache, a few rows recomputed) instead of once for
-                        all: pays when no output block reuses an input block, as in depthwise convs */
+  int32_t pad_tile;  /* 1: the zero-padded input per tile (in cache, a few rows recomputed) instead of once for
+                        all (0): pays when no output block reuses an input block, as in depthwise convs;
+                        2 (vec_ow): no padded input, the taps read through the bounds test as masked loads */
   int32_t image_tile; /* a small image: the reduction runs per output-channel block over the whole image,
                          rows inside the input-channel-block loop, so one block's weights (kh·kw·ib·ob floats)
                          stay in L1 for every row instead of streaming from L2 once per row */
@@ -174,7 +175,7 @@ typedef struct lower_conv_cfg {
   int32_t vec_ow;      /* a conv with one channel per block (NCHW1c in and out: a few output channels) keeps all
                           its output channels in the tile and vectorizes along the output row instead:
                           ow_tile pixels (a multiple of vec) × M channels, each input vector loaded once
-                          for the M FMAs that use it, weights broadcast; stride 1 along W only */
+                          for the M FMAs that use it, weights broadcast; stride 1 or 2 along W */
   int32_t prefetch;    /* software-prefetch the weights the next reuse window needs (the next output-channel
                           block's, or with image_tile the next input-channel block's) a few lines per kernel
                           column, spread over the current window: the weights are read from memory once and

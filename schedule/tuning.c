@@ -12,7 +12,7 @@
 static const lower_knob conv_knobs[] = {
     {"ow_tile", offsetof(lower_conv_cfg, ow_tile), 1, 64},
     {"unroll_kw", offsetof(lower_conv_cfg, unroll_kw), 0, 4096},
-    {"pad_tile", offsetof(lower_conv_cfg, pad_tile), 0, 1},
+    {"pad_tile", offsetof(lower_conv_cfg, pad_tile), 0, 2},
     {"image_tile", offsetof(lower_conv_cfg, image_tile), 0, 1},
     {"pixel_outer", offsetof(lower_conv_cfg, pixel_outer), 0, 1},
     {"prefetch", offsetof(lower_conv_cfg, prefetch), 0, 1},

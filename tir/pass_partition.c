@@ -39,6 +39,7 @@ typedef struct cands {
   int32_t nlets, cap; /* lets of the body in scope, innermost last: conditions */
   const tir_var **let_var; /* are read with their values in place, so that */
   tir_expr **let_val;      /* `let t = v*4 + j; if t < n` is seen as linear in v */
+  int vector;              /* v is a vector loop's: its masked loads are no cut */
 } cands;
 
 static void consider(part *p, cands *c, const tir_expr *cond) {
@@ -81,7 +82,7 @@ static void collect_expr(part *p, cands *c, const tir_expr *e) {
     collect_expr(p, c, e->u.bin.b);
     break;
   case TIR_SELECT: case TIR_IF_THEN_ELSE:
-    consider(p, c, e->u.sel.c);
+    if (!c->vector || e->kind != TIR_IF_THEN_ELSE || !tir_is_masked_load(e)) consider(p, c, e->u.sel.c);
     collect_expr(p, c, e->u.sel.c);
     collect_expr(p, c, e->u.sel.a);
     collect_expr(p, c, e->u.sel.b);
@@ -199,12 +200,13 @@ static tir_stmt *walk_for(part *p, tir_stmt *s, int splits) {
   if (bounded && splits < MAX_SPLITS) {
     int32_t mark = arith_ctx_mark(p->ctx);
     arith_ctx_push(p->ctx, s->u.loop.var, (arith_range){lo, hi});
-    cands c = {s->u.loop.var, {lo, hi}, {0, 0}, {0, 0}, 0, 0, 0, 0, NULL, NULL};
+    cands c = {s->u.loop.var, {lo, hi}, {0, 0}, {0, 0}, 0, 0, 0, 0, NULL, NULL, s->u.loop.kind == TIR_VECTORIZED};
     collect(p, &c, s->u.loop.body);
     arith_ctx_reset(p->ctx, mark);
     /* a vector loop is cut too (`if i < n`, the guard of a ragged last vector; a
      * pad's boundary inside a vector): each piece stays a shorter vector without
-     * the test, where the test would keep the whole loop scalar */
+     * the test, where the test would keep the whole loop scalar — except around a
+     * masked load (a padded input read through its bounds test), which stays whole */
     if (c.n) {
       arith_range m = c.empty ? c.first : c.main;
       tir_stmt *xs[3] = {NULL, NULL, NULL};

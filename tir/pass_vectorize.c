@@ -8,7 +8,7 @@
  * most 64, a body of stores, lets and ifs whose conditions do not depend on v (no
  * inner loops, no allocation), every store's index depending on v (two lanes
  * never write one location) and no lazy if_then_else over v (a vector select
- * would evaluate both sides), and no dot4 (it appears only in code that is
+ * would evaluate both sides) other than a masked load (below), and no dot4 (it appears only in code that is
  * already vector; widening it is not supported). Otherwise the loop stays serial
  * — still correct, and loop partition may make it vectorizable first. */
 #include "tir_passes.h"
@@ -47,6 +47,29 @@ static int depends(const tir_expr *e, const vctx *x) {
   }
 }
 
+static int has_load(const tir_expr *e) {
+  switch (e->kind) {
+  case TIR_LOAD: return 1;
+  case TIR_UNARY: return has_load(e->u.un.a);
+  case TIR_BINARY: return has_load(e->u.bin.a) || has_load(e->u.bin.b);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE: return has_load(e->u.sel.c) || has_load(e->u.sel.a) || has_load(e->u.sel.b);
+  case TIR_CAST: case TIR_BITCAST: return has_load(e->u.cast.a);
+  case TIR_RAMP: return has_load(e->u.ramp.base) || has_load(e->u.ramp.stride);
+  case TIR_BROADCAST: return has_load(e->u.bcast.value);
+  case TIR_DOT4: case TIR_SHUFFLE: return 1;
+  default: return 0;
+  }
+}
+
+/* if_then_else(c, buf[i], b) with nothing else that reads memory: per lane a masked
+ * load (a padded conv's input read through its bounds test, the lanes in the padding
+ * never loaded), which every backend evaluates lazily lane by lane and the LLVM one
+ * as one masked vector load */
+int tir_is_masked_load(const tir_expr *e) {
+  const tir_expr *a = e->u.sel.a;
+  return a->kind == TIR_LOAD && !has_load(a->u.load.index) && !has_load(e->u.sel.c) && !has_load(e->u.sel.b);
+}
+
 static tir_expr *widen(vctx *x, tir_expr *e) { return e->lanes == 1 ? tir_broadcast(x->b, e, x->lanes) : e; }
 
 static tir_expr *vec(vctx *x, tir_expr *e) {
@@ -69,10 +92,12 @@ static tir_expr *vec(vctx *x, tir_expr *e) {
     return tir_select(b, c, widen(x, a), widen(x, d));
   }
   case TIR_IF_THEN_ELSE:
-    if (depends(e->u.sel.c, x)) {
+    if (depends(e->u.sel.c, x) && !tir_is_masked_load(e)) {
       x->ok = 0; /* a lazy choice per lane cannot be a vector select */
       return e;
     }
+    if (depends(e->u.sel.c, x))
+      return tir_if_then_else(b, widen(x, vec(x, e->u.sel.c)), widen(x, vec(x, e->u.sel.a)), widen(x, vec(x, e->u.sel.b)));
     return tir_if_then_else(b, e->u.sel.c, widen(x, vec(x, e->u.sel.a)), widen(x, vec(x, e->u.sel.b)));
   case TIR_CAST: return tir_cast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));
   case TIR_BITCAST: return tir_bitcast(b, e->dtype, widen(x, vec(x, e->u.cast.a)));

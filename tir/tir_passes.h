@@ -34,6 +34,9 @@ tir_stmt *tir_unswitch(tir_builder *b, tir_stmt *s);
  * statements (ramp/broadcast, vector loads and stores) where that is safe, the
  * others (a body holding a dot4 among them) SERIAL loops (pass_vectorize.c). */
 tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
+/* if_then_else(c, buf[i], x) with nothing but that load reading memory: a vector
+ * loop keeps it (a masked load per lane) rather than being cut around c */
+int tir_is_masked_load(const tir_expr *e);
 
 /* The loop-IR pipeline every kernel goes through after schedule lowering:
  * simplify → loop partition → vectorize → unroll → unswitch → simplify

@@ -68,7 +68,7 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
   int32_t vec = def[7];
   s->conv_vecs = (int32_t)(vec > 0 ? (ob + vec - 1) / vec : ob);
-  /* the default pads per tile for depthwise convs, and for vec_ow ones of one or two kernel rows */
+  /* the default pads per tile for depthwise convs (vec_ow ones read through masked loads) */
   s->depthwise = def[2] && !def[6];
   s->vec_ow = def[6];
   s->conv_m = (int32_t)dim(y, 1);
@@ -98,9 +98,10 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   /* partial unrolls of a wide kernel's columns (a 1-D conv's 512 taps) */
   for (int32_t k = 2; k <= 16 && !s->vec_ow; k *= 2)
     if (k < kw && kw % k == 0) add_cand(s, k);
-  add_knob(s, "pad_tile");
+  add_knob(s, "pad_tile"); /* 0: one padded copy, 1: per tile, 2: none (vec_ow: masked loads) */
   add_cand(s, def[2]);
-  if (padded) add_cand(s, !def[2]);
+  if (padded && s->vec_ow) add_cand(s, 1), add_cand(s, 0), add_cand(s, 2);
+  else if (padded) add_cand(s, !def[2]);
   add_knob(s, "image_tile");
   add_cand(s, def[3]);
   if (ow <= 32 && !s->vec_ow) add_cand(s, !def[3]);
@@ -229,7 +230,9 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
     if (kwu > 1 && val(s, v, "prefetch")) REJECT("prefetch steps whole kernel columns: not with a partial unroll_kw");
     if (nb > 1 && val(s, v, "prefetch")) REJECT("prefetch does nothing with oc_blocks");
     if (img && val(s, v, "pixel_outer")) REJECT("pixel_outer does nothing with image_tile");
-    if (val(s, v, "pad_tile")) { /* the padded input of a tile lives on the stack */
+    if (val(s, v, "pad_tile") == 2 && !s->vec_ow)
+      REJECT("pad_tile 2 (taps through masked loads) is for rows in vectors (vec_ow)");
+    if (val(s, v, "pad_tile") == 1) { /* the padded input of a tile lives on the stack */
       int64_t bytes = s->conv_cin * 4 *
                       (img ? s->conv_img : ((rows - 1) * s->conv_sh + s->conv_rows) * ((ow - 1) * s->conv_sw + s->conv_cols));
       if (bytes > 256 * 1024) REJECT("a tile's padded input would be %lld KiB", (long long)(bytes >> 10));

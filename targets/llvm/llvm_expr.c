@@ -767,6 +767,125 @@ static LLVMValueRef elem_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef idx
 
 static LLVMValueRef all_true(tgt_lcg *g, int lanes) { return cint(g, g->t_i1, 1, lanes); }
 
+/* A vector index as base + offs[lane]: a scalar base (NULL: 0) and a constant
+ * offset per lane, or 0 when the index is not of that form. That is the form of
+ * a loop fused from a few pixels and a channel block and vectorized whole
+ * (lane = pixel·b + channel: index = (w + lane/b)·s·b + lane%b, the depthwise
+ * template's narrow blocks) or of a block repeated across lanes (its weights):
+ * such a load becomes one contiguous load of the span and a shuffle, instead of
+ * a gather of `lanes` loads. Divisions and remainders must have a constant
+ * numerator per lane (base 0) or be the same in every lane. */
+static int lane_split(tgt_lcg *g, const tir_expr *e, int n, int64_t *offs, LLVMValueRef *base) {
+  *base = NULL;
+  if (e->kind == TIR_INT && !gir_dtype_is_float(e->dtype)) {
+    for (int i = 0; i < n; i++) offs[i] = e->u.i;
+    return 1;
+  }
+  if (gir_dtype_is_float(e->dtype)) return 0;
+  if (e->lanes == 1) {
+    for (int i = 0; i < n; i++) offs[i] = 0;
+    *base = emit(g, e, -1);
+    return 1;
+  }
+  LLVMBuilderRef B = g->b;
+  int64_t *o2 = gir_arena_calloc(g->scratch, (size_t)n, sizeof *o2);
+  LLVMValueRef b2 = NULL;
+  if (!o2) return 0;
+  switch (e->kind) {
+  case TIR_BROADCAST: return lane_split(g, e->u.bcast.value, n, offs, base);
+  case TIR_RAMP: {
+    if (e->u.ramp.stride->kind != TIR_INT || !lane_split(g, e->u.ramp.base, n, offs, base)) return 0;
+    for (int i = 0; i < n; i++) offs[i] += (int64_t)i * e->u.ramp.stride->u.i;
+    return 1;
+  }
+  case TIR_BINARY: {
+    te_binop op = e->u.bin.op;
+    if (!lane_split(g, e->u.bin.a, n, offs, base) || !lane_split(g, e->u.bin.b, n, o2, &b2)) return 0;
+    int inv_a = 1, inv_b = 1; /* the same offset in every lane */
+    for (int i = 1; i < n; i++) inv_a &= offs[i] == offs[0], inv_b &= o2[i] == o2[0];
+    if (op == TE_ADD || op == TE_SUB) {
+      for (int i = 0; i < n; i++) offs[i] = op == TE_ADD ? offs[i] + o2[i] : offs[i] - o2[i];
+      if (b2) *base = !*base ? (op == TE_ADD ? b2 : LLVMBuildNeg(B, b2, "")) : op == TE_ADD ? LLVMBuildAdd(B, *base, b2, "") : LLVMBuildSub(B, *base, b2, "");
+      return 1;
+    }
+    if (op == TE_MUL && ((inv_b && !b2) || (inv_a && !*base))) { /* by a constant */
+      int64_t c = inv_b && !b2 ? o2[0] : offs[0];
+      LLVMValueRef bv = inv_b && !b2 ? *base : b2;
+      const int64_t *ov = inv_b && !b2 ? offs : o2;
+      for (int i = 0; i < n; i++) o2[i] = ov[i] * c;
+      memcpy(offs, o2, (size_t)n * sizeof *offs);
+      *base = bv ? LLVMBuildMul(B, bv, cint(g, LLVMTypeOf(bv), c, 1), "") : NULL;
+      return 1;
+    }
+    if ((op == TE_DIV || op == TE_FLOORDIV || op == TE_MOD || op == TE_FLOORMOD) && !*base && !b2 && inv_b &&
+        o2[0] > 0) { /* constant lanes by a positive constant */
+      int64_t d = o2[0];
+      for (int i = 0; i < n; i++) {
+        int64_t q = offs[i] / d, r = offs[i] % d;
+        if ((op == TE_FLOORDIV || op == TE_FLOORMOD) && r < 0) q--, r += d;
+        offs[i] = op == TE_DIV || op == TE_FLOORDIV ? q : r;
+      }
+      return 1;
+    }
+    if (inv_a && inv_b) { /* the same value in every lane: lane 0's, as a scalar */
+      *base = emit(g, e, 0);
+      for (int i = 0; i < n; i++) offs[i] = 0;
+      return 1;
+    }
+    return 0;
+  }
+  default: return 0;
+  }
+}
+
+/* lane_split of a buffer index, which the narrowing pass may have computed in
+ * int32 and widened (int64(i32 expression)): the inner expression's split, its base
+ * in int32. Every lane's int32 value is exact there, so base + the least offset
+ * (a lane's own index) is exact in int32 too, and the GEP sign-extends it. */
+static int index_split(tgt_lcg *g, const tir_expr *ix, int n, int64_t *offs, LLVMValueRef *base) {
+  if (ix->kind == TIR_CAST && ix->u.cast.a->dtype == GIR_I32 && ix->dtype == GIR_I64) ix = ix->u.cast.a;
+  return lane_split(g, ix, n, offs, base);
+}
+
+/* buf[base + offs[lane]] (lane_split's form) when the offsets span at most four
+ * vectors: the span's used elements in one (masked) contiguous load, then a
+ * shuffle into lane order; NULL when the span is wider. */
+static LLVMValueRef load_span(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef base, const int64_t *offs, int n) {
+  LLVMTypeRef mt = tgt_llvm_mem_type(g, buf->dtype);
+  unsigned esz = (unsigned)gir_dtype_size(buf->dtype);
+  int64_t lo = offs[0], hi = offs[0];
+  for (int i = 1; i < n; i++) lo = offs[i] < lo ? offs[i] : lo, hi = offs[i] > hi ? offs[i] : hi;
+  int64_t span = hi - lo + 1;
+  if (span > 4 * (int64_t)n || span > 64) return NULL;
+  LLVMTypeRef it = base ? LLVMTypeOf(base) : g->t_i64;
+  LLVMValueRef at = base ? LLVMBuildAdd(g->b, base, cint(g, it, lo, 1), "") : cint(g, it, lo, 1);
+  LLVMValueRef ptr = elem_ptr(g, buf, at);
+  unsigned wide = 1;
+  while (wide < (unsigned)span) wide *= 2;
+  LLVMValueRef *mask = gir_arena_calloc(g->scratch, wide, sizeof *mask), *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
+  char *used = gir_arena_calloc(g->scratch, wide, 1);
+  assert(mask && pick && used);
+  for (int i = 0; i < n; i++) used[offs[i] - lo] = 1, pick[i] = LLVMConstInt(g->t_i32, (unsigned long long)(offs[i] - lo), 0);
+  int all = 1;
+  for (unsigned i = 0; i < wide; i++) mask[i] = LLVMConstInt(g->t_i1, used[i], 0), all &= used[i];
+  LLVMTypeRef wt = LLVMVectorType(mt, wide);
+  LLVMValueRef w;
+  if (all) { /* every element of a power-of-two span: a plain load */
+    w = LLVMBuildLoad2(g->b, wt, ptr, "");
+    LLVMSetAlignment(w, esz);
+  } else {
+    LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(g->t_i32, esz, 0), LLVMConstVector(mask, wide), LLVMGetPoison(wt)};
+    w = intrin(g, "llvm.masked.load", over, 2, args, 4);
+  }
+  if (wide == (unsigned)n && (int64_t)n == span) {
+    int same = 1;
+    for (int i = 0; i < n; i++) same &= offs[i] - lo == i;
+    if (same) return w;
+  }
+  return LLVMBuildShuffleVector(g->b, w, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
+}
+
 /* buf[idx] in its memory type (raw: float16 as half, bfloat16 as i16), or converted
  * to its register type (from_mem). */
 static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
@@ -805,6 +924,11 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
     LLVMValueRef w = intrin(g, "llvm.masked.load", over, 2, args, 4);
     v = LLVMBuildShuffleVector(g->b, w, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
   } else {
+    int64_t *offs = gir_arena_calloc(g->scratch, (size_t)n, sizeof *offs);
+    LLVMValueRef base = NULL;
+    assert(offs);
+    if (index_split(g, ix, n, offs, &base) && (v = load_span(g, buf, base, offs, n)))
+      return raw ? v : from_mem(g, buf->dtype, v, n);
     LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
     LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
     LLVMValueRef args[4] = {ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n), LLVMGetPoison(vt)};
@@ -838,6 +962,17 @@ void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s) {
     st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)));
     LLVMSetAlignment(st, esz);
   } else { /* scatter: lanes written in order, so the last of equal indices wins */
+    int64_t *offs = gir_arena_calloc(g->scratch, (size_t)n, sizeof *offs);
+    LLVMValueRef base = NULL;
+    int run = offs && index_split(g, ix, n, offs, &base); /* lane i at base + offs[0] + i: a plain store */
+    for (int i = 1; run && i < n; i++) run = offs[i] == offs[0] + i;
+    if (run) {
+      LLVMTypeRef it = base ? LLVMTypeOf(base) : g->t_i64;
+      LLVMValueRef at = base ? LLVMBuildAdd(g->b, base, cint(g, it, offs[0], 1), "") : cint(g, it, offs[0], 1);
+      st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, at));
+      LLVMSetAlignment(st, esz);
+      return;
+    }
     LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
     LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
     LLVMValueRef args[4] = {v, ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n)};
@@ -880,11 +1015,71 @@ static LLVMValueRef lazy_pick(tgt_lcg *g, LLVMValueRef c, const tir_expr *a, con
   return phi;
 }
 
+/* c ? buf[ix] : b per lane, as a masked load (NULL where it is not one): the
+ * vectorizer's masked-load form (pass_vectorize.c: nothing in ix or b reads
+ * memory, so b is safe to compute in every lane), for a buffer whose register and
+ * memory types agree. A unit-stride index loads the lanes in place; a stride of 2 to
+ * 4 loads the span under the mask spread to every k-th element and picks those;
+ * anything else is a masked gather. */
+static LLVMValueRef masked_load(tgt_lcg *g, const tir_expr *a, LLVMValueRef cv, const tir_expr *b) {
+  const tir_buffer *buf = a->u.load.buf;
+  const tir_expr *ix = a->u.load.index;
+  if (buf->dtype != GIR_F32 && buf->dtype != GIR_I32 && buf->dtype != GIR_I64 && buf->dtype != GIR_F64) return NULL;
+  int n = a->lanes;
+  LLVMTypeRef mt = tgt_llvm_mem_type(g, buf->dtype), vt = LLVMVectorType(mt, (unsigned)n);
+  LLVMValueRef esz = LLVMConstInt(g->t_i32, gir_dtype_size(buf->dtype), 0), pass = emit(g, b, -1);
+  if (LLVMGetTypeKind(LLVMTypeOf(pass)) != LLVMVectorTypeKind) pass = splat(g, pass, n);
+  if (is_unit_ramp(ix)) {
+    LLVMValueRef ptr = elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
+    LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, esz, cv, pass};
+    return intrin(g, "llvm.masked.load", over, 2, args, 4);
+  }
+  if (ix->kind == TIR_RAMP && ix->u.ramp.stride->kind == TIR_INT && ix->u.ramp.stride->u.i >= 2 &&
+      ix->u.ramp.stride->u.i <= 4 && n * ix->u.ramp.stride->u.i <= 64) {
+    int k = (int)ix->u.ramp.stride->u.i, wide = n * k;
+    LLVMTypeRef wt = LLVMVectorType(mt, (unsigned)wide);
+    LLVMValueRef *spread = gir_arena_calloc(g->scratch, (size_t)wide, sizeof *spread),
+                 *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
+    assert(spread && pick);
+    for (int j = 0; j < wide; j++) spread[j] = lane_ix(g, j % k ? n : j / k); /* n: a false lane */
+    for (int i = 0; i < n; i++) pick[i] = lane_ix(g, i * k);
+    LLVMValueRef wm = LLVMBuildShuffleVector(g->b, cv, LLVMConstNull(LLVMTypeOf(cv)), LLVMConstVector(spread, (unsigned)wide), "");
+    LLVMValueRef ptr = elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
+    LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, esz, wm, LLVMGetPoison(wt)};
+    LLVMValueRef w = intrin(g, "llvm.masked.load", over, 2, args, 4);
+    w = LLVMBuildShuffleVector(g->b, w, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
+    return LLVMBuildSelect(g->b, cv, w, pass, "");
+  }
+  LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
+  LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
+  LLVMValueRef args[4] = {ptrs, esz, cv, pass};
+  return intrin(g, "llvm.masked.gather", over, 2, args, 4);
+}
+
+static int reads_memory(const tir_expr *e) {
+  switch (e->kind) {
+  case TIR_LOAD: case TIR_DOT4: case TIR_SHUFFLE: return 1;
+  case TIR_UNARY: return reads_memory(e->u.un.a);
+  case TIR_BINARY: return reads_memory(e->u.bin.a) || reads_memory(e->u.bin.b);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE: return reads_memory(e->u.sel.c) || reads_memory(e->u.sel.a) || reads_memory(e->u.sel.b);
+  case TIR_CAST: case TIR_BITCAST: return reads_memory(e->u.cast.a);
+  case TIR_RAMP: return reads_memory(e->u.ramp.base) || reads_memory(e->u.ramp.stride);
+  case TIR_BROADCAST: return reads_memory(e->u.bcast.value);
+  default: return 0;
+  }
+}
+
 static LLVMValueRef if_then_else(tgt_lcg *g, const tir_expr *e, int lane) {
   const tir_expr *c = e->u.sel.c, *a = e->u.sel.a, *b = e->u.sel.b;
   if (lane >= 0 || c->lanes == 1) return lazy_pick(g, emit(g, c, lane), a, b, lane);
   int n = e->lanes;
   LLVMValueRef cv = emit(g, c, -1);
+  if (a->kind == TIR_LOAD && a->lanes == n && !reads_memory(a->u.load.index) && !reads_memory(b)) {
+    LLVMValueRef m = masked_load(g, a, cv, b);
+    if (m) return m;
+  }
   LLVMValueRef all = intrin1(g, "llvm.vector.reduce.and", cv), any = intrin1(g, "llvm.vector.reduce.or", cv);
   LLVMBasicBlockRef b_all = new_block(g, "ite.all"), b_rest = new_block(g, "ite.rest"),
                     b_none = new_block(g, "ite.none"), b_mixed = new_block(g, "ite.mixed"),
