@@ -893,6 +893,23 @@ static void test_guarded_loads(void) {
     tir_expr *v = tir_if_then_else(b, c, tir_load(b, A, ix), tir_broadcast(b, m1, 4));
     add_func(k, "ite_vs", ps, 2, tir_for(b, io, I(k, 0), I(k, NOUT / 4), TIR_SERIAL, tir_store(b, O, ix, v)));
   }
+  { /* 8 lanes at stride 2 under a vector condition: a masked load of the span (the
+     * lanes at and past in[NIN], on the guard page, never touched) */
+    tir_var *io = tir_var_new(b, "io", GIR_I64);
+    tir_expr *ix = tir_ramp(b, mul(k, V(k, io), I(k, 16)), I(k, 2), 8);
+    tir_expr *c = tir_bin(b, TE_LT, ix, tir_broadcast(b, I(k, NIN), 8));
+    tir_expr *v = tir_if_then_else(b, c, tir_load(b, A, ix), tir_broadcast(b, m1, 8));
+    tir_expr *ox = tir_ramp(b, mul(k, V(k, io), I(k, 8)), I(k, 1), 8);
+    add_func(k, "ite_v2", ps, 2, tir_for(b, io, I(k, 0), I(k, NOUT / 16), TIR_SERIAL, tir_store(b, O, ox, v)));
+  }
+  { /* a lane pattern base + (l / 4)·8 + l % 4 (a fused pixel × 4-channel lane at stride
+     * 2) ending at in[NIN - 1]: its span loaded once, masked to the lanes used */
+    tir_expr *l = tir_ramp(b, I(k, 0), I(k, 1), 8);
+    tir_expr *pat = add(k, mul(k, tir_bin(b, TE_DIV, l, tir_broadcast(b, I(k, 4), 8)), tir_broadcast(b, I(k, 8), 8)),
+                        tir_bin(b, TE_MOD, l, tir_broadcast(b, I(k, 4), 8)));
+    tir_expr *ix = add(k, tir_broadcast(b, I(k, NIN - 12), 8), pat);
+    add_func(k, "span", ps, 2, tir_store(b, O, tir_ramp(b, I(k, 0), I(k, 1), 8), tir_load(b, A, ix)));
+  }
   { /* an if statement with an else */
     tir_var *i = tir_var_new(b, "i", GIR_I64);
     tir_stmt *s = tir_if(b, tir_bin(b, TE_LT, V(k, i), I(k, NIN)), tir_store(b, O, V(k, i), tir_load(b, A, V(k, i))),
@@ -904,6 +921,23 @@ static void test_guarded_loads(void) {
   if (CHECKF(j != NULL, "%s", err.msg)) {
     float *out = amalloc(NOUT * 4);
     const char *names[] = {"ite_s", "ite_s2", "ite_v", "ite_vs", "if_s"};
+    kiln_kernel_fn f2 = must_lookup(j, "ite_v2"), fs = must_lookup(j, "span");
+    if (f2) {
+      memset(out, 0, NOUT * 4);
+      void *bufs[2] = {in, out};
+      CHECK_INT(f2(bufs, NULL), 0);
+      int bad = 0;
+      for (int i = 0; i < NOUT / 2; i++) bad += out[i] != (2 * i < NIN ? (float)(2 * i) + 0.5f : -1.0f);
+      CHECKF(bad == 0, "ite_v2: %d wrong", bad);
+    }
+    if (fs) {
+      memset(out, 0, NOUT * 4);
+      void *bufs[2] = {in, out};
+      CHECK_INT(fs(bufs, NULL), 0);
+      int bad = 0;
+      for (int i = 0; i < 8; i++) bad += out[i] != (float)(NIN - 12 + i / 4 * 8 + i % 4) + 0.5f;
+      CHECKF(bad == 0, "span: %d wrong", bad);
+    }
     for (int f = 0; f < 5; f++) {
       kiln_kernel_fn fn = must_lookup(j, names[f]);
       if (!fn) continue;
