@@ -777,11 +777,11 @@ static LLVMValueRef all_true(tgt_lcg *g, int lanes) { return cint(g, g->t_i1, 1,
  * numerator per lane (base 0) or be the same in every lane. */
 static int lane_split(tgt_lcg *g, const tir_expr *e, int n, int64_t *offs, LLVMValueRef *base) {
   *base = NULL;
-  if (e->kind == TIR_INT && !gir_dtype_is_float(e->dtype)) {
+  if (e->dtype != GIR_I64 && e->dtype != GIR_I32) return 0; /* signed index arithmetic only */
+  if (e->kind == TIR_INT) {
     for (int i = 0; i < n; i++) offs[i] = e->u.i;
     return 1;
   }
-  if (gir_dtype_is_float(e->dtype)) return 0;
   if (e->lanes == 1) {
     for (int i = 0; i < n; i++) offs[i] = 0;
     *base = emit(g, e, -1);
