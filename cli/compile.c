@@ -154,7 +154,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
     if (lay_split_dilated_conv(g, NULL, err) < 0) return -1;   /* no taps on padding, blocked next */
     if (lay_separable_pool(g, NULL, err) < 0) return -1;       /* large max windows as rows, then columns */
     if (lt.gpu && lay_split_k(g, lt.gpu_sms, o->split_k, NULL, err) < 0) return -1; /* small grids: reductions split */
-    if (!lt.gpu && lay_nchwc(g, lt.vec_f32, &ls, err) < 0) return -1; /* a GPU's threads want plain NCHW */
+    if (!lt.gpu && lay_nchwc(g, lt.vec_f32, lt.masked_loads, &ls, err) < 0) return -1; /* a GPU's threads want plain NCHW */
     /* 3x3 convs as Winograd transforms around a batched GEMM, where the channels and
      * tiles make it pay; narrow-vector targets (NEON, Cortex-M) only when asked */
     lay_winograd_mode wm = o->winograd == LAY_WINOGRAD_AUTO && lt.vec_f32 < 8 ? LAY_WINOGRAD_OFF

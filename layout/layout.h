@@ -27,9 +27,12 @@ typedef struct lay_stats {
  * whose input channels come in quads, in blocks of 4 channels either side: each
  * output channel's quad of weights beside one pixel's quad of input bytes, the
  * operands of a scalar 4-way dot product (SMLAD pairs on Cortex-M4/M7).
+ * masked_loads (lower_target.masked_loads): a stride-2 depthwise conv on a plain input
+ * whose channels fill no half vector stays plain NCHW (its rows in vectors, the
+ * padding read through masked loads) instead of narrow blocks.
  * Requires: topological order.
  * Preserves: semantics, output names and shapes; compacts the graph. */
-int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err);
+int lay_nchwc(gir_graph *g, int32_t block, int32_t masked_loads, lay_stats *stats, gir_err *err);
 
 /* Rewrites float32 transposed convolutions (1 to 3 spatial axes, constant
  * weights and bias, dilation 1, at most 16 stride phases) into one plain conv per

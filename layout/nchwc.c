@@ -24,6 +24,7 @@ typedef struct lay {
   gir_err *err;
   int32_t block;
   int q8_only; /* a scalar target: only 8-bit dense convs in quads of channels (dot4) */
+  int32_t masked_loads; /* the target's vector loads under a mask (lay_nchwc) */
   lay_stats *st;
 } lay;
 
@@ -209,8 +210,8 @@ static int rewrite_conv(lay *L, gir_node *n) {
     int32_t ns;
     const int64_t *sv = gir_attr_ints(n, "strides", &ns);
     int64_t sw = sv && ns >= 1 ? sv[ns - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
-    if (!in_b && pick_block(C, 2 * (int64_t)L->block) < L->block / 2 && sw == 2 && 2 * ow >= L->block &&
-        x->dtype == GIR_F32)
+    if (L->masked_loads && !in_b && pick_block(C, 2 * (int64_t)L->block) < L->block / 2 && sw == 2 &&
+        2 * ow >= L->block && x->dtype == GIR_F32)
       ib = ob = 1;
   } else if (group != 1) {
     ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
@@ -494,9 +495,9 @@ static int interleave_blocked(lay *L, gir_node *n) {
   return 1;
 }
 
-int lay_nchwc(gir_graph *g, int32_t block, lay_stats *stats, gir_err *err) {
+int lay_nchwc(gir_graph *g, int32_t block, int32_t masked_loads, lay_stats *stats, gir_err *err) {
   lay_stats st = {0};
-  lay L = {.g = g, .err = err, .block = block, .st = &st};
+  lay L = {.g = g, .err = err, .block = block, .masked_loads = masked_loads, .st = &st};
   int32_t n0 = g->n_nodes;
   /* scalar targets (Cortex-M4/M7, rv64gc): 8-bit convs alone, in blocks of 4
    * channels, so each output channel's quads of input bytes meet its weights' in

@@ -173,7 +173,7 @@ int lower_nodes(tir_builder *b, te_ctx *c, const gir_node *const *nodes, int32_t
   k->fn = sch_lower(s, b, name);
   if (!k->fn) return gir_err_prefix(err, "lowering %s", name);
   k->scheduled = k->fn->body;
-  k->fn->body = tir_optimize(b, k->fn->body);
+  k->fn->body = tir_optimize(b, k->fn->body, t ? t->masked_loads : 0);
   if (lower_index_checks(b, nodes, n_nodes, k, err) < 0) return -1;
   k->n_ws = k->fn->n_params - np - n_outs;
   k->ws_bytes = gir_arena_calloc(a, (size_t)k->n_ws + 1, sizeof *k->ws_bytes);

@@ -322,7 +322,7 @@ int lower_sequential(tir_builder *b, const gir_node *n, const gir_value *const *
   k->out = (const gir_value **)outs;
   k->flops = 0;
   k->scheduled = f->body;
-  f->body = tir_optimize(b, f->body);
+  f->body = tir_optimize(b, f->body, 0); /* serial: no vector loops */
   k->n_ws = 0;
   k->ws_bytes = NULL;
   return 0;

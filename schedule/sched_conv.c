@@ -143,7 +143,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
      * against a padded copy per row tile; 7x7 64 -> 3 at 64x64 0.57 -> 0.52 ms against
      * one padded copy. (Blocked convs keep the copy: their padding test is on pixels,
      * outside the vector of channels) */
-    int32_t pad_tile = 2;
+    int32_t pad_tile = t->masked_loads ? 2 : red->reduce_axes[1]->extent <= 2;
     if (max >= 1) {
       c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1,
                            .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1, .pad_tile = pad_tile};

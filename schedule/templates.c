@@ -7,7 +7,9 @@
 #include <string.h>
 #include "templates.h"
 
-lower_target lower_target_default(void) { return (lower_target){.vec_f32 = 16, .vec_regs = 32, .threads = 2}; }
+lower_target lower_target_default(void) {
+  return (lower_target){.vec_f32 = 16, .vec_regs = 32, .threads = 2, .masked_loads = 1};
+}
 
 static int same_shape(const te_tensor *a, const te_tensor *b) {
   if (a->rank != b->rank) return 0;

@@ -28,6 +28,9 @@ typedef struct lower_target {
   const lower_tuning *tuning; /* NULL (the default): every schedule is the analytic default (tuning.c) */
   int32_t gpu_tf32; /* a GPU may compute f32 matmuls on tensor cores with TF32 inputs (10-bit mantissas; opt-in:
                        `kiln compile --gpu-math tf32`): sched_gpu_matmul_tc.c */
+  int32_t masked_loads; /* vector loads under a lane mask are single instructions (x86 with AVX2 or AVX-512):
+                           a padded input is read through its bounds test rather than copied, and a vector
+                           loop keeps such a load whole (tir_optimize). Elsewhere LLVM would load lane by lane */
 } lower_target;
 
 /* The GPU matmul template (sched_gpu_matmul.c): bm × bn output tiles per block,

@@ -13,10 +13,10 @@
 
 #define UNROLL_MAX_EXTENT 64
 
-tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s) {
+tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s, int masked_loads) {
   s = tir_simplify(b, s);
-  s = tir_loop_partition(b, s);
-  s = tir_vectorize(b, s);
+  s = tir_loop_partition(b, s, masked_loads);
+  s = tir_vectorize(b, s, masked_loads);
   s = tir_unroll(b, s, UNROLL_MAX_EXTENT);
   s = tir_unswitch(b, s);
   return tir_narrow_indices(b, tir_fuse_dot4(b, tir_simplify(b, s)));

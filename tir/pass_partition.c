@@ -26,6 +26,7 @@ enum { MAX_SPLITS = 3 }; /* times one loop may be cut along one path */
 typedef struct part {
   tir_builder *b;
   arith_ctx *ctx;
+  int masked; /* the target's masked loads: a vector loop is not cut around one */
 } part;
 
 /* What conditions of a loop body say about the loop variable. */
@@ -200,7 +201,7 @@ static tir_stmt *walk_for(part *p, tir_stmt *s, int splits) {
   if (bounded && splits < MAX_SPLITS) {
     int32_t mark = arith_ctx_mark(p->ctx);
     arith_ctx_push(p->ctx, s->u.loop.var, (arith_range){lo, hi});
-    cands c = {s->u.loop.var, {lo, hi}, {0, 0}, {0, 0}, 0, 0, 0, 0, NULL, NULL, s->u.loop.kind == TIR_VECTORIZED};
+    cands c = {s->u.loop.var, {lo, hi}, {0, 0}, {0, 0}, 0, 0, 0, 0, NULL, NULL, p->masked && s->u.loop.kind == TIR_VECTORIZED};
     collect(p, &c, s->u.loop.body);
     arith_ctx_reset(p->ctx, mark);
     /* a vector loop is cut too (`if i < n`, the guard of a ragged last vector; a
@@ -270,12 +271,12 @@ static tir_stmt *walk(part *p, tir_stmt *s, int splits) {
   return r;
 }
 
-tir_stmt *tir_loop_partition(tir_builder *b, tir_stmt *s) {
+tir_stmt *tir_loop_partition(tir_builder *b, tir_stmt *s, int masked_loads) {
   gir_arena *tmp = gir_arena_new();
   if (!tmp) abort();
   arith_ctx ctx;
   arith_ctx_init(&ctx, tmp);
-  part p = {b, &ctx};
+  part p = {b, &ctx, masked_loads};
   tir_stmt *r = walk(&p, tir_simplify_in(b, &ctx, s), 0);
   gir_arena_free(tmp);
   return r;

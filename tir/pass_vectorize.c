@@ -8,7 +8,8 @@
  * most 64, a body of stores, lets and ifs whose conditions do not depend on v (no
  * inner loops, no allocation), every store's index depending on v (two lanes
  * never write one location) and no lazy if_then_else over v (a vector select
- * would evaluate both sides) other than a masked load (below), and no dot4 (it appears only in code that is
+ * would evaluate both sides) other than a masked load on a target that has them
+ * (below), and no dot4 (it appears only in code that is
  * already vector; widening it is not supported). Otherwise the loop stays serial
  * — still correct, and loop partition may make it vectorizable first. */
 #include "tir_passes.h"
@@ -19,6 +20,7 @@ typedef struct vctx {
   tir_expr *ramp;
   int32_t lanes;
   int ok;
+  int masked; /* masked loads over the lanes are vectors (tir_vectorize's masked_loads) */
   /* let-bound variables that became vectors: substituted by their value */
   tir_var *lv[32];
   tir_expr *lval[32];
@@ -92,7 +94,7 @@ static tir_expr *vec(vctx *x, tir_expr *e) {
     return tir_select(b, c, widen(x, a), widen(x, d));
   }
   case TIR_IF_THEN_ELSE:
-    if (depends(e->u.sel.c, x) && !tir_is_masked_load(e)) {
+    if (depends(e->u.sel.c, x) && !(x->masked && tir_is_masked_load(e))) {
       x->ok = 0; /* a lazy choice per lane cannot be a vector select */
       return e;
     }
@@ -149,14 +151,14 @@ static tir_stmt *vec_stmt(vctx *x, tir_stmt *s) {
   }
 }
 
-static tir_stmt *walk(tir_builder *b, tir_stmt *s) {
+static tir_stmt *walk(tir_builder *b, tir_stmt *s, int masked) {
   if (!s) return s;
   switch (s->kind) {
   case TIR_FOR: {
-    tir_stmt *body = walk(b, s->u.loop.body);
+    tir_stmt *body = walk(b, s->u.loop.body, masked);
     if (s->u.loop.kind == TIR_VECTORIZED && s->u.loop.extent->kind == TIR_INT && s->u.loop.extent->u.i > 1 &&
         s->u.loop.extent->u.i <= 64) {
-      vctx x = {.b = b, .v = s->u.loop.var, .lanes = (int32_t)s->u.loop.extent->u.i, .ok = 1};
+      vctx x = {.b = b, .v = s->u.loop.var, .lanes = (int32_t)s->u.loop.extent->u.i, .ok = 1, .masked = masked};
       x.ramp = tir_ramp(b, s->u.loop.min, tir_i64(b, 1), x.lanes);
       tir_stmt *vb = vec_stmt(&x, body);
       if (x.ok) return vb;
@@ -164,16 +166,16 @@ static tir_stmt *walk(tir_builder *b, tir_stmt *s) {
     tir_for_kind k = s->u.loop.kind == TIR_VECTORIZED ? TIR_SERIAL : s->u.loop.kind;
     return tir_for(b, s->u.loop.var, s->u.loop.min, s->u.loop.extent, k, body);
   }
-  case TIR_LET: return tir_let(b, s->u.let.var, s->u.let.value, walk(b, s->u.let.body));
-  case TIR_IF: return tir_if(b, s->u.ifs.cond, walk(b, s->u.ifs.then_s), walk(b, s->u.ifs.else_s));
-  case TIR_ALLOCATE: return tir_allocate(b, s->u.alloc.buf, walk(b, s->u.alloc.body));
+  case TIR_LET: return tir_let(b, s->u.let.var, s->u.let.value, walk(b, s->u.let.body, masked));
+  case TIR_IF: return tir_if(b, s->u.ifs.cond, walk(b, s->u.ifs.then_s, masked), walk(b, s->u.ifs.else_s, masked));
+  case TIR_ALLOCATE: return tir_allocate(b, s->u.alloc.buf, walk(b, s->u.alloc.body, masked));
   case TIR_SEQ: {
     tir_stmt **xs = gir_arena_calloc(b->arena, (size_t)s->u.seq.n + 1, sizeof *xs);
-    for (int i = 0; i < s->u.seq.n; i++) xs[i] = walk(b, s->u.seq.s[i]);
+    for (int i = 0; i < s->u.seq.n; i++) xs[i] = walk(b, s->u.seq.s[i], masked);
     return tir_seq(b, xs, s->u.seq.n);
   }
   default: return s;
   }
 }
 
-tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s) { return walk(b, s); }
+tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s, int masked_loads) { return walk(b, s, masked_loads); }

@@ -19,9 +19,11 @@ tir_stmt *tir_unroll(tir_builder *b, tir_stmt *s, int64_t max_extent);
  * conditions: padding and non-divisible-split guards) is split into a prologue,
  * a main loop on the range where those conditions are provably true (and are
  * therefore gone), and an epilogue; each piece is simplified (pieces of extent
- * 1 become straight-line code) and partitioned further. Vectorized loops are
- * left whole. As TVM's LoopPartition, without the need for "likely" hints. */
-tir_stmt *tir_loop_partition(tir_builder *b, tir_stmt *s);
+ * 1 become straight-line code) and partitioned further. A vectorized loop is cut
+ * too (each piece a shorter vector without the test) — except, with masked_loads,
+ * around a masked load (tir_is_masked_load), which the vectorizer keeps whole. As
+ * TVM's LoopPartition, without the need for "likely" hints. */
+tir_stmt *tir_loop_partition(tir_builder *b, tir_stmt *s, int masked_loads);
 
 /* Requires: nothing. Guarantees: a loop (not a vectorized one) whose body tests,
  * inside an inner loop, a condition that reads no memory and no variable bound in
@@ -32,10 +34,12 @@ tir_stmt *tir_unswitch(tir_builder *b, tir_stmt *s);
 
 /* Requires: flat buffer indices. Guarantees: VECTORIZED loops become vector
  * statements (ramp/broadcast, vector loads and stores) where that is safe, the
- * others (a body holding a dot4 among them) SERIAL loops (pass_vectorize.c). */
-tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s);
-/* if_then_else(c, buf[i], x) with nothing but that load reading memory: a vector
- * loop keeps it (a masked load per lane) rather than being cut around c */
+ * others (a body holding a dot4 among them) SERIAL loops (pass_vectorize.c). With
+ * masked_loads (the target loads vectors under a mask: x86 with AVX2 or AVX-512), a
+ * masked load over the lanes stays a vector. */
+tir_stmt *tir_vectorize(tir_builder *b, tir_stmt *s, int masked_loads);
+/* if_then_else(c, buf[i], x) with nothing but that load reading memory: per lane a
+ * masked load (a padded input read through its bounds test) */
 int tir_is_masked_load(const tir_expr *e);
 
 /* The loop-IR pipeline every kernel goes through after schedule lowering:
@@ -50,6 +54,7 @@ tir_stmt *tir_fuse_dot4(tir_builder *b, tir_stmt *s);
  * are computed in int32 and widened at the end (pass_narrow.c). */
 tir_stmt *tir_narrow_indices(tir_builder *b, tir_stmt *s);
 
-tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s);
+/* masked_loads: lower_target.masked_loads */
+tir_stmt *tir_optimize(tir_builder *b, tir_stmt *s, int masked_loads);
 
 #endif

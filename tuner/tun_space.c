@@ -100,7 +100,10 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
     if (k < kw && kw % k == 0) add_cand(s, k);
   add_knob(s, "pad_tile"); /* 0: one padded copy, 1: per tile, 2: none (vec_ow: masked loads) */
   add_cand(s, def[2]);
-  if (padded && s->vec_ow) add_cand(s, 1), add_cand(s, 0), add_cand(s, 2);
+  if (padded && s->vec_ow) {
+    add_cand(s, 1), add_cand(s, 0);
+    if (t->masked_loads) add_cand(s, 2);
+  }
   else if (padded) add_cand(s, !def[2]);
   add_knob(s, "image_tile");
   add_cand(s, def[3]);

@@ -102,6 +102,7 @@ int tgt_c_compile_object(const char *src, size_t len, const char *driver, void *
 
 int tgt_c_lower_target(const char *name, lower_target *out, gir_err *err) {
   *out = lower_target_default();
+  out->masked_loads = 0; /* C's lanes are a loop: a lazy choice per lane */
   if (name && !strcmp(name, "c")) {
     out->vec_f32 = 4; /* SSE, NEON, MVE: what C compilers vectorize to */
     out->vec_regs = 16;

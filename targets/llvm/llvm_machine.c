@@ -552,6 +552,7 @@ int tgt_llvm_dump_asm(const tgt_llvm_module *m, FILE *out, gir_err *err) {
 
 int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out) {
   *out = lower_target_default();
+  out->masked_loads = 0; /* x86 with AVX2 or AVX-512 below */
   char *triple = opt->triple ? dup_message(LLVMNormalizeTargetTriple(opt->triple)) : host_triple();
   char *features = opt->features ? strdup(opt->features) : NULL;
   if (!opt->triple && !opt->features) features = host_features();
@@ -566,6 +567,7 @@ int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out) {
     if (opt->cpu && !strcmp(opt->cpu, "x86-64-v3")) avx2 = 1;
     out->vec_f32 = avx512 ? 16 : avx2 ? 8 : 4;
     out->vec_regs = avx512 ? 32 : 16;
+    out->masked_loads = avx512 || avx2; /* k-masks; vmaskmovps */
   } else if (!strncmp(triple, "nvptx64", 7)) {
     out->vec_f32 = 1; /* GPU schedules: threads, not vectors (schedule/sched_gpu.c) */
     out->vec_regs = 32;

@@ -101,7 +101,7 @@ static int run_front_on(front *f, const tun_target *t, gir_graph *g) {
   gir_evaluator ev = lower_fold_evaluator();
   lay_stats ls;
   int32_t packed = 0, folded = 0;
-  if (!CHECKF(lay_nchwc(f->g, t->lower.vec_f32, &ls, &e) == 0, "%s", e.msg)) return -1;
+  if (!CHECKF(lay_nchwc(f->g, t->lower.vec_f32, t->lower.masked_loads, &ls, &e) == 0, "%s", e.msg)) return -1;
   if (!CHECKF(lay_pack_matmul(f->g, t->lower.vec_f32, t->lower.vec_regs, &packed, &e) == 0, "%s", e.msg)) return -1;
   gir_fold_constants(f->g, &ev, 0, &folded, &e);
   fus_partition part;

@@ -171,7 +171,7 @@ static lay_stats layout_(gir_graph *g, int32_t block, int line) {
   lay_stats st = {-1, -1, -1};
   gir_err e = {{0}};
   verify_(g, line);
-  CHECKF(lay_nchwc(g, block, &st, &e) == 0, "line %d: lay_nchwc: %s", line, e.msg);
+  CHECKF(lay_nchwc(g, block, 1, &st, &e) == 0, "line %d: lay_nchwc: %s", line, e.msg);
   verify_(g, line);
   return st;
 }

@@ -239,7 +239,7 @@ static void test_partition_split(void) {
                         tir_for(B, ii, I(0), I(4), TIR_SERIAL,
                                 tir_if(B, BIN(TE_LT, idx, I(10)),
                                        tir_store(B, A, idx, tir_bin(B, TE_ADD, tir_load(B, X, idx), F32(1))), NULL)));
-  tir_stmt *p = tir_loop_partition(B, s);
+  tir_stmt *p = tir_loop_partition(B, s, 0);
   counts c = count(p);
   CHECK_INT(c.ifs, 0);
   CHECK_STR(sstr(&f, p), "for io_0 in [0, +2):\n"
@@ -252,7 +252,7 @@ static void test_partition_split(void) {
   tir_var *i = tir_var_new(B, "i", GIR_I64);
   s = tir_for(B, i, I(0), I(8), TIR_SERIAL,
               tir_if(B, BIN(TE_LT, V(i), I(3)), tir_store(B, A, V(i), F32(1)), tir_store(B, A, V(i), F32(2))));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   CHECK_STR(sstr(&f, p), "for i_2 in [0, +3):\n  A[i_2] = 1f\nfor i_2 in [3, +5):\n  A[i_2] = 2f\n");
   SAME(&bs, s, p, "if/else on i");
   /* conditions are seen through lets */
@@ -260,29 +260,46 @@ static void test_partition_split(void) {
   s = tir_for(B, io, I(0), I(3), TIR_SERIAL,
               tir_for(B, ii, I(0), I(4), TIR_SERIAL,
                       tir_let(B, t, idx, tir_if(B, BIN(TE_LT, V(t), I(10)), tir_store(B, A, V(t), F32(1)), NULL))));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   CHECK_INT(count(p).ifs, 0);
   SAME(&bs, s, p, "split through a let");
   /* a vectorized loop is cut at its tests too: each piece a shorter vector
    * without them (a ragged last vector's guard, a pad boundary inside a vector) */
   s = tir_for(B, i, I(0), I(4), TIR_VECTORIZED, tir_if(B, BIN(TE_LT, V(i), I(3)), tir_store(B, A, V(i), F32(1)), NULL));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   CHECK_INT(count(p).ifs, 0);
   CHECK_STR(sstr(&f, p), "vectorized i_2 in [0, +3):\n  A[i_2] = 1f\n");
   SAME(&bs, s, p, "vectorized prefix guard");
   s = tir_for(B, i, I(0), I(8), TIR_VECTORIZED,
               tir_if(B, BIN(TE_LT, V(i), I(6)),
                      tir_if(B, BIN(TE_GE, V(i), I(1)), tir_store(B, A, V(i), F32(1)), NULL), NULL));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   CHECK_INT(count(p).ifs, 0);
   CHECK_STR(sstr(&f, p), "vectorized i_2 in [1, +5):\n  A[i_2] = 1f\n");
   SAME(&bs, s, p, "vectorized two guards");
+  /* a padded read in a vector loop, A[i] = i >= 1 ? X[i - 1] : 0: cut at 1 without
+   * masked loads; with them (masked_loads) whole, and the vectorizer makes it one
+   * vector if_then_else (a masked load), which it leaves serial without them */
+  tir_expr *pad = tir_if_then_else(B, BIN(TE_GE, V(i), I(1)), tir_load(B, X, tir_bin(B, TE_SUB, V(i), I(1))), F32(0));
+  s = tir_for(B, i, I(0), I(8), TIR_VECTORIZED, tir_store(B, A, V(i), pad));
+  p = tir_loop_partition(B, s, 0);
+  CHECK_INT(count(p).ites, 0);
+  SAME(&bs, s, p, "padded read cut");
+  p = tir_loop_partition(B, s, 1);
+  CHECK_INT(count(p).ites, 1);
+  CHECK(p->kind == TIR_FOR && p->u.loop.kind == TIR_VECTORIZED);
+  SAME(&bs, s, p, "padded read kept whole");
+  tir_stmt *vm = tir_vectorize(B, p, 1), *vs = tir_vectorize(B, p, 0);
+  CHECK(vm->kind == TIR_STORE && vm->u.store.value->kind == TIR_IF_THEN_ELSE && vm->u.store.value->lanes == 8);
+  CHECK(vs->kind == TIR_FOR && vs->u.loop.kind == TIR_SERIAL);
+  SAME(&bs, s, vm, "masked load");
+  SAME(&bs, s, vs, "padded read serial");
   /* a test never true on a whole iteration still cuts where it is false on whole
    * iterations: select(io*4 + ii < 3, 1, 2) keeps its select at io = 0 only */
   s = tir_for(B, io, I(0), I(3), TIR_SERIAL,
               tir_for(B, ii, I(0), I(4), TIR_VECTORIZED,
                       tir_store(B, A, idx, tir_select(B, BIN(TE_LT, idx, I(3)), F32(1), F32(2)))));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   CHECK_STR(sstr(&f, p), "vectorized ii_1 in [0, +3):\n  A[ii_1] = 1f\n"
                          "A[3] = 2f\n"
                          "for io_0 in [1, +2):\n  vectorized ii_1 in [0, +4):\n    A[add(mul(io_0, 4), ii_1)] = 2f\n");
@@ -295,7 +312,7 @@ static void test_partition_split(void) {
                                   tir_if_then_else(B, BIN(TE_LT, row, I(4)), F32(2),
                                                    tir_if_then_else(B, BIN(TE_LT, row, I(7)), F32(3), F32(4))));
   s = tir_for(B, io, I(0), I(2), TIR_SERIAL, tir_for(B, ii, I(0), I(8), TIR_VECTORIZED, tir_store(B, A, row, v3)));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   CHECKF(!strstr(sstr(&f, p), "lt("), "a test is left:\n%s", sstr(&f, p));
   SAME(&bs, s, p, "three cuts inside a one-iteration piece");
   fx_done(&f);
@@ -359,7 +376,7 @@ static void test_partition_pad(void) {
                                 tir_store(B, O, V(w),
                                           tir_bin(B, TE_ADD, tir_load(B, O, V(w)),
                                                   tir_bin(B, TE_MUL, in, tir_load(B, K, V(k)))))));
-  tir_stmt *p = tir_loop_partition(B, s);
+  tir_stmt *p = tir_loop_partition(B, s, 0);
   counts c = count(p);
   CHECK_INT(c.ites, 0);
   CHECK_CONTAINS(sstr(&f, p), "for w_0 in [1, +8):\n  for k_1 in [0, +3):\n");
@@ -375,7 +392,7 @@ static void test_partition_pad(void) {
   s = tir_for(B, h, I(0), I(H), TIR_PARALLEL,
               tir_for(B, w, I(0), I(W), TIR_SERIAL,
                       tir_for(B, kh, I(0), I(3), TIR_SERIAL, tir_for(B, kw, I(0), I(3), TIR_UNROLLED, body))));
-  p = tir_loop_partition(B, s);
+  p = tir_loop_partition(B, s, 0);
   c = count(p);
   CHECK_INT(c.ites, 0);
   CHECK_CONTAINS(sstr(&f, p), "parallel h_2 in [1, +4):\n");
@@ -505,9 +522,9 @@ static void property_nests(int n) {
     tir_stmt *s = nest(&g, 1 + (int)(rnd() % MAXDEPTH));
     tir_stmt *simp = tir_simplify(B, s);
     tir_stmt *unr = tir_unroll(B, s, 8);
-    tir_stmt *part = tir_loop_partition(B, s);
+    tir_stmt *part = tir_loop_partition(B, s, 0);
     tir_stmt *pu = tir_simplify(B, tir_unroll(B, part, 4));
-    tir_stmt *up = tir_loop_partition(B, tir_unroll(B, s, 3));
+    tir_stmt *up = tir_loop_partition(B, tir_unroll(B, s, 3), 0);
     tir_stmt *sw = tir_unswitch(B, s), *usw = tir_unswitch(B, unr), *psw = tir_unswitch(B, part);
     counts cs = count(sw);
     unswitched += cs.ifs > count(s).ifs;
@@ -563,20 +580,20 @@ static void test_dot4(void) {
   tir_expr *g = tir_if_then_else(B, BIN(TE_LT, V(i), I(5)), tir_load(B, Acc, V(i)), tir_int(B, GIR_I32, 7));
   tir_stmt *p = tir_for(B, i, I(0), I(6), TIR_SERIAL,
                         tir_store(B, O, V(i), tir_dot4(B, g, tir_load(B, A, i4), tir_load(B, X, i4))));
-  tir_stmt *ps = tir_loop_partition(B, p);
+  tir_stmt *ps = tir_loop_partition(B, p, 0);
   CHECK_INT(count(ps).ites, 0);
   SAME(&bs, p, ps, "partitioned dot4");
   /* vectorize: the loop stays serial, with its dot4 (vector or scalar accumulator) */
   tir_var *k = tir_var_new(B, "k", GIR_I64);
   tir_stmt *v = tir_for(B, i, I(0), I(6), TIR_VECTORIZED, st);
-  tir_stmt *vs = tir_vectorize(B, v);
+  tir_stmt *vs = tir_vectorize(B, v, 0);
   CHECK(vs->kind == TIR_FOR && vs->u.loop.kind == TIR_SERIAL);
   CHECK_INT(count(vs).dot4s, 1);
   SAME(&bs, v, vs, "vectorize refuses a dot4");
   tir_expr *ia = tir_ramp(B, MUL(V(k), I(4)), I(1), 4);
   tir_stmt *sc = tir_for(B, k, I(0), I(24), TIR_VECTORIZED,
                          tir_store(B, O, V(k), tir_dot4(B, tir_load(B, Acc, V(k)), tir_load(B, A, ia), tir_load(B, X, ia))));
-  vs = tir_vectorize(B, sc);
+  vs = tir_vectorize(B, sc, 0);
   CHECK(vs->kind == TIR_FOR && vs->u.loop.kind == TIR_SERIAL);
   SAME(&bs, sc, vs, "vectorize refuses a scalar dot4");
   fx_done(&f);

@@ -215,7 +215,7 @@ static void run_trials(program (*make)(te_ctx *), int trials, unsigned seed0, in
       gir_arena_free(a);
       continue;
     }
-    f->body = tir_vectorize(&b, f->body);
+    f->body = tir_vectorize(&b, f->body, 0);
     { /* the interpreter checks every access, prefetches included */
       void *bufs[16];
       int nb = 0;
@@ -338,7 +338,7 @@ static void matmul_pack_b(int64_t nb, int64_t m, int64_t kk, int64_t n, int32_t 
     gir_arena_free(a);
     return;
   }
-  f->body = tir_vectorize(&b, f->body);
+  f->body = tir_vectorize(&b, f->body, 0);
   void *bufs[8] = {d[0], d[1], got};
   for (int i = 3; i < f->n_params && i < 8; i++)
     bufs[i] = gir_arena_alloc(a, (size_t)(f->params[i]->size * (int64_t)gir_dtype_size(f->params[i]->dtype) + 64));
