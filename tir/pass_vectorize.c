@@ -66,10 +66,14 @@ static int has_load(const tir_expr *e) {
 /* if_then_else(c, buf[i], b) with nothing else that reads memory: per lane a masked
  * load (a padded conv's input read through its bounds test, the lanes in the padding
  * never loaded), which every backend evaluates lazily lane by lane and the LLVM one
- * as one masked vector load */
+ * as one masked vector load — for the 32- and 64-bit types, whose registers hold
+ * what memory does (float16 or 8-bit lanes would take the lane-by-lane path there) */
 int tir_is_masked_load(const tir_expr *e) {
   const tir_expr *a = e->u.sel.a;
-  return a->kind == TIR_LOAD && !has_load(a->u.load.index) && !has_load(e->u.sel.c) && !has_load(e->u.sel.b);
+  if (a->kind != TIR_LOAD) return 0;
+  gir_dtype t = a->u.load.buf->dtype;
+  return (t == GIR_F32 || t == GIR_F64 || t == GIR_I32 || t == GIR_I64) && !has_load(a->u.load.index) &&
+         !has_load(e->u.sel.c) && !has_load(e->u.sel.b);
 }
 
 static tir_expr *widen(vctx *x, tir_expr *e) { return e->lanes == 1 ? tir_broadcast(x->b, e, x->lanes) : e; }
