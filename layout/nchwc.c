@@ -195,10 +195,16 @@ static int rewrite_conv(lay *L, gir_node *n) {
    * "channels"); a depthwise conv computes the padding channels too (zero weights),
    * its consumers never read them; a grouped conv re-blocks */
   if (blocked_source(x, &in_b) && group != 1 && !dw && cpg % in_b) in_b = 0;
+  /* the stride along W and the output rows' length: what a template that vectorizes
+   * along the rows (blocks of one channel, below) needs */
+  int32_t n_st;
+  const int64_t *strides = gir_attr_ints(n, "strides", &n_st);
+  int64_t sw = strides && n_st >= 1 ? strides[n_st - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
   if (dw) {
     /* channels no block divides (ShuffleNetV2's 58, 116, 232): padded to whole
      * vectors, the padding computed with zero weights and never read */
-    ib = ob = in_b ? in_b : pick_block(C, 2 * (int64_t)L->block);
+    int64_t pb = pick_block(C, 2 * (int64_t)L->block);
+    ib = ob = in_b ? in_b : pb;
     if (!ib) ib = ob = L->block;
     /* a stride-2 one on a plain input whose channels fill no half vector (ShuffleNetV2's
      * 116 in blocks of 4, 58 padded to 64): plain NCHW (blocks of one channel, no
@@ -207,11 +213,7 @@ static int rewrite_conv(lay *L, gir_node *n) {
      * 28x28: 33 -> 24 us on one core, relayouts included; 58 at 56x56: 71 -> 47 us. At
      * stride 1 rows that no vector divides ran slower than the blocks (120 at 28x28:
      * 57 -> 129 us), and channels in whole half vectors gain nothing */
-    int32_t ns;
-    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
-    int64_t sw = sv && ns >= 1 ? sv[ns - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
-    if (L->masked_loads && !in_b && pick_block(C, 2 * (int64_t)L->block) < L->block / 2 && sw == 2 &&
-        2 * ow >= L->block && x->dtype == GIR_F32)
+    if (L->masked_loads && !in_b && pb < L->block / 2 && sw == 2 && 2 * ow >= L->block && x->dtype == GIR_F32)
       ib = ob = 1;
   } else if (group != 1) {
     ib = in_b ? in_b : pick_block(cpg, 2 * (int64_t)L->block);
@@ -220,9 +222,6 @@ static int rewrite_conv(lay *L, gir_node *n) {
      * 4 x 68 channels), at stride 1 along W
      * over rows of half a vector or more: blocks of one channel (plain NCHW), which the
      * conv template vectorizes along the rows, a few channels per tile */
-    int32_t ns;
-    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
-    int64_t sw = sv && ns >= 1 ? sv[ns - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
     if ((!ib || !ob || 4 * ob <= L->block) && sw == 1 && 2 * ow >= L->block) ib = ob = 1;
   } else {
     ib = in_b ? in_b : C <= L->block ? C : pick_block(C, 2 * (int64_t)L->block);
@@ -243,9 +242,6 @@ static int rewrite_conv(lay *L, gir_node *n) {
      * last layer) over rows of a vector or more, at stride 1 along W: plain NCHW in
      * and out (blocks of one channel), which the conv template vectorizes along the
      * output rows instead of across channels; else one narrow block of 4 or 8 */
-    int32_t ns;
-    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
-    int64_t sw = sv && ns >= 1 ? sv[ns - 1] : 1, ow = n->out[0]->shape.dims[rank - 1];
     if (2 * M <= L->block && sw == 1 && ow >= L->block) ob = ib = 1;
     else if (!ob) ob = M <= 4 ? 4 : 8;
   }

@@ -103,9 +103,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * of a padded copy of the whole input going out and back (32 x 8 channels at 28x28,
    * stride 2: 0.206 -> 0.165 ms on one core; 3 groups of 24, three blocks reading each
    * input block, lost 7% that way) */
-  if (red->n_reduce == 4 && n && n->op == GIR_OP_conv_nchwc && gir_attr_int(n, "group", 1) > 1 &&
-      gir_attr_int(n, "group", 1) == o->shape[1])
-    c.pad_tile = 1;
+  int64_t groups = n && n->op == GIR_OP_conv_nchwc ? gir_attr_int(n, "group", 1) : 1;
+  if (red->n_reduce == 4 && groups > 1 && groups == o->shape[1]) c.pad_tile = 1;
   /* with pixels outside, every tile reuses all the weights from L2: no window to fetch ahead for */
   c.prefetch = red->n_reduce == 4 && !c.pixel_outer;
   /* one channel per block, stride 1 or 2 along W: vectors along the row (at stride 2 each

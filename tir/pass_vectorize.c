@@ -49,20 +49,6 @@ static int depends(const tir_expr *e, const vctx *x) {
   }
 }
 
-static int has_load(const tir_expr *e) {
-  switch (e->kind) {
-  case TIR_LOAD: return 1;
-  case TIR_UNARY: return has_load(e->u.un.a);
-  case TIR_BINARY: return has_load(e->u.bin.a) || has_load(e->u.bin.b);
-  case TIR_SELECT: case TIR_IF_THEN_ELSE: return has_load(e->u.sel.c) || has_load(e->u.sel.a) || has_load(e->u.sel.b);
-  case TIR_CAST: case TIR_BITCAST: return has_load(e->u.cast.a);
-  case TIR_RAMP: return has_load(e->u.ramp.base) || has_load(e->u.ramp.stride);
-  case TIR_BROADCAST: return has_load(e->u.bcast.value);
-  case TIR_DOT4: case TIR_SHUFFLE: return 1;
-  default: return 0;
-  }
-}
-
 /* if_then_else(c, buf[i], b) with nothing else that reads memory: per lane a masked
  * load (a padded conv's input read through its bounds test, the lanes in the padding
  * never loaded), which every backend evaluates lazily lane by lane and the LLVM one
@@ -72,8 +58,8 @@ int tir_is_masked_load(const tir_expr *e) {
   const tir_expr *a = e->u.sel.a;
   if (a->kind != TIR_LOAD) return 0;
   gir_dtype t = a->u.load.buf->dtype;
-  return (t == GIR_F32 || t == GIR_F64 || t == GIR_I32 || t == GIR_I64) && !has_load(a->u.load.index) &&
-         !has_load(e->u.sel.c) && !has_load(e->u.sel.b);
+  return (t == GIR_F32 || t == GIR_F64 || t == GIR_I32 || t == GIR_I64) && !tir_expr_reads_memory(a->u.load.index) &&
+         !tir_expr_reads_memory(e->u.sel.c) && !tir_expr_reads_memory(e->u.sel.b);
 }
 
 static tir_expr *widen(vctx *x, tir_expr *e) { return e->lanes == 1 ? tir_broadcast(x->b, e, x->lanes) : e; }

@@ -187,6 +187,21 @@ int tir_expr_has_shuffle(const tir_expr *e) {
   }
 }
 
+int tir_expr_reads_memory(const tir_expr *e) {
+  if (!e) return 0;
+  switch (e->kind) {
+  case TIR_LOAD: case TIR_DOT4: case TIR_SHUFFLE: return 1;
+  case TIR_UNARY: return tir_expr_reads_memory(e->u.un.a);
+  case TIR_BINARY: return tir_expr_reads_memory(e->u.bin.a) || tir_expr_reads_memory(e->u.bin.b);
+  case TIR_SELECT: case TIR_IF_THEN_ELSE:
+    return tir_expr_reads_memory(e->u.sel.c) || tir_expr_reads_memory(e->u.sel.a) || tir_expr_reads_memory(e->u.sel.b);
+  case TIR_CAST: case TIR_BITCAST: return tir_expr_reads_memory(e->u.cast.a);
+  case TIR_RAMP: return tir_expr_reads_memory(e->u.ramp.base) || tir_expr_reads_memory(e->u.ramp.stride);
+  case TIR_BROADCAST: return tir_expr_reads_memory(e->u.bcast.value);
+  default: return 0;
+  }
+}
+
 static tir_stmt *stmt(tir_builder *b, tir_stmt_kind k) {
   tir_stmt *s = alloc(b, sizeof *s);
   s->kind = k;

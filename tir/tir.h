@@ -223,6 +223,9 @@ tir_expr *tir_dot4(tir_builder *b, tir_expr *acc, tir_expr *a, tir_expr *x); /* 
 tir_expr *tir_shuffle(tir_builder *b, tir_shfl_mode mode, tir_expr *value, int32_t offset);
 /* 1 if e holds a TIR_SHUFFLE. */
 int tir_expr_has_shuffle(const tir_expr *e);
+/* Whether evaluating e touches memory: a load, a dot4's or a warp shuffle's operands
+ * (treated as reads) anywhere in it */
+int tir_expr_reads_memory(const tir_expr *e);
 /* Whether acc, a and x make a dot4 of `lanes` lanes (the constructor asserts it; the
  * backends check loop IR they are given with it). */
 int tir_dot4_operands_ok(const tir_expr *acc, const tir_expr *a, const tir_expr *x, int32_t lanes);

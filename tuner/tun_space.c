@@ -69,7 +69,8 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   int32_t vec = def[7];
   s->conv_vecs = (int32_t)(vec > 0 ? (ob + vec - 1) / vec : ob);
   /* depthwise: one input channel per output channel (packed weights with blocks of one input channel) */
-  s->depthwise = !def[6] && gir_attr_int(n, "group", 1) > 1 && dim(w, 4) == 1;
+  int64_t groups = gir_attr_int(n, "group", 1);
+  s->depthwise = !def[6] && groups > 1 && dim(w, 4) == 1;
   s->vec_ow = def[6];
   s->conv_m = (int32_t)dim(y, 1);
   int32_t npad, ns, nd;
@@ -79,7 +80,7 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   for (int i = 0; pads && i < npad; i++) padded |= pads[i] != 0;
   /* a tile's padded input (pad_tile): its channels, rows and columns */
   const gir_value *x = n->in[0];
-  s->conv_cin = s->depthwise ? ob : gir_attr_int(n, "group", 1) > 1 ? dim(w, 1) * dim(w, 4) : dim(x, 1) * dim(x, 4);
+  s->conv_cin = s->depthwise ? ob : groups > 1 ? dim(w, 1) * dim(w, 4) : dim(x, 1) * dim(x, 4);
   s->conv_rows = (dim(w, 2) - 1) * (dl && nd > 0 ? dl[0] : 1) + 1;
   s->conv_cols = (kw - 1) * (dl && nd > 1 ? dl[1] : 1) + 1;
   s->conv_sw = st && ns > 1 ? st[1] : 1;

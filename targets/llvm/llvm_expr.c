@@ -847,6 +847,12 @@ static int index_split(tgt_lcg *g, const tir_expr *ix, int n, int64_t *offs, LLV
   return lane_split(g, ix, n, offs, base);
 }
 
+/* &buf[base + off] for lane_split's base (NULL: 0) */
+static LLVMValueRef split_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef base, int64_t off) {
+  LLVMTypeRef it = base ? LLVMTypeOf(base) : g->t_i64;
+  return elem_ptr(g, buf, base ? LLVMBuildAdd(g->b, base, cint(g, it, off, 1), "") : cint(g, it, off, 1));
+}
+
 /* buf[base + offs[lane]] (lane_split's form) when the offsets span at most four
  * vectors: the span's used elements in one (masked) contiguous load, then a
  * shuffle into lane order; NULL when the span is wider. */
@@ -857,9 +863,7 @@ static LLVMValueRef load_span(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef ba
   for (int i = 1; i < n; i++) lo = offs[i] < lo ? offs[i] : lo, hi = offs[i] > hi ? offs[i] : hi;
   int64_t span = hi - lo + 1;
   if (span > 4 * (int64_t)n || span > 64) return NULL;
-  LLVMTypeRef it = base ? LLVMTypeOf(base) : g->t_i64;
-  LLVMValueRef at = base ? LLVMBuildAdd(g->b, base, cint(g, it, lo, 1), "") : cint(g, it, lo, 1);
-  LLVMValueRef ptr = elem_ptr(g, buf, at);
+  LLVMValueRef ptr = split_ptr(g, buf, base, lo);
   unsigned wide = 1;
   while (wide < (unsigned)span) wide *= 2;
   LLVMValueRef *mask = gir_arena_calloc(g->scratch, wide, sizeof *mask), *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
@@ -967,9 +971,7 @@ void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s) {
     int run = offs && index_split(g, ix, n, offs, &base); /* lane i at base + offs[0] + i: a plain store */
     for (int i = 1; run && i < n; i++) run = offs[i] == offs[0] + i;
     if (run) {
-      LLVMTypeRef it = base ? LLVMTypeOf(base) : g->t_i64;
-      LLVMValueRef at = base ? LLVMBuildAdd(g->b, base, cint(g, it, offs[0], 1), "") : cint(g, it, offs[0], 1);
-      st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, at));
+      st = LLVMBuildStore(g->b, v, split_ptr(g, buf, base, offs[0]));
       LLVMSetAlignment(st, esz);
       return;
     }
@@ -1058,25 +1060,12 @@ static LLVMValueRef masked_load(tgt_lcg *g, const tir_expr *a, LLVMValueRef cv, 
   return intrin(g, "llvm.masked.gather", over, 2, args, 4);
 }
 
-static int reads_memory(const tir_expr *e) {
-  switch (e->kind) {
-  case TIR_LOAD: case TIR_DOT4: case TIR_SHUFFLE: return 1;
-  case TIR_UNARY: return reads_memory(e->u.un.a);
-  case TIR_BINARY: return reads_memory(e->u.bin.a) || reads_memory(e->u.bin.b);
-  case TIR_SELECT: case TIR_IF_THEN_ELSE: return reads_memory(e->u.sel.c) || reads_memory(e->u.sel.a) || reads_memory(e->u.sel.b);
-  case TIR_CAST: case TIR_BITCAST: return reads_memory(e->u.cast.a);
-  case TIR_RAMP: return reads_memory(e->u.ramp.base) || reads_memory(e->u.ramp.stride);
-  case TIR_BROADCAST: return reads_memory(e->u.bcast.value);
-  default: return 0;
-  }
-}
-
 static LLVMValueRef if_then_else(tgt_lcg *g, const tir_expr *e, int lane) {
   const tir_expr *c = e->u.sel.c, *a = e->u.sel.a, *b = e->u.sel.b;
   if (lane >= 0 || c->lanes == 1) return lazy_pick(g, emit(g, c, lane), a, b, lane);
   int n = e->lanes;
   LLVMValueRef cv = emit(g, c, -1);
-  if (a->kind == TIR_LOAD && a->lanes == n && !reads_memory(a->u.load.index) && !reads_memory(b)) {
+  if (a->kind == TIR_LOAD && a->lanes == n && !tir_expr_reads_memory(a->u.load.index) && !tir_expr_reads_memory(b)) {
     LLVMValueRef m = masked_load(g, a, cv, b);
     if (m) return m;
   }
