@@ -87,6 +87,18 @@ static gir_value *unsqueezed_source(const gir_value *v) {
   return p->in[0];
 }
 
+/* A [N, C, H, W] value that is the view of a [N, C, H, W, 1] one (NCHW1c: the
+ * output of a conv vectorized along its rows, relayout's reshape): that one, else NULL. */
+static gir_value *block1_source(const gir_value *v) {
+  const gir_node *p = v ? v->producer : NULL;
+  if (!p || p->op != GIR_OP_reshape || v->shape.rank != 4 || p->in[0]->shape.rank != 5 ||
+      p->in[0]->shape.dims[4] != 1 || p->in[0]->dtype != v->dtype)
+    return NULL;
+  for (int i = 0; i < 4; i++)
+    if (p->in[0]->shape.dims[i] != v->shape.dims[i]) return NULL;
+  return p->in[0];
+}
+
 /* A slice of a rank-r value (4: NCHW; 3: NCW) on its spatial axes only (all
  * channels, step 1 on them). */
 static int spatial_slice(const gir_node *p, int r) {
@@ -130,6 +142,7 @@ static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64
     x = x4;
   }
   gir_node *p = x->producer;
+  if (!src && dst == 1 && block1_source(x)) return block1_source(x);
   if (p && p->op == GIR_OP_relayout && gir_attr_int(p, "dst", 0) == src) {
     x = p->in[0];
     src = gir_attr_int(p, "src", 0);
@@ -149,11 +162,16 @@ static gir_value *relayout(lay *L, gir_value *x, int64_t src, int64_t dst, int64
   return finish(L, n);
 }
 
-/* The blocked tensor behind v, when v is relayout(a, b→0) (or, for a 1-D value,
- * its squeeze); its block in *b. */
+/* The blocked tensor behind v, when v is relayout(a, b→0) or a's NCHW1c view (b = 1)
+ * (or, for a 1-D value, its squeeze); its block in *b. */
 static gir_value *blocked_source(const gir_value *v, int64_t *b) {
   const gir_value *v4 = unsqueezed_source(v);
   if (v4) v = v4;
+  gir_value *v5 = block1_source(v);
+  if (v5) {
+    *b = 1;
+    return v5;
+  }
   const gir_node *p = v ? v->producer : NULL;
   if (!p || p->op != GIR_OP_relayout || gir_attr_int(p, "dst", 0) != 0 || gir_attr_int(p, "src", 0) == 0) return NULL;
   *b = gir_attr_int(p, "src", 0);
@@ -375,6 +393,10 @@ static int propagate(lay *L, gir_node *n) {
   if (!b) return 0;
   gir_value *ins[64];
   if (n->n_in > 64) return 0;
+  /* after a conv in NCHW1c only the element-wise ops follow, into its epilogue: a
+   * pool or a concat on blocks of one would vectorize nothing */
+  if (b == 1 && n->op != GIR_OP_unary && n->op != GIR_OP_cast && n->op != GIR_OP_binary && n->op != GIR_OP_where)
+    return 0;
   switch (n->op) {
   case GIR_OP_unary: case GIR_OP_cast: case GIR_OP_binary: case GIR_OP_where:
     /* channels past C (padding to whole blocks) compute garbage nobody reads */

@@ -128,6 +128,32 @@ static void elide_concats(const gir_graph *g, const lower_program *p, const char
   }
 }
 
+/* A graph output that re-views a whole intermediate (a conv in NCHW1c, viewed as
+ * NCHW at the end): the intermediate is placed in the output's buffer, so its
+ * writer writes the output and the view moves no bytes, where it would copy the
+ * output. Only where the intermediate is one no other output took, a kernel that is
+ * no view writes it, and neither kernel lies in an If branch (a view skipped with
+ * its branch would leave the output to the where that selects it). */
+static void alias_outputs(const gir_graph *g, const lower_program *p, char *view, const int64_t *view_off, loc *where,
+                          gir_arena *a) {
+  int32_t *writer = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *writer);
+  if (!writer) return; /* nothing aliased: correct, only slower */
+  for (int i = 0; i < g->n_values; i++) writer[i] = -1;
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int i = 0; i < p->kernels[k].n_out; i++) writer[p->kernels[k].out[i]->id] = k;
+  for (int k = 0; k < p->n_kernels; k++) {
+    const lower_kernel *kr = &p->kernels[k];
+    if (view_off[k] != 0 || kr->guard || kr->out[0]->extent || where[kr->out[0]->id].kind != PACK_ARG_OUTPUT) continue;
+    const gir_value *v = kr->in[0];
+    int32_t w = writer[v->id];
+    if (where[v->id].kind != PACK_ARG_KIND_COUNT || w < 0 || w >= k || view[w] || p->kernels[w].guard ||
+        gir_value_nbytes(v) != gir_value_nbytes(kr->out[0]))
+      continue;
+    where[v->id] = where[kr->out[0]->id];
+    view[k] = 1;
+  }
+}
+
 /* The memplan tensors, growing. */
 typedef struct tensors {
   pack_tensor *t;
@@ -197,6 +223,7 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
     view_off[k] = view_kernel_offset(kr);
     view[k] = view_off[k] >= 0 && where[kr->out[0]->id].kind == PACK_ARG_KIND_COUNT;
   }
+  alias_outputs(g, p, view, view_off, where, a);
   char *elided = gir_arena_calloc(a, (size_t)p->n_kernels + 1, 1);
   const gir_value **into = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *into);
   int64_t *at = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *at);

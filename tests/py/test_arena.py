@@ -15,13 +15,22 @@ the light ResNet-50 (its placeholder weights do not matter to the plan) with
 Then it compiles the light SqueezeNet, whose eight fire modules each end in a channel
 concat of two conv branches: in NCHW[x]c at batch 1 the branches are consecutive
 ranges of the concat's output, so the plan has the convs write there and drops the
-concat calls: plan.json must hold no concat kernel and eight calls fewer than the
+concat calls, and the softmax at the end writes the graph output the final reshape
+views: plan.json must hold no concat or reshape kernel and nine calls fewer than the
 kernels compiled (test_e2e checks the numbers against ONNX Runtime).
 
 Last, a split whose halves feed two matmuls (a [1, 32, 64] tensor cut along axis 1
 into two [1, 16, 64] halves, each one contiguous, 64-byte aligned byte range of it):
 the two slices are views in the plan (no slice kernel in plan.json, two calls fewer
 than kernels), and the bundle's output matches numpy (rtol 1e-4, atol 1e-5).
+
+And graph outputs that re-view a kernel's output: a stride-2 depthwise conv on 116
+channels at 28x28 (plain NCHW in the layout: the conv writes NCHW1c, which the graph
+output views) with a relu after it. With the relu's output the only graph output, the
+relu fuses into the conv and that one kernel writes the output's buffer: one call in
+the plan, no copy. With the conv's output a graph output too, the conv writes that
+output's buffer and the relu (not fused: the conv's output is read twice) writes the
+other: two calls. Outputs match ONNX Runtime (rtol 1e-4, atol 1e-5).
 
 Both numbers are printed. Closing line: test_arena: N passed, M failed.
 """
@@ -100,6 +109,8 @@ def main():
             checks.check(man == arena_b, "the manifest states arena %s, compile printed %d bytes" % (man, arena_b))
         check_concats_dropped(args, checks, work)
         check_slices_viewed(args, checks, work)
+        check_output_views(args, checks, work, ("y",), 1)
+        check_output_views(args, checks, work, ("c", "y"), 2)
     checks.finish()
 
 
@@ -121,8 +132,10 @@ def check_concats_dropped(args, checks, work):
         return
     names = [x if isinstance(x, str) else x.get("name", "") for x in calls]
     print("light_squeezenet: %s kernels compiled, %s calls in the plan" % (k.group(1), c.group(1)), flush=True)
-    checks.check(int(k.group(1)) - int(c.group(1)) == 8 and len(names) == int(c.group(1)),
-                 "expected the 8 fire-module concats dropped: %s kernels, %s calls" % (k.group(1), c.group(1)))
+    checks.check(int(k.group(1)) - int(c.group(1)) == 9 and len(names) == int(c.group(1)),
+                 "expected the 8 fire-module concats and the final reshape dropped: %s kernels, %s calls" % (
+                     k.group(1), c.group(1)))
+    checks.check(not [n for n in names if "reshape" in n], "a reshape kernel left in the plan: %s" % names)
     checks.check(not [n for n in names if "concat" in n], "concat kernels left in the plan: %s" % names)
 
 
@@ -174,6 +187,45 @@ def check_slices_viewed(args, checks, work):
     checks.check(got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5),
                  "split output differs from numpy: max abs diff %s" % (
                      np.abs(got - want).max() if got.shape == want.shape else got.shape))
+
+
+def check_output_views(args, checks, work, outs, calls):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(11)
+    inits = [numpy_helper.from_array((rng.standard_normal((116, 1, 3, 3)) * 0.3).astype(np.float32), "w"),
+             numpy_helper.from_array((rng.standard_normal(116) * 0.1).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=116, strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "outviews", [vi("x", TensorProto.FLOAT, [1, 116, 28, 28])],
+                          [vi(o, TensorProto.FLOAT, [1, 116, 14, 14]) for o in outs], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model, bundle = os.path.join(work, "outviews.onnx"), os.path.join(work, "outviews.kiln")
+    onnx.save(m, model)
+    run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle], timeout=300)
+    if not checks.check(run.rc == 0, "compile outviews: %s" % run.describe()):
+        return
+    c = re.search(r"(\d+) called", run.out)
+    print("outviews %s: %s calls in the plan" % ("+".join(outs), c.group(1) if c else "?"), flush=True)
+    checks.check(c is not None and int(c.group(1)) == calls,
+                 "outputs %s: expected %d calls, no copy into an output: %s" % (outs, calls, run.out.strip()[:300]))
+    x = rng.uniform(-1, 1, (1, 116, 28, 28)).astype(np.float32)
+    np.save(os.path.join(work, "xv.npy"), x)
+    out = os.path.join(work, "outviews_out.npz")
+    run = util.run_kiln(args.kiln, ["run", bundle, "--input", "x=" + os.path.join(work, "xv.npy"), "--outputs", out],
+                        timeout=300)
+    if not checks.check(run.rc == 0, "run outviews: %s" % run.describe()):
+        return
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = np.load(out)
+    for name, ref in zip(outs, want):
+        checks.check(got[name].shape == ref.shape and np.allclose(got[name], ref, rtol=1e-4, atol=1e-5),
+                     "output %s differs from ONNX Runtime: max abs diff %s" % (
+                         name, np.abs(got[name] - ref).max() if got[name].shape == ref.shape else got[name].shape))
 
 
 if __name__ == "__main__":

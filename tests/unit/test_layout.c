@@ -781,6 +781,13 @@ static void test_grouped(void) {
     CHECK_INT(st.convs, 1);
     gir_node *c = nth(g, GIR_OP_conv_nchwc, 0);
     if (CHECK(c)) CHECK(shape_is(c->in[1], SH(16, 1, 3, 3, 1, 1)) && c->in[0]->shape.dims[4] == 1);
+    /* the relu follows it into NCHW1c (reading its output, not the plain view), so
+     * that it fuses into the conv's epilogue; the output is a view of the relu's */
+    gir_node *u = nth(g, GIR_OP_unary, 0);
+    if (CHECK(c && u)) {
+      CHECK(u->in[0] == c->out[0] && u->out[0]->shape.rank == 5);
+      CHECK(producer_op(g->outputs[0]) == GIR_OP_reshape && g->outputs[0]->producer->in[0] == u->out[0]);
+    }
     AGREE(g, &r);
     ref_free(&r);
     gir_graph_free(g);
