@@ -7,7 +7,8 @@
  * one contiguous byte range of its input at a 64-byte aligned offset: the leading
  * part of an LSTM step's state [h; c], a channel split at batch 1), and concats whose
  * inputs are consecutive ranges of their output, whose producers then write
- * straight into the concat's storage.
+ * straight into the concat's storage. A graph output that re-views a whole
+ * intermediate gets that intermediate's writer writing its buffer, no copy.
  * A kernel of an If branch (lower_kernel.guard) runs only when its conditions
  * hold: the call lists where each bool lives ("when"); a condition that became a
  * constant decides at compile time (a branch never taken has no calls), and the
@@ -94,6 +95,16 @@ static int is_range_concat(const lower_kernel *kr) {
   return off == gir_value_nbytes(n->out[0]);
 }
 
+/* The kernel that writes each value (-1: none), or NULL out of memory. */
+static int32_t *writers(const gir_graph *g, const lower_program *p, gir_arena *a) {
+  int32_t *writer = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *writer);
+  if (!writer) return NULL;
+  for (int i = 0; i < g->n_values; i++) writer[i] = -1;
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int i = 0; i < p->kernels[k].n_out; i++) writer[p->kernels[k].out[i]->id] = k;
+  return writer;
+}
+
 /* Concat elision: for each value that a dropped concat takes in, the concat's
  * output (into[]) and the byte offset there (at[]). A concat is dropped when
  * its output is an intermediate and each input is an intermediate that a kernel
@@ -103,11 +114,8 @@ static int is_range_concat(const lower_kernel *kr) {
  * storage, which lives as long as any part of it is read. */
 static void elide_concats(const gir_graph *g, const lower_program *p, const char *view, const loc *where, char *elided,
                           const gir_value **into, int64_t *at, gir_arena *a) {
-  int32_t *writer = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *writer);
+  const int32_t *writer = writers(g, p, a);
   if (!writer) return; /* nothing elided: correct, only slower */
-  for (int i = 0; i < g->n_values; i++) writer[i] = -1;
-  for (int k = 0; k < p->n_kernels; k++)
-    for (int i = 0; i < p->kernels[k].n_out; i++) writer[p->kernels[k].out[i]->id] = k;
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (!is_range_concat(kr) || where[kr->out[0]->id].kind != PACK_ARG_KIND_COUNT) continue;
@@ -136,11 +144,8 @@ static void elide_concats(const gir_graph *g, const lower_program *p, const char
  * its branch would leave the output to the where that selects it). */
 static void alias_outputs(const gir_graph *g, const lower_program *p, char *view, const int64_t *view_off, loc *where,
                           gir_arena *a) {
-  int32_t *writer = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *writer);
+  const int32_t *writer = writers(g, p, a);
   if (!writer) return; /* nothing aliased: correct, only slower */
-  for (int i = 0; i < g->n_values; i++) writer[i] = -1;
-  for (int k = 0; k < p->n_kernels; k++)
-    for (int i = 0; i < p->kernels[k].n_out; i++) writer[p->kernels[k].out[i]->id] = k;
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (view_off[k] != 0 || kr->guard || kr->out[0]->extent || where[kr->out[0]->id].kind != PACK_ARG_OUTPUT) continue;
