@@ -112,7 +112,9 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   int64_t M = o->shape[1], sw = conv_stride_w(n);
   int32_t lanes = t->vec_f32;
   if (ob == 1 && red->n_reduce == 4 && (sw == 1 || sw == 2) && lanes > 1 && o->dtype == GIR_F32) {
-    while (lanes > 4 && ow < lanes) lanes /= 2; /* a row narrower than a vector: half vectors */
+    /* a row narrower than a vector: half vectors (at stride 2 only a row of half a vector
+     * or less: each tap's span load reads two vectors' worth whatever the lanes) */
+    while (lanes > 4 && (sw == 2 ? 2 * ow <= lanes : ow < lanes)) lanes /= 2;
     /* more channels than registers (a grouped conv of 4 x 34): tiles of up to 8 channels,
      * a divisor of M where one is at least 4, else a ragged last tile */
     int64_t mt = M;
@@ -148,7 +150,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     int32_t pad_tile = t->masked_loads ? 2 : red->reduce_axes[1]->extent <= 2;
     if (max >= 1) {
       c = (lower_conv_cfg){.ow_tile = (int32_t)(vecs * lanes), .oc_vecs = 1, .vec = lanes, .parallel = 1, .vec_ow = 1,
-                           .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1, .pad_tile = pad_tile};
+                           .oc_tile = mt < M ? (int32_t)mt : 0, .oc_blocks = 1, .pad_tile = pad_tile,
+                           .unroll_kw = sw == 2};
     }
   }
   return c;
@@ -283,6 +286,9 @@ static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, co
   sch_iter *rorder[8] = {red->reduce_axes[0], red->reduce_axes[1], red->reduce_axes[2], red->reduce_axes[3],
                          m, ow_o, ow_v, red->root_axes[4]};
   if (sch_reorder(s, red, rorder, 8) < 0) return -1;
+  /* unroll_kw: a row's taps straight-line, where the backend loads the span their
+   * strided vectors share once (llvm_expr.c's windows) */
+  if (cfg->unroll_kw && sch_annotate(s, red, red->reduce_axes[2], TIR_UNROLLED) < 0) return -1;
   if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, ow_o, TIR_UNROLLED) < 0 ||
       sch_annotate(s, red, ow_v, TIR_VECTORIZED) < 0)
     return -1;

@@ -95,7 +95,7 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   add_cand(s, def[0]);
   add_knob(s, "unroll_kw");
   add_cand(s, def[1]);
-  if (kw > 1 && !s->vec_ow) add_cand(s, !def[1]);
+  if (kw > 1) add_cand(s, !def[1]); /* vec_ow: the taps of a row straight-line or a loop */
   /* partial unrolls of a wide kernel's columns (a 1-D conv's 512 taps) */
   for (int32_t k = 2; k <= 16 && !s->vec_ow; k *= 2)
     if (k < kw && kw % k == 0) add_cand(s, k);

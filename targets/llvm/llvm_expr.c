@@ -890,6 +890,38 @@ static LLVMValueRef load_span(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef ba
   return LLVMBuildShuffleVector(g->b, w, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
 }
 
+/* A load that shares a window (llvm_window.c): the window's masked load — the same
+ * address, mask and condition for every member, which LLVM's CSE merges — and a
+ * shuffle of the load's n lanes out of it. A lane the load does not read (its
+ * condition's constant part is off there) picks element 0: the caller's select drops it. */
+static LLVMValueRef window_load(tgt_lcg *g, const tgt_llvm_win *w, int n) {
+  const tir_buffer *buf = w->load->u.load.buf;
+  LLVMTypeRef it = tgt_llvm_reg_type(g, w->x.dtype, 1), mt = tgt_llvm_mem_type(g, buf->dtype);
+  LLVMValueRef ix = NULL;
+  for (int32_t i = 0; i < w->x.n; i++) { /* Σ coef·atom in the form's order: the same code for every member */
+    LLVMValueRef t = emit(g, w->x.t[i].atom, -1);
+    if (w->x.t[i].coef != 1) t = LLVMBuildMul(g->b, t, cint(g, it, w->x.t[i].coef, 1), "");
+    ix = ix ? LLVMBuildAdd(g->b, ix, t, "") : t;
+  }
+  ix = ix ? LLVMBuildAdd(g->b, ix, cint(g, it, w->lo, 1), "") : cint(g, it, w->lo, 1);
+  LLVMValueRef *mask = gir_arena_calloc(g->scratch, (size_t)w->wide, sizeof *mask),
+               *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
+  assert(mask && pick);
+  for (int32_t j = 0; j < w->wide; j++) mask[j] = LLVMConstInt(g->t_i1, (unsigned long long)w->mask[j], 0);
+  for (int i = 0; i < n; i++) {
+    int64_t el = w->x.c + (int64_t)w->k * i - w->lo;
+    pick[i] = lane_ix(g, el >= 0 && el < w->wide ? (int)el : 0);
+  }
+  LLVMValueRef m = LLVMConstVector(mask, (unsigned)w->wide);
+  if (w->u) m = LLVMBuildAnd(g->b, m, splat(g, emit(g, w->u, -1), w->wide), "");
+  LLVMTypeRef wt = LLVMVectorType(mt, (unsigned)w->wide);
+  LLVMValueRef ptr = elem_ptr(g, buf, ix);
+  LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
+  LLVMValueRef args[4] = {ptr, LLVMConstInt(g->t_i32, gir_dtype_size(buf->dtype), 0), m, LLVMGetPoison(wt)};
+  LLVMValueRef v = intrin(g, "llvm.masked.load", over, 2, args, 4);
+  return LLVMBuildShuffleVector(g->b, v, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
+}
+
 /* buf[idx] in its memory type (raw: float16 as half, bfloat16 as i16), or converted
  * to its register type (from_mem). */
 static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
@@ -905,7 +937,10 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
   }
   int n = e->lanes;
   LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)n);
-  if (is_unit_ramp(ix)) {
+  const tgt_llvm_win *win = tgt_llvm_find_window(g, e);
+  if (win) {
+    v = window_load(g, win, n);
+  } else if (is_unit_ramp(ix)) {
     v = LLVMBuildLoad2(g->b, vt, elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)), "");
     LLVMSetAlignment(v, esz);
   } else if (ix->kind == TIR_BROADCAST) {
@@ -1062,6 +1097,13 @@ static LLVMValueRef masked_load(tgt_lcg *g, const tir_expr *a, LLVMValueRef cv, 
 
 static LLVMValueRef if_then_else(tgt_lcg *g, const tir_expr *e, int lane) {
   const tir_expr *c = e->u.sel.c, *a = e->u.sel.a, *b = e->u.sel.b;
+  const tgt_llvm_win *win = lane < 0 && a->kind == TIR_LOAD ? tgt_llvm_find_window(g, a) : NULL;
+  if (win) { /* a masked load through its window: what the condition leaves out, b */
+    LLVMValueRef cv = emit(g, c, -1), pass = emit(g, b, -1), v = window_load(g, win, e->lanes);
+    if (c->lanes == 1) cv = splat(g, cv, e->lanes);
+    if (LLVMGetTypeKind(LLVMTypeOf(pass)) != LLVMVectorTypeKind) pass = splat(g, pass, e->lanes);
+    return LLVMBuildSelect(g->b, cv, v, pass, "");
+  }
   if (lane >= 0 || c->lanes == 1) return lazy_pick(g, emit(g, c, lane), a, b, lane);
   int n = e->lanes;
   LLVMValueRef cv = emit(g, c, -1);

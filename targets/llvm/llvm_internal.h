@@ -13,9 +13,27 @@
 #include <llvm-c/Core.h>
 #include "arena.h"
 #include "err.h"
+#include "arith.h"
 #include "tir.h"
 
 typedef struct tgt_lcg tgt_lcg;
+
+/* A strided vector load that shares a window with others of its statement sequence
+ * (llvm_window.c): buf[x + lo + j] for j < wide where mask[j] (and u holds), of which
+ * the load's lane i is element x.c + k·i - lo. */
+typedef struct tgt_llvm_win {
+  const tir_expr *load; /* the TIR_LOAD */
+  const tir_expr *u;    /* the uniform (scalar) condition it is read under, or NULL */
+  arith_linear x;       /* its index base; the window's terms are x's without x.c */
+  int64_t lo;
+  int32_t wide, k;
+  const char *mask;
+} tgt_llvm_win;
+
+typedef struct tgt_llvm_wins {
+  int32_t n;
+  tgt_llvm_win *w;
+} tgt_llvm_wins;
 typedef struct tgt_llvm_gpu tgt_llvm_gpu;
 
 /* A GPU target's part of the translation (targets/cuda provides NVPTX's): the
@@ -46,6 +64,7 @@ struct tgt_lcg {
   int vnni512, vnni256;       /* x86 VPDPBUSD for dot4 on 512-bit / on 128- and 256-bit vectors */
   int neon_dot, neon_usdot;   /* aarch64 SDOT/UDOT (+dotprod) and USDOT (+i8mm) for dot4 */
   int scalef512, scalef256;   /* x86 VSCALEFPS for exp's 2^n on 512-bit / on 128- and 256-bit vectors */
+  int masked_loads;           /* a masked vector load is one instruction (x86 AVX2, AVX-512): windows */
   const tgt_llvm_gpu *gpu;    /* GPU code (targets/cuda), else NULL */
   int64_t gpu_dims[6];        /* the launch being emitted: grid x, y, z, block x, y, z */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_float, t_double, t_ptr;
@@ -64,6 +83,7 @@ struct tgt_lcg {
   LLVMValueRef ctx_ptr, status_ptr;
   LLVMValueRef *vars; /* by tir_var id: the value in cur, NULL out of scope */
   LLVMValueRef *bufs; /* by tir_buffer id: the base pointer in cur */
+  const tgt_llvm_wins *wins; /* the windows of the statement sequence being emitted, or NULL */
 };
 
 /* llvm_expr.c */
@@ -76,6 +96,11 @@ void tgt_llvm_prefetch(tgt_lcg *g, const tir_stmt *s);
 LLVMValueRef tgt_llvm_alloca(tgt_lcg *g, LLVMTypeRef t, unsigned align, const char *name);
 /* Converts an integer value to the integer type `to` (sign-extending). */
 LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to);
+
+/* llvm_window.c: the windows of the strided loads that statements s[0..n), run in
+ * order, share (NULL: none); the window of a load, NULL if it has none. */
+tgt_llvm_wins *tgt_llvm_plan_windows(tgt_lcg *g, tir_stmt *const *s, int32_t n);
+const tgt_llvm_win *tgt_llvm_find_window(const tgt_lcg *g, const tir_expr *load);
 
 /* llvm_stmt.c */
 int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f);

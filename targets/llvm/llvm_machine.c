@@ -340,6 +340,14 @@ static void vnni_forms(const char *triple, const char *cpu, const char *features
   *v256 = (vnni && vl) || (x86 && has_feature(features, "avxvnni"));
 }
 
+/* Whether a masked vector load is one instruction: x86 with AVX2 (vmaskmovps) or
+ * AVX-512 (k-masks). */
+static int masked_load_forms(const char *triple, const char *cpu, const char *features) {
+  if (strncmp(triple, "x86_64", 6)) return 0;
+  return (features && (has_feature(features, "avx512f") || has_feature(features, "avx2"))) ||
+         (cpu && (!strcmp(cpu, "x86-64-v4") || !strcmp(cpu, "x86-64-v3")));
+}
+
 /* Whether exp may scale by 2^n with VSCALEFPS (AVX-512F; VL for 128 and 256 bits). */
 static void scalef_forms(const char *triple, const char *cpu, const char *features, int *s512, int *s256) {
   int v4 = cpu && !strcmp(cpu, "x86-64-v4");
@@ -408,6 +416,7 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   g.soft_roundeven = opt->portable || !strncmp(m->triple, "arm", 3) || !strncmp(m->triple, "thumb", 5);
   vnni_forms(m->triple, cpu, feat, &g.vnni512, &g.vnni256);
   if (!opt->portable) scalef_forms(m->triple, cpu, feat, &g.scalef512, &g.scalef256);
+  g.masked_loads = !opt->portable && masked_load_forms(m->triple, cpu, feat);
   neon_dot_forms(m->triple, feat, &g.neon_dot, &g.neon_usdot);
   g.gpu = opt->gpu;
   if (g.gpu && strncmp(m->triple, "nvptx64", 7)) {
@@ -567,7 +576,7 @@ int tgt_llvm_lower_target(const tgt_llvm_options *opt, lower_target *out) {
     if (opt->cpu && !strcmp(opt->cpu, "x86-64-v3")) avx2 = 1;
     out->vec_f32 = avx512 ? 16 : avx2 ? 8 : 4;
     out->vec_regs = avx512 ? 32 : 16;
-    out->masked_loads = avx512 || avx2; /* k-masks; vmaskmovps */
+    out->masked_loads = masked_load_forms(triple, opt->cpu, features); /* k-masks; vmaskmovps */
   } else if (!strncmp(triple, "nvptx64", 7)) {
     out->vec_f32 = 1; /* GPU schedules: threads, not vectors (schedule/sched_gpu.c) */
     out->vec_regs = 32;

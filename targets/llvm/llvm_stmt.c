@@ -632,7 +632,19 @@ static void fail_stmt(tgt_lcg *g, const tir_stmt *s) {
   LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic); /* tasks may fail on several threads */
 }
 
+static void stmt_in(tgt_lcg *g, const tir_stmt *s);
+
+/* A statement with the windows its loads may use (llvm_window.c): a sequence's own
+ * plan; a store its sequence's; any other statement none (its body plans its own). */
 static void stmt(tgt_lcg *g, const tir_stmt *s) {
+  const tgt_llvm_wins *outer = g->wins;
+  if (s->kind == TIR_SEQ) g->wins = g->masked_loads ? tgt_llvm_plan_windows(g, s->u.seq.s, s->u.seq.n) : NULL;
+  else if (s->kind != TIR_STORE) g->wins = NULL;
+  stmt_in(g, s);
+  g->wins = outer;
+}
+
+static void stmt_in(tgt_lcg *g, const tir_stmt *s) {
   if (!s) return;
   LLVMBuilderRef B = g->b;
   switch (s->kind) {

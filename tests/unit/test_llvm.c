@@ -955,6 +955,85 @@ static void test_guarded_loads(void) {
   munmap(map, (size_t)page * 2);
 }
 
+/* Strided taps that share a window (llvm_window.c): rows r = 0, 1 of a buffer that
+ * ends where a PROT_NONE page begins, each statement a 7-lane stride-2 load at base
+ * 50·r + c. Group 1: a tap whose lane 0 is off (a column of padding) at c = 35 and a
+ * plain one at 36; group 2: two taps under the uniform condition r < 5 at 35 and 37
+ * (at r = 1 the last reads in[99], and its window's 16 elements would reach the
+ * guard page: the mask covers only what the taps read). Outputs against the formula;
+ * on a target with masked loads each group's taps load once: four 16-float loads in
+ * the IR for the two rows' eight taps. */
+static void test_windows(void) {
+  enum { NIN = 100, NOUT = 64 };
+  long page = sysconf(_SC_PAGESIZE);
+  char *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (!CHECK(map != MAP_FAILED)) return;
+  CHECK(mprotect(map + page, (size_t)page, PROT_NONE) == 0);
+  float *in = (float *)(map + page) - NIN;
+  for (int i = 0; i < NIN; i++) in[i] = (float)i + 0.5f;
+  kit *k = kit_new();
+  tir_builder *b = &k->b;
+  tir_buffer *A = tir_buffer_new(b, "in", GIR_F32, NIN, TIR_GLOBAL, 0);
+  tir_buffer *O = tir_buffer_new(b, "out", GIR_F32, NOUT, TIR_GLOBAL, 1);
+  tir_buffer *ps[2] = {A, O};
+  tir_var *r = tir_var_new(b, "r", GIR_I64);
+  tir_expr *m1 = tir_broadcast(b, tir_float(b, GIR_F32, -1), 7);
+  tir_expr *lanes = tir_ramp(b, I(k, 0), I(k, 1), 7);
+#define TAP(c) tir_load(b, A, tir_ramp(b, add(k, mul(k, V(k, r), I(k, 50)), I(k, c)), I(k, 2), 7))
+#define OUT(o) tir_ramp(b, add(k, mul(k, V(k, r), I(k, 32)), I(k, o)), I(k, 1), 7)
+  tir_expr *u = tir_bin(b, TE_LT, V(k, r), I(k, 5));
+  tir_stmt *st[4] = {
+      tir_store(b, O, OUT(0), tir_if_then_else(b, tir_bin(b, TE_GE, lanes, tir_broadcast(b, I(k, 1), 7)), TAP(35), m1)),
+      tir_store(b, O, OUT(8), TAP(36)),
+      tir_store(b, O, OUT(16), tir_if_then_else(b, u, TAP(35), m1)),
+      tir_store(b, O, OUT(24), tir_if_then_else(b, u, TAP(37), m1)),
+  };
+#undef TAP
+#undef OUT
+  add_func(k, "win", ps, 2, tir_for(b, r, I(k, 0), I(k, 2), TIR_SERIAL, tir_seq(b, st, 4)));
+  gir_err err = {0};
+  tgt_llvm_jit *j = kit_jit(k, &err);
+  kiln_kernel_fn fn = j ? must_lookup(j, "win") : NULL;
+  CHECKF(j != NULL, "%s", err.msg);
+  if (fn) {
+    float *out = amalloc(NOUT * 4);
+    memset(out, 0, NOUT * 4);
+    void *bufs[2] = {in, out};
+    CHECK_INT(fn(bufs, NULL), 0);
+    int bad = 0;
+    for (int rr = 0; rr < 2; rr++)
+      for (int i = 0; i < 7; i++) {
+        float *o = out + 32 * rr;
+        bad += o[i] != (i >= 1 ? (float)(50 * rr + 35 + 2 * i) + 0.5f : -1.0f);
+        bad += o[8 + i] != (float)(50 * rr + 36 + 2 * i) + 0.5f;
+        bad += o[16 + i] != (float)(50 * rr + 35 + 2 * i) + 0.5f;
+        bad += o[24 + i] != (float)(50 * rr + 37 + 2 * i) + 0.5f;
+      }
+    CHECKF(bad == 0, "windows: %d wrong", bad);
+    free(out);
+  }
+  tgt_llvm_jit_free(j);
+  static const struct { const char *target; int loads; } want[] = {{"x86_64-avx512", 4}, {"x86_64-avx2", 4}};
+  for (size_t t = 0; t < sizeof want / sizeof want[0]; t++) {
+    tgt_llvm_options o;
+    if (!CHECK(tgt_llvm_named_target(want[t].target, &o, &err) == 0)) continue;
+    tgt_llvm_module *m = tgt_llvm_compile((const tir_func *const *)k->fns, k->n, &o, &err);
+    char *ir = NULL;
+    size_t n_ir = 0;
+    if (CHECKF(m != NULL, "%s", err.msg) && CHECK(tgt_llvm_ir_string(m, &ir, &n_ir, &err) == 0)) {
+      int loads = 0; /* masked, or plain where LLVM knows the elements dereferenceable */
+      for (const char *p = ir; (p = strstr(p, "call <16 x float> @llvm.masked.load")); p++) loads++;
+      for (const char *p = ir; (p = strstr(p, "= load <16 x float>")); p++) loads++;
+      CHECKF(loads == want[t].loads, "windows on %s: %d 16-float loads in the IR, want %d", want[t].target, loads,
+             want[t].loads);
+    }
+    free(ir);
+    tgt_llvm_module_free(m);
+  }
+  kit_free(k);
+  munmap(map, (size_t)page * 2);
+}
+
 /* float16 / bfloat16: storage round trips and arithmetic rounded per operation. */
 static void test_half_formats(void) {
   enum { N = 64 };
@@ -1705,6 +1784,7 @@ int main(void) {
   test_clamped_casts();
   test_reductions();
   test_guarded_loads();
+  test_windows();
   test_failed_checks();
   test_half_formats();
   test_f8_formats();
