@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """bench/ab.py — two builds of kiln against each other, for "did this change cost time?".
 
-Usage: .venv/bin/python bench/ab.py --a OLD/kiln --b NEW/kiln [--models resnet50,...] [--threads 2]
+Usage: .venv/bin/python bench/ab.py --a OLD/kiln --b NEW/kiln [--models resnet50,PATH.onnx,...] [--threads 2]
                                     [--rounds 8] [--repeat 30] [--model-dir build/bench-models]
 
 Each model (bench/run.py's set and names: resnet50, squeezenet, mobilenetv2, bert_encoder,
 bert_embedding, ...) is compiled by both builds, each bundle run by its own build's
 `kiln run`; then `rounds` rounds alternate A and B (A first in even rounds, B first in odd
-ones), each `kiln run --repeat N` on the same seeded inputs, and the median of each run's
+ones), each `kiln run --repeat N` on the same seeded inputs (an entry of --models that ends in
+.onnx is that file: a shape class's single-op model, say), and the median of each run's
 median is reported per build with the ratio B / A and the spread of the rounds (min-max of
 B/A per round), which says what "within noise" means on this machine at this moment.
 Name the CPU with the numbers (it is printed first).
@@ -46,7 +47,11 @@ def main():
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "bench-models"))
     args = ap.parse_args()
     names = [n for n in args.models.split(",") if n]
-    paths = bench_run.prepare_models(names, args.model_dir, False)
+    # an .onnx path (a single-op model of bench/shapes.py's, say) is taken as it is
+    files = {os.path.basename(n)[:-5]: n for n in names if n.endswith(".onnx")}
+    names = [os.path.basename(n)[:-5] if n.endswith(".onnx") else n for n in names]
+    paths = bench_run.prepare_models([n for n in names if n not in files], args.model_dir, False)
+    paths.update(files)
     print("%s, %d threads, %d rounds of %d runs each, A and B alternating" %
           (bench_run.machine()["cpu"], args.threads, args.rounds, args.repeat), flush=True)
     print("| model | A ms | B ms | B / A | B / A per round |")

@@ -25,6 +25,11 @@
 #include "arith.h"
 #include "llvm_internal.h"
 
+/* Constants of a lane condition (a padding threshold, a ramp over the lanes) small
+ * enough that no sum of two, nor base + 63 strides, leaves int32: evaluated in int64
+ * they give what the condition's own dtype computes. */
+static int small(int64_t v) { return v > -((int64_t)1 << 24) && v < ((int64_t)1 << 24); }
+
 /* Lane i's value of e when it is a constant there (integers and bools of constants,
  * ramps and broadcasts of them): 1 and *v, else 0. */
 static int lane_const(const tir_expr *e, int i, int64_t *v) {
@@ -32,12 +37,14 @@ static int lane_const(const tir_expr *e, int i, int64_t *v) {
   switch (e->kind) {
   case TIR_INT: *v = e->u.i; return 1;
   case TIR_BROADCAST: return lane_const(e->u.bcast.value, 0, v);
-  case TIR_RAMP:
-    if (!lane_const(e->u.ramp.base, 0, &a) || !lane_const(e->u.ramp.stride, 0, &b)) return 0;
+  case TIR_RAMP: /* constants of a condition are small; a sum past int64 is no lane mask we know */
+    if (!lane_const(e->u.ramp.base, 0, &a) || !lane_const(e->u.ramp.stride, 0, &b) || !small(a) || !small(b))
+      return 0;
     *v = a + (int64_t)i * b;
     return 1;
   case TIR_BINARY:
-    if (gir_dtype_is_float(e->u.bin.a->dtype) || !lane_const(e->u.bin.a, i, &a) || !lane_const(e->u.bin.b, i, &b))
+    if (gir_dtype_is_float(e->u.bin.a->dtype) || !lane_const(e->u.bin.a, i, &a) || !lane_const(e->u.bin.b, i, &b) ||
+        !small(a) || !small(b))
       return 0;
     switch (e->u.bin.op) {
     case TE_ADD: *v = a + b; return 1;
@@ -124,6 +131,7 @@ static void add_cand(plan *p, const tir_expr *load, const tir_expr *cond) {
     p->c = c, p->cap = cap;
   }
   arith_linear x = arith_linear_of(&p->ac, base);
+  if (x.c <= -((int64_t)1 << 40) || x.c >= (int64_t)1 << 40) return; /* lo and hi stay inside int64 */
   p->c[p->n++] = (cand){.load = load, .u = u, .x = x, .k = (int32_t)k, .n = n, .on = on,
                         .lo = x.c + lo, .hi = x.c + hi, .group = -1};
 }
