@@ -287,7 +287,7 @@ static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, co
                          m, ow_o, ow_v, red->root_axes[4]};
   if (sch_reorder(s, red, rorder, 8) < 0) return -1;
   /* unroll_kw: a row's taps straight-line, where the backend loads the span their
-   * strided vectors share once (llvm_expr.c's windows) */
+   * strided vectors share once (targets/llvm/llvm_window.c) */
   if (cfg->unroll_kw && sch_annotate(s, red, red->reduce_axes[2], TIR_UNROLLED) < 0) return -1;
   if (sch_annotate(s, red, m, TIR_UNROLLED) < 0 || sch_annotate(s, red, ow_o, TIR_UNROLLED) < 0 ||
       sch_annotate(s, red, ow_v, TIR_VECTORIZED) < 0)
