@@ -112,10 +112,8 @@ static int32_t *writers(const gir_graph *g, const lower_program *p, gir_arena *a
  * storage, DenseNet's chains) and that no earlier dropped concat took: a value
  * lives in one place. Other readers of an input read it inside the concat's
  * storage, which lives as long as any part of it is read. */
-static void elide_concats(const gir_graph *g, const lower_program *p, const char *view, const loc *where, char *elided,
-                          const gir_value **into, int64_t *at, gir_arena *a) {
-  const int32_t *writer = writers(g, p, a);
-  if (!writer) return; /* nothing elided: correct, only slower */
+static void elide_concats(const lower_program *p, const int32_t *writer, const char *view, const loc *where,
+                          char *elided, const gir_value **into, int64_t *at) {
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (!is_range_concat(kr) || where[kr->out[0]->id].kind != PACK_ARG_KIND_COUNT) continue;
@@ -142,10 +140,8 @@ static void elide_concats(const gir_graph *g, const lower_program *p, const char
  * output. Only where the intermediate is one no other output took, a kernel that is
  * no view writes it, and neither kernel lies in an If branch (a view skipped with
  * its branch would leave the output to the where that selects it). */
-static void alias_outputs(const gir_graph *g, const lower_program *p, char *view, const int64_t *view_off, loc *where,
-                          gir_arena *a) {
-  const int32_t *writer = writers(g, p, a);
-  if (!writer) return; /* nothing aliased: correct, only slower */
+static void alias_outputs(const lower_program *p, const int32_t *writer, char *view, const int64_t *view_off,
+                          loc *where) {
   for (int k = 0; k < p->n_kernels; k++) {
     const lower_kernel *kr = &p->kernels[k];
     if (view_off[k] != 0 || kr->guard || kr->out[0]->extent || where[kr->out[0]->id].kind != PACK_ARG_OUTPUT) continue;
@@ -228,12 +224,14 @@ int pack_build_plan(const gir_graph *g, const lower_program *p, gir_arena *a, pa
     view_off[k] = view_kernel_offset(kr);
     view[k] = view_off[k] >= 0 && where[kr->out[0]->id].kind == PACK_ARG_KIND_COUNT;
   }
-  alias_outputs(g, p, view, view_off, where, a);
+  const int32_t *writer = writers(g, p, a);
+  if (!writer) return gir_errf(err, "plan: out of memory");
+  alias_outputs(p, writer, view, view_off, where);
   char *elided = gir_arena_calloc(a, (size_t)p->n_kernels + 1, 1);
   const gir_value **into = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *into);
   int64_t *at = gir_arena_calloc(a, (size_t)g->n_values + 1, sizeof *at);
   if (!view || !elided || !into || !at) return gir_errf(err, "plan: out of memory");
-  elide_concats(g, p, view, where, elided, into, at, a);
+  elide_concats(p, writer, view, where, elided, into, at);
   /* intermediates and workspace → memplan tensors */
   tensors ts = {.t = gir_arena_calloc(a, 64, sizeof(pack_tensor)), .cap = 64, .a = a};
   int32_t **ws_tensor = gir_arena_calloc(a, (size_t)p->n_kernels + 1, sizeof *ws_tensor);

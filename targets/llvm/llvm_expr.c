@@ -896,26 +896,19 @@ static LLVMValueRef load_span(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef ba
  * condition's constant part is off there) picks element 0: the caller's select drops it. */
 static LLVMValueRef window_load(tgt_lcg *g, const tgt_llvm_win *w, int n) {
   const tir_buffer *buf = w->load->u.load.buf;
-  LLVMTypeRef it = tgt_llvm_reg_type(g, w->x.dtype, 1), mt = tgt_llvm_mem_type(g, buf->dtype);
-  LLVMValueRef ix = NULL;
-  for (int32_t i = 0; i < w->x.n; i++) { /* Σ coef·atom in the form's order: the same code for every member */
-    LLVMValueRef t = emit(g, w->x.t[i].atom, -1);
-    if (w->x.t[i].coef != 1) t = LLVMBuildMul(g->b, t, cint(g, it, w->x.t[i].coef, 1), "");
-    ix = ix ? LLVMBuildAdd(g->b, ix, t, "") : t;
-  }
-  ix = ix ? LLVMBuildAdd(g->b, ix, cint(g, it, w->lo, 1), "") : cint(g, it, w->lo, 1);
+  LLVMTypeRef mt = tgt_llvm_mem_type(g, buf->dtype);
   LLVMValueRef *mask = gir_arena_calloc(g->scratch, (size_t)w->wide, sizeof *mask),
                *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
   assert(mask && pick);
   for (int32_t j = 0; j < w->wide; j++) mask[j] = LLVMConstInt(g->t_i1, (unsigned long long)w->mask[j], 0);
   for (int i = 0; i < n; i++) {
-    int64_t el = w->x.c + (int64_t)w->k * i - w->lo;
+    int64_t el = w->off + (int64_t)w->k * i;
     pick[i] = lane_ix(g, el >= 0 && el < w->wide ? (int)el : 0);
   }
   LLVMValueRef m = LLVMConstVector(mask, (unsigned)w->wide);
   if (w->u) m = LLVMBuildAnd(g->b, m, splat(g, emit(g, w->u, -1), w->wide), "");
   LLVMTypeRef wt = LLVMVectorType(mt, (unsigned)w->wide);
-  LLVMValueRef ptr = elem_ptr(g, buf, ix);
+  LLVMValueRef ptr = elem_ptr(g, buf, emit(g, w->at, -1));
   LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
   LLVMValueRef args[4] = {ptr, LLVMConstInt(g->t_i32, gir_dtype_size(buf->dtype), 0), m, LLVMGetPoison(wt)};
   LLVMValueRef v = intrin(g, "llvm.masked.load", over, 2, args, 4);

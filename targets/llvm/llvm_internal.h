@@ -13,19 +13,19 @@
 #include <llvm-c/Core.h>
 #include "arena.h"
 #include "err.h"
-#include "arith.h"
 #include "tir.h"
 
 typedef struct tgt_lcg tgt_lcg;
+typedef struct tgt_llvm_gpu tgt_llvm_gpu;
 
 /* A strided vector load that shares a window with others of its statement sequence
- * (llvm_window.c): buf[x + lo + j] for j < wide where mask[j] (and u holds), of which
- * the load's lane i is element x.c + k·i - lo. */
+ * (llvm_window.c): buf[at + j] for j < wide where mask[j] (and u holds), of which the
+ * load's lane i is element off + k·i. */
 typedef struct tgt_llvm_win {
   const tir_expr *load; /* the TIR_LOAD */
   const tir_expr *u;    /* the uniform (scalar) condition it is read under, or NULL */
-  arith_linear x;       /* its index base; the window's terms are x's without x.c */
-  int64_t lo;
+  const tir_expr *at;   /* the window's first element (one node for all its members) */
+  int64_t off;
   int32_t wide, k;
   const char *mask;
 } tgt_llvm_win;
@@ -34,7 +34,6 @@ typedef struct tgt_llvm_wins {
   int32_t n;
   tgt_llvm_win *w;
 } tgt_llvm_wins;
-typedef struct tgt_llvm_gpu tgt_llvm_gpu;
 
 /* A GPU target's part of the translation (targets/cuda provides NVPTX's): the
  * kernels' entry points, the statements only GPU code has, and what the module

@@ -136,29 +136,9 @@ static void add_cand(plan *p, const tir_expr *load, const tir_expr *cond) {
                         .lo = x.c + lo, .hi = x.c + hi, .group = -1};
 }
 
-/* The candidates among the loads that evaluating e always performs. */
-static void walk(plan *p, const tir_expr *e) {
-  switch (e->kind) {
-  case TIR_LOAD:
-    if (e->lanes > 1) add_cand(p, e, NULL);
-    return;
-  case TIR_IF_THEN_ELSE: /* lazy: only its masked-load form, whose arm reads memory only there */
-    if (e->lanes > 1 && e->u.sel.a->kind == TIR_LOAD && e->u.sel.a->lanes == e->lanes &&
-        !tir_expr_reads_memory(e->u.sel.a->u.load.index) && !tir_expr_reads_memory(e->u.sel.b))
-      add_cand(p, e->u.sel.a, e->u.sel.c);
-    return;
-  case TIR_UNARY: walk(p, e->u.un.a); return;
-  case TIR_BINARY: walk(p, e->u.bin.a), walk(p, e->u.bin.b); return;
-  case TIR_SELECT: walk(p, e->u.sel.c), walk(p, e->u.sel.a), walk(p, e->u.sel.b); return;
-  case TIR_CAST: case TIR_BITCAST: walk(p, e->u.cast.a); return;
-  case TIR_BROADCAST: walk(p, e->u.bcast.value); return;
-  case TIR_DOT4: walk(p, e->u.dot4.acc), walk(p, e->u.dot4.a), walk(p, e->u.dot4.b); return;
-  default: return;
-  }
-}
-
-/* Every load node in e, lazy arms and indices included, appended to p->all. */
-static void all_loads(plan *p, const tir_expr *e) {
+/* Every load node in e into p->all; the candidates among those that evaluating e
+ * always performs (lazy: e sits in an if_then_else's arm, or is an index). */
+static void walk(plan *p, const tir_expr *e, int lazy) {
   if (!e) return;
   switch (e->kind) {
   case TIR_LOAD:
@@ -169,16 +149,23 @@ static void all_loads(plan *p, const tir_expr *e) {
       p->all = a, p->cap_all = cap;
     }
     p->all[p->n_all++] = e;
-    all_loads(p, e->u.load.index);
+    if (!lazy && e->lanes > 1) add_cand(p, e, NULL);
+    walk(p, e->u.load.index, 1);
     return;
-  case TIR_UNARY: all_loads(p, e->u.un.a); return;
-  case TIR_BINARY: all_loads(p, e->u.bin.a), all_loads(p, e->u.bin.b); return;
-  case TIR_SELECT: case TIR_IF_THEN_ELSE: all_loads(p, e->u.sel.c), all_loads(p, e->u.sel.a), all_loads(p, e->u.sel.b); return;
-  case TIR_CAST: case TIR_BITCAST: all_loads(p, e->u.cast.a); return;
-  case TIR_RAMP: all_loads(p, e->u.ramp.base), all_loads(p, e->u.ramp.stride); return;
-  case TIR_BROADCAST: all_loads(p, e->u.bcast.value); return;
-  case TIR_DOT4: all_loads(p, e->u.dot4.acc), all_loads(p, e->u.dot4.a), all_loads(p, e->u.dot4.b); return;
-  case TIR_SHUFFLE: all_loads(p, e->u.shfl.value); return;
+  case TIR_IF_THEN_ELSE: /* lazy arms; the masked-load form's load a candidate under its condition */
+    if (!lazy && e->lanes > 1 && e->u.sel.a->kind == TIR_LOAD && e->u.sel.a->lanes == e->lanes &&
+        !tir_expr_reads_memory(e->u.sel.a->u.load.index) && !tir_expr_reads_memory(e->u.sel.b))
+      add_cand(p, e->u.sel.a, e->u.sel.c);
+    walk(p, e->u.sel.c, lazy), walk(p, e->u.sel.a, 1), walk(p, e->u.sel.b, 1);
+    return;
+  case TIR_UNARY: walk(p, e->u.un.a, lazy); return;
+  case TIR_BINARY: walk(p, e->u.bin.a, lazy), walk(p, e->u.bin.b, lazy); return;
+  case TIR_SELECT: walk(p, e->u.sel.c, lazy), walk(p, e->u.sel.a, lazy), walk(p, e->u.sel.b, lazy); return;
+  case TIR_CAST: case TIR_BITCAST: walk(p, e->u.cast.a, lazy); return;
+  case TIR_RAMP: walk(p, e->u.ramp.base, 1), walk(p, e->u.ramp.stride, 1); return;
+  case TIR_BROADCAST: walk(p, e->u.bcast.value, lazy); return;
+  case TIR_DOT4: walk(p, e->u.dot4.acc, lazy), walk(p, e->u.dot4.a, lazy), walk(p, e->u.dot4.b, lazy); return;
+  case TIR_SHUFFLE: walk(p, e->u.shfl.value, 1); return;
   default: return;
   }
 }
@@ -212,7 +199,8 @@ static int by_lo(const void *a, const void *b) {
 }
 
 /* One window over members m[0..n) (sorted by lo, all within wide elements): each
- * member's entry. */
+ * member's entry, all sharing the start index (the base's non-constant part + lo, one
+ * expression: the same code wherever a member emits it) and the mask. */
 static int add_window(tgt_llvm_wins *w, gir_arena *a, cand *const *m, int n, int64_t wide) {
   int64_t lo = m[0]->lo;
   char *mask = gir_arena_calloc(a, (size_t)wide, 1);
@@ -222,11 +210,17 @@ static int add_window(tgt_llvm_wins *w, gir_arena *a, cand *const *m, int n, int
   for (int j = 0; j < n; j++)
     for (int i = 0; i < m[j]->n; i++)
       if (m[j]->on[i]) mask[m[j]->x.c + (int64_t)m[j]->k * i - lo] = 1;
-  for (int j = 0; j < n; j++) {
-    tgt_llvm_win *x = &w->w[w->n++];
-    *x = (tgt_llvm_win){.load = m[j]->load, .u = m[j]->u, .x = m[j]->x, .lo = lo, .wide = (int32_t)wide, .mask = mask,
-                        .k = m[j]->k};
-  }
+  arith_linear x = m[0]->x;
+  /* lo in the index's dtype (an int32 index wraps as its own arithmetic would: the
+   * element it names is in range, so the wrapped sum is exact) */
+  x.c = x.dtype == GIR_I32 ? (int64_t)(int32_t)(uint32_t)lo : lo;
+  tir_builder b;
+  tir_builder_init(&b, a);
+  const tir_expr *at = arith_linear_expr(&b, &x);
+  if (!at) return -1;
+  for (int j = 0; j < n; j++)
+    w->w[w->n++] = (tgt_llvm_win){.load = m[j]->load, .u = m[j]->u, .at = at, .off = m[j]->x.c - lo,
+                                  .wide = (int32_t)wide, .k = m[j]->k, .mask = mask};
   return 0;
 }
 
@@ -234,10 +228,8 @@ tgt_llvm_wins *tgt_llvm_plan_windows(tgt_lcg *g, tir_stmt *const *s, int32_t n) 
   plan p = {.a = g->scratch};
   arith_ctx_init(&p.ac, g->scratch);
   for (int32_t i = 0; i < n; i++)
-    if (s[i]->kind == TIR_STORE) walk(&p, s[i]->u.store.value);
+    if (s[i]->kind == TIR_STORE) walk(&p, s[i]->u.store.value, 0), walk(&p, s[i]->u.store.index, 1);
   if (p.n < 2) return NULL;
-  for (int32_t i = 0; i < n; i++)
-    if (s[i]->kind == TIR_STORE) all_loads(&p, s[i]->u.store.value), all_loads(&p, s[i]->u.store.index);
   qsort(p.all, (size_t)p.n_all, sizeof *p.all, by_ptr);
   for (int32_t i = 0; i < p.n; i++)
     if (!occurs_once(&p, p.c[i].load)) p.c[i].group = -2; /* never grouped */

@@ -139,9 +139,23 @@ def check_concats_dropped(args, checks, work):
     checks.check(not [n for n in names if "concat" in n], "concat kernels left in the plan: %s" % names)
 
 
+def save_and_compile(args, checks, work, name, graph):
+    """graph saved as WORK/NAME.onnx (opset 17, IR 8) and compiled to WORK/NAME.kiln:
+    (model, bundle, the compile's run), or None after a failed check."""
+    import onnx
+    from onnx import helper
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model, bundle = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".kiln")
+    onnx.save(m, model)
+    run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle], timeout=300)
+    if not checks.check(run.rc == 0, "compile %s: %s" % (name, run.describe())):
+        return None
+    return model, bundle, run
+
+
 def check_slices_viewed(args, checks, work):
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(7)
     w = {n: rng.standard_normal(s).astype(np.float32) * 0.2 for n, s in [("bias", (64,)), ("wa", (64, 48)),
@@ -154,13 +168,10 @@ def check_slices_viewed(args, checks, work):
              helper.make_node("Concat", ["a", "b"], ["y"], axis=1)]
     g = helper.make_graph(nodes, "split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 64])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 48])], initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    model, bundle = os.path.join(work, "split.onnx"), os.path.join(work, "split.kiln")
-    onnx.save(m, model)
-    run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle], timeout=300)
-    if not checks.check(run.rc == 0, "compile split: %s" % run.describe()):
+    built = save_and_compile(args, checks, work, "split", g)
+    if not built:
         return
+    model, bundle, run = built
     k, c = re.search(r"kernels: (\d+)", run.out), re.search(r"(\d+) called", run.out)
     try:
         with tarfile.open(bundle) as tar:
@@ -191,7 +202,6 @@ def check_slices_viewed(args, checks, work):
 
 def check_output_views(args, checks, work, outs, calls):
     import numpy as np
-    import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(11)
@@ -202,13 +212,10 @@ def check_output_views(args, checks, work, outs, calls):
     vi = helper.make_tensor_value_info
     g = helper.make_graph(nodes, "outviews", [vi("x", TensorProto.FLOAT, [1, 116, 28, 28])],
                           [vi(o, TensorProto.FLOAT, [1, 116, 14, 14]) for o in outs], initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    model, bundle = os.path.join(work, "outviews.onnx"), os.path.join(work, "outviews.kiln")
-    onnx.save(m, model)
-    run = util.run_kiln(args.kiln, ["compile", model, "-o", bundle], timeout=300)
-    if not checks.check(run.rc == 0, "compile outviews: %s" % run.describe()):
+    built = save_and_compile(args, checks, work, "outviews", g)
+    if not built:
         return
+    model, bundle, run = built
     c = re.search(r"(\d+) called", run.out)
     print("outviews %s: %s calls in the plan" % ("+".join(outs), c.group(1) if c else "?"), flush=True)
     checks.check(c is not None and int(c.group(1)) == calls,
