@@ -103,6 +103,8 @@ def make_feeds(inputs, seed):
 
 def reference(path, feeds):
     import onnxruntime as ort
+    import ort_exact
+    path = ort_exact.reference_model(path)  # uint8 x int8 exact on CPUs without VNNI too
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = 2
