@@ -64,6 +64,7 @@ struct tgt_lcg {
   int neon_dot, neon_usdot;   /* aarch64 SDOT/UDOT (+dotprod) and USDOT (+i8mm) for dot4 */
   int scalef512, scalef256;   /* x86 VSCALEFPS for exp's 2^n on 512-bit / on 128- and 256-bit vectors */
   int masked_loads;           /* a masked vector load is one instruction (x86 AVX2, AVX-512): windows */
+  int strided_loads;          /* gathers at a base + constant offsets as scalar loads (x86 without AVX-512) */
   const tgt_llvm_gpu *gpu;    /* GPU code (targets/cuda), else NULL */
   int64_t gpu_dims[6];        /* the launch being emitted: grid x, y, z, block x, y, z */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_float, t_double, t_ptr;

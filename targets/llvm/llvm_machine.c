@@ -417,6 +417,10 @@ tgt_llvm_module *tgt_llvm_compile(const tir_func *const *fns, int32_t n, const t
   vnni_forms(m->triple, cpu, feat, &g.vnni512, &g.vnni256);
   if (!opt->portable) scalef_forms(m->triple, cpu, feat, &g.scalef512, &g.scalef256);
   g.masked_loads = !opt->portable && masked_load_forms(m->triple, cpu, feat);
+  /* x86 without AVX-512: gathers are slow or scalarized (AMD Zen, Intel's gather
+   * mitigation), AVX-512 cores keep them (llvm_expr.c, load_as) */
+  g.strided_loads = !strncmp(m->triple, "x86_64", 6) && !has_feature(feat, "avx512f") &&
+                    !(cpu && !strcmp(cpu, "x86-64-v4"));
   neon_dot_forms(m->triple, feat, &g.neon_dot, &g.neon_usdot);
   g.gpu = opt->gpu;
   if (g.gpu && strncmp(m->triple, "nvptx64", 7)) {
