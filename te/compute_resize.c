@@ -119,9 +119,9 @@ static int64_t gcd64(int64_t a, int64_t b) {
 /* A nearest resize's source index as integer arithmetic: when every output index k
  * maps to clamp(floor((p·k + q) / d)) with p / d the ratio of the sizes reduced (or of
  * the sizes less one: align_corners), or twice that (a rounding mode's half step), d up
- * to 128 and |q| up to 2d + p — integer scales
- * and most rational ones, every coordinate mode but tf_crop_and_resize — checked
- * against nearest_index for every k at compile time. The double coordinate costs a
+ * to 128 and |q| up to 2d + p — integer scales and most rational ones, every
+ * coordinate mode but tf_crop_and_resize — checked against nearest_index for every k
+ * at compile time. The double coordinate costs a
  * vector loop an int64 <-> double conversion per lane, which x86 has as an instruction
  * only with AVX-512DQ: on AVX2 (AMD Zen 3) a 2x nearest upsample of 64 x 56 x 56 ran
  * 2.1 ms on one core, 0.075 ms with integer indices. NULL: no such form (the caller

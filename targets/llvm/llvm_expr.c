@@ -967,7 +967,7 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
        * gather itself where gathers are slow (AMD Zen; Intel cores with the gather
        * mitigation), but from a vector of 64-bit addresses, three times the
        * instructions: the NCHW -> NCHW8c relayout of 96 x 112 x 112 on Zen 3, 2
-       * threads, 0.56 -> 0.33 ms. The base widened once (each lane's base + offset is
+       * threads, 0.56 -> 0.20 ms. The base widened once (each lane's base + offset is
        * exact in int32, index_split), so the offsets fold into the loads' addressing */
       if (base && LLVMTypeOf(base) != g->t_i64) base = LLVMBuildSExt(g->b, base, g->t_i64, "");
       v = LLVMGetPoison(vt);
