@@ -34,6 +34,7 @@ WEIGHTS = {
     "QGemm": (0, [(3, 5, 4)]),
     "DynamicQuantizeMatMul": (None, [(1, 3, 2)]),
     "DynamicQuantizeLSTM": (None, [(1, 9, 8), (2, 11, 10)]),
+    "DequantizeLinear": (None, [(0, 2, 1)]),  # only in models whose activations are uint8
 }
 
 
@@ -102,9 +103,9 @@ def reference_model(path):
                 return None
             arr = _shift(numpy_helper.to_array(t))
         else:
-            s = inits.get(shape_of)
+            s = inits.get(shape_of) if shape_of else None
             arr = np.full(numpy_helper.to_array(s).shape if s is not None else (), 128, np.uint8)
-        new = "%s__u8ref" % (name or shape_of + "__zp")
+        new = "%s__u8ref" % (name or (shape_of or "") + "__zp128")
         g.initializer.append(numpy_helper.from_array(arr, new))
         made[key] = new
         return new
@@ -112,35 +113,21 @@ def reference_model(path):
     changed = False
     for n in g.node:
         spec = WEIGHTS.get(n.op_type)
-        if spec is not None:
-            act, ws = spec
-            if act is not None and types.get(n.input[act]) != TensorProto.UINT8:
+        if spec is None or (n.op_type == "DequantizeLinear" and not q_u8):
+            continue
+        act, ws = spec
+        if act is not None and types.get(n.input[act]) != TensorProto.UINT8:
+            continue
+        for wi, zi, si in ws:
+            if wi >= len(n.input) or u8_init(n.input[wi]) is None:
                 continue
-            for wi, zi, si in ws:
-                if wi >= len(n.input) or u8_init(n.input[wi]) is None:
-                    continue
-                has_zp = zi < len(n.input) and n.input[zi]
-                if has_zp and u8_init(n.input[zi]) is None:
-                    continue  # a zero point computed at run time: leave the node alone
-                n.input[wi] = u8_init(n.input[wi])
-                if has_zp:
-                    n.input[zi] = u8_init(n.input[zi])
-                else:
-                    while len(n.input) <= zi:
-                        n.input.append("")
-                    n.input[zi] = u8_init("", n.input[si]) if si is not None else _scalar_zp(g, made)
-                changed = True
-        elif n.op_type == "DequantizeLinear" and q_u8 and u8_init(n.input[0]) is not None:
-            has_zp = len(n.input) > 2 and n.input[2]
-            if has_zp and u8_init(n.input[2]) is None:
-                continue
-            n.input[0] = u8_init(n.input[0])
-            if has_zp:
-                n.input[2] = u8_init(n.input[2])
-            else:
-                while len(n.input) < 3:
-                    n.input.append("")
-                n.input[2] = u8_init("", n.input[1])
+            has_zp = zi < len(n.input) and n.input[zi]
+            if has_zp and u8_init(n.input[zi]) is None:
+                continue  # a zero point computed at run time: leave the node alone
+            n.input[wi] = u8_init(n.input[wi])
+            while len(n.input) <= zi:
+                n.input.append("")
+            n.input[zi] = u8_init(n.input[zi]) if has_zp else u8_init("", n.input[si] if si is not None else None)
             changed = True
     if not changed:
         return path
@@ -163,11 +150,3 @@ def reference_model(path):
     onnx.save(m, out)
     return out
 
-
-def _scalar_zp(g, made):
-    import numpy as np
-    from onnx import numpy_helper
-    if "__scalar" not in made:
-        g.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), "zp128__u8ref"))
-        made["__scalar"] = "zp128__u8ref"
-    return made["__scalar"]
