@@ -41,8 +41,11 @@ static int inner_reader(const sch_schedule *s, const gir_node *n, int r) {
       computes(s, p))
     n = p;
   if (n->op == GIR_OP_relayout) {
-    int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
-    return src > 1 && dst <= 1 ? 1 : -1;
+    int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0), C = gir_attr_int(n, "channels", 0);
+    if (src > 1 && dst <= 1) return 1;
+    /* into whole blocks ([N, C/b, H, W, b] from NCHW; "channels" is set only where the
+     * last block pads): W walks the input's rows */
+    return src <= 1 && dst > 1 && !C && r == 5 ? 3 : -1;
   }
   int32_t np;
   const int64_t *perm = gir_attr_ints(n, "perm", &np);
@@ -111,6 +114,19 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
   order[k++] = moved;
   order[k++] = st->leaf[st->n_leaf - 1];
   if (sch_reorder(s, st, order, k) < 0) return -1;
+  /* that axis in tiles of one vector's lanes: the tile loop (one output vector per
+   * iteration, whose lanes read `lanes` input rows at the same offset) is a tile x lanes
+   * transpose, which the LLVM backend emits as row loads and shuffles
+   * (llvm_transpose.c) instead of a gather per vector */
+  int64_t lanes = st->leaf[st->n_leaf - 1]->extent, tile = 0;
+  /* a tile of the lanes, or of fewer that divide the axis (28 or 14 columns in 7s) */
+  for (int64_t d = lanes; d > lanes / 2 && !tile; d--)
+    if (moved->extent % d == 0 && moved->extent > d) tile = d;
+  if (lanes > 1 && tile > 1) {
+    sch_iter *mo, *mi;
+    if (sch_split(s, st, moved, tile, &mo, &mi) < 0) return -1;
+    return parallel_lead(s, st, st->n_leaf - 4, t) < 0 ? -1 : 1;
+  }
   /* the parallel loop: the leading loops, up to (not into) the vector loop's outer part */
   return parallel_lead(s, st, st->n_leaf - 3, t) < 0 ? -1 : 1;
 }

@@ -102,6 +102,9 @@ LLVMValueRef tgt_llvm_int_to(tgt_lcg *g, LLVMValueRef v, LLVMTypeRef to);
 tgt_llvm_wins *tgt_llvm_plan_windows(tgt_lcg *g, tir_stmt *const *s, int32_t n);
 const tgt_llvm_win *tgt_llvm_find_window(const tgt_lcg *g, const tir_expr *load);
 
+/* llvm_transpose.c: a serial loop of vector stores gathered from rows, emitted as row
+ * loads and a transpose in registers; 0 (nothing emitted) when s is not one. */
+int tgt_llvm_transpose_loop(tgt_lcg *g, const tir_stmt *s);
 /* llvm_stmt.c */
 int tgt_llvm_emit_func(tgt_lcg *g, const tir_func *f);
 int tgt_llvm_check_func(tgt_lcg *g, const tir_func *f);

@@ -503,6 +503,7 @@ static void counted_loop(tgt_lcg *g, LLVMValueRef from, LLVMValueRef to, LLVMVal
 }
 
 static void serial_loop(tgt_lcg *g, const tir_stmt *s) {
+  if (tgt_llvm_transpose_loop(g, s)) return; /* a relayout's tile (llvm_transpose.c) */
   const tir_var *v = s->u.loop.var;
   LLVMTypeRef it = tgt_llvm_reg_type(g, v->dtype, 1);
   LLVMValueRef lo = tgt_llvm_int_to(g, tgt_llvm_expr(g, s->u.loop.min), it);
