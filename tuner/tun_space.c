@@ -99,9 +99,10 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   /* partial unrolls of a wide kernel's columns (a 1-D conv's 512 taps) */
   for (int32_t k = 2; k <= 16 && !s->vec_ow; k *= 2)
     if (k < kw && kw % k == 0) add_cand(s, k);
-  add_knob(s, "pad_tile"); /* 0: one padded copy, 1: per tile, 2: none (vec_ow: masked loads) */
+  add_knob(s, "pad_tile"); /* 0: one padded copy, 1: per tile, 2: none (masked loads: rows in
+                              vectors, or a depthwise conv's taps on border pixels) */
   add_cand(s, def[2]);
-  if (padded && s->vec_ow) {
+  if (padded && (s->vec_ow || s->depthwise)) {
     add_cand(s, 1), add_cand(s, 0);
     if (t->masked_loads) add_cand(s, 2);
   }
@@ -234,8 +235,8 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
     if (kwu > 1 && val(s, v, "prefetch")) REJECT("prefetch steps whole kernel columns: not with a partial unroll_kw");
     if (nb > 1 && val(s, v, "prefetch")) REJECT("prefetch does nothing with oc_blocks");
     if (img && val(s, v, "pixel_outer")) REJECT("pixel_outer does nothing with image_tile");
-    if (val(s, v, "pad_tile") == 2 && !s->vec_ow)
-      REJECT("pad_tile 2 (taps through masked loads) is for rows in vectors (vec_ow)");
+    if (val(s, v, "pad_tile") == 2 && !s->vec_ow && !s->depthwise)
+      REJECT("pad_tile 2 (taps through masked loads) is for rows in vectors (vec_ow) and depthwise convs");
     if (val(s, v, "pad_tile") == 1) { /* the padded input of a tile lives on the stack */
       int64_t bytes = s->conv_cin * 4 *
                       (img ? s->conv_img : ((rows - 1) * s->conv_sh + s->conv_rows) * ((ow - 1) * s->conv_sw + s->conv_cols));
