@@ -66,8 +66,9 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * FMAs) had the load port busier than the FMAs; read through the bounds test instead,
    * each tap of a border pixel is a masked load. On the AMD EPYC (Zen 3), one core, 21
    * depthwise layers of MobileNetV2 / EfficientNet shapes (3x3 and 5x5, stride 1 and 2,
-   * 24-1152 channels, 7x7 to 112x112): 1.1-3.4x faster, 5x5 stride 2 on 240 channels at
-   * 28x28 123 -> 36 us, 3x3 on 144 channels at 56x56 210 -> 112 us */
+   * 24-1152 channels, 7x7 to 112x112): 0.45-0.97x the time of the better of the former
+   * tilings, 5x5 stride 2 on 240 channels at 28x28 79 -> 40 us, 3x3 on 144 at 56x56
+   * 194 -> 124 us. AVX-512 keeps the tiles below (not measured this way). */
   int dw_masked = dw && t->masked_loads && t->vec_regs <= 16 && o->dtype == GIR_F32;
   if (dw_masked) max_px = 6 / c.oc_vecs > 1 ? 6 / c.oc_vecs : 1;
   else if (dw && conv_stride_w(o->origin) > 1) max_px = 2;

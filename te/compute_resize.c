@@ -206,8 +206,8 @@ static void interp_taps(te_ctx *c, const gir_node *n, gir_resize_coord coord, co
   te_expr *sum = raw[0];
   for (int j = 1; exclude && j < taps; j++) sum = te_add(c, sum, raw[j]);
   for (int j = 0; j < taps; j++) {
-    /* the clamped index fits int32: it lies in [0, in) */
-    /* each stage its own axis: the expressions moved from k onto fresh ones */
+    /* each table its own axis (the expressions moved from k onto it); the clamped
+     * index lies in [0, in): int32 */
     te_var *ki, *kw;
     te_axes(c, 1, &a->out, &ki);
     te_axes(c, 1, &a->out, &kw);

@@ -1,0 +1,107 @@
+"""test_depthwise.py — random depthwise convolutions against a float64 numpy reference.
+
+A depthwise conv's default schedule depends on the target: on x86 AVX2 (masked loads,
+16 vector registers) its taps read the input through the bounds test (a border pixel's
+taps are masked loads, no padded copy) in tiles of about six accumulators with a ragged
+last tile; elsewhere each tile copies its padded window (schedule/sched_conv.c). Random
+channel counts (whole blocks and padded ones), sizes, kernels 3/5/7, strides 1 and 2,
+dilations 1 and 2, asymmetric padding, with bias and ReLU; |diff| <= 1e-4 + 1e-4 |want|.
+On a CPU with AVX2 and no AVX-512 the test also checks that the float convs on blocked
+channels took the no-copy path (no padded window allocated in their loop IR).
+
+Options: --kiln PATH. Closing line: test_depthwise: N passed, M failed.
+"""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import util  # noqa: E402
+
+CASES = 40
+
+
+def reference(x, w, b, stride, dil, pads):
+    n, c, h, wd = x.shape
+    k = w.shape[2]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    span = (k - 1) * dil + 1
+    oh = (xp.shape[2] - span) // stride + 1
+    ow = (xp.shape[3] - span) // stride + 1
+    y = np.zeros((n, c, oh, ow))
+    for kh in range(k):
+        for kw in range(k):
+            r0, c0 = kh * dil, kw * dil
+            win = xp[:, :, r0:r0 + (oh - 1) * stride + 1:stride, c0:c0 + (ow - 1) * stride + 1:stride]
+            y += win * w[:, 0, kh, kw].astype(np.float64)[None, :, None, None]
+    return np.maximum(y + b.astype(np.float64)[None, :, None, None], 0)
+
+
+def host_avx2_only():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx2" in flags and "avx512f" not in flags
+
+
+def main():
+    args = util.parse_args(__doc__)
+    checks = util.Checks("test_depthwise")
+    rng = np.random.default_rng(23)
+    avx2 = host_avx2_only()
+    no_copy = [0, 0]  # [blocked float cases, of them without a padded window]
+    with tempfile.TemporaryDirectory(prefix="kiln_dw_") as d:
+        for t in range(CASES):
+            c = int(rng.choice([8, 16, 24, 32, 40, 48, 58, 64, 96, 144]))
+            k = int(rng.choice([3, 3, 5, 7]))
+            stride, dil = int(rng.choice([1, 2])), int(rng.choice([1, 1, 2]))
+            span = (k - 1) * dil + 1
+            h, w = int(rng.integers(span, 40)), int(rng.integers(span, 40))
+            pads = [int(rng.integers(0, span // 2 + 1)) for _ in range(4)]
+            x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+            wt = rng.standard_normal((c, 1, k, k)).astype(np.float32)
+            b = rng.standard_normal(c).astype(np.float32)
+            label = "dw %dx%d c%d %dx%d stride %d dilation %d pads %s" % (k, k, c, h, w, stride, dil, pads)
+            g = helper.make_graph(
+                [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, pads=pads, strides=[stride, stride],
+                                  dilations=[dil, dil]),
+                 helper.make_node("Relu", ["c"], ["y"])], "g",
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+            m.ir_version = 8
+            path = os.path.join(d, "m%d.onnx" % t)
+            onnx.save(m, path)
+            want = reference(x, wt, b, stride, dil, pads)
+            ys = util.compile_and_run(args.kiln, checks, label, path, {"x": x}, d, "m%d" % t)
+            if ys is None:
+                continue
+            got = ys["y"]
+            ok = got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4
+            checks.check(ok, "%s: %s" % (label, "shape %s, want %s" % (got.shape, want.shape) if got.shape != want.shape
+                                         else "off the float64 reference by %.3g" % float(np.abs(got - want).max())))
+            if avx2 and c % 8 == 0 and dil == 1 and any(pads):
+                low = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "l.kiln"), "--dump-after",
+                                                "lower"], timeout=120)
+                conv = low.out[low.out.find("conv_nchwc("):] if "conv_nchwc(" in low.out else ""
+                conv = conv[:conv.find("\nkernel ")] if "\nkernel " in conv else conv
+                no_copy[0] += 1
+                no_copy[1] += bool(conv) and "allocate pad" not in conv
+        if avx2:
+            print("AVX2 without AVX-512: %d of %d padded depthwise convs on whole blocks read without a padded copy"
+                  % (no_copy[1], no_copy[0]))
+            checks.check(no_copy[0] > 0 and no_copy[1] == no_copy[0],
+                         "AVX2: %d of %d padded blocked depthwise convs without a padded copy" % tuple(reversed(no_copy)))
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
