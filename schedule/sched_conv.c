@@ -83,20 +83,22 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
     int64_t acc = t->vec_regs / (red->reduce_axes[1]->extent <= 3 ? 4 : 2);
     max_px = acc / c.oc_vecs > 1 ? acc / c.oc_vecs : 1;
   }
-  for (int64_t p = max_px; p >= 1; p--)
-    if (ow % p == 0) {
-      c.ow_tile = (int32_t)p;
-      break;
-    }
-  /* no divisor worth having: a guarded tail beats tiny tiles (a depthwise conv's
-   * small tiles are a choice: only a single pixel is too small) */
-  if (c.ow_tile < (dw ? 2 : 4) && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
   if (dw_masked) c.ow_tile = (int32_t)(ow < max_px ? ow : max_px); /* ragged beat smaller divisors */
-  /* depthwise (no channel reduction): each tile's padded rows are its own, and the
-   * kernel columns unrolled let LLVM load each input vector of a row once for the
+  else {
+    for (int64_t p = max_px; p >= 1; p--)
+      if (ow % p == 0) {
+        c.ow_tile = (int32_t)p;
+        break;
+      }
+    /* no divisor worth having: a guarded tail beats tiny tiles (a depthwise conv's
+     * small tiles are a choice: only a single pixel is too small) */
+    if (c.ow_tile < (dw ? 2 : 4) && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
+  }
+  /* depthwise (no channel reduction): each tile's padded rows are its own (on AVX2 no
+   * padded rows at all, above), and the kernel columns unrolled let LLVM load each input vector of a row once for the
    * (up to) kw taps that read it, instead of once per tap */
-  c.pad_tile = c.unroll_kw = red->n_reduce == 2;
-  if (dw_masked) c.pad_tile = 2;
+  c.unroll_kw = dw;
+  c.pad_tile = dw_masked ? 2 : dw;
   /* images of at most 64 pixels (ResNet's 7x7 stage) whose rows are one tile wide, when
    * there are output blocks enough for every thread to get four (fewer, as
    * MobileNet's 160 channels in 5 blocks, split 3:2 over two threads). A kernel

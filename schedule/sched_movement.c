@@ -122,7 +122,7 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
   /* a tile of the lanes, or of fewer that divide the axis (28 or 14 columns in 7s) */
   for (int64_t d = lanes; d > lanes / 2 && !tile; d--)
     if (moved->extent % d == 0 && moved->extent > d) tile = d;
-  if (lanes > 1 && tile > 1) {
+  if (tile > 1) { /* (lanes > 1: a single lane gives a tile of 1) */
     sch_iter *mo, *mi;
     if (sch_split(s, st, moved, tile, &mo, &mi) < 0) return -1;
     return parallel_lead(s, st, st->n_leaf - 4, t) < 0 ? -1 : 1;

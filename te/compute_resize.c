@@ -182,6 +182,18 @@ static te_expr *cubic_coeff(te_ctx *c, te_expr *r, int j, double A) {
                 te_const(c, GIR_F64, 4 * A));
 }
 
+/* A table over an axis's out output indices: e (an expression of k) as a kept stage
+ * of its own, on a fresh axis. */
+static te_tensor *tap_table(te_ctx *c, const gir_node *n, gir_dtype t, int64_t out, te_var *k, te_expr *e) {
+  te_var *kt;
+  te_axes(c, 1, &out, &kt);
+  te_expr *kv = te_v(c, kt);
+  te_tensor *tab = te_compute(c, n->name, t, 1, &out, &kt, te_subst(c, e, &k, &kv, 1));
+  tab->tag = "resize_pass";
+  tab->origin = n;
+  return tab;
+}
+
 /* The taps of a linear or cubic axis at output index v: clamped source indices
  * and their double weights (normalized over the in-range taps with exclude).
  * They depend on the axis's output index alone, so each tap's index and weight
@@ -205,20 +217,11 @@ static void interp_taps(te_ctx *c, const gir_node *n, gir_resize_coord coord, co
   }
   te_expr *sum = raw[0];
   for (int j = 1; exclude && j < taps; j++) sum = te_add(c, sum, raw[j]);
+  te_expr *at = te_v(c, v);
   for (int j = 0; j < taps; j++) {
-    /* each table its own axis (the expressions moved from k onto it); the clamped
-     * index lies in [0, in): int32 */
-    te_var *ki, *kw;
-    te_axes(c, 1, &a->out, &ki);
-    te_axes(c, 1, &a->out, &kw);
-    te_expr *kiv = te_v(c, ki), *kwv = te_v(c, kw);
-    te_expr *ie = te_cast(c, GIR_I32, lower_clamp(c, pos[j], 0, a->in - 1));
-    te_expr *we = exclude ? te_div(c, raw[j], sum) : raw[j];
-    te_tensor *ti = te_compute(c, n->name, GIR_I32, 1, &a->out, &ki, te_subst(c, ie, &k, &kiv, 1));
-    te_tensor *tw = te_compute(c, n->name, GIR_F64, 1, &a->out, &kw, te_subst(c, we, &k, &kwv, 1));
-    ti->tag = tw->tag = "resize_pass";
-    ti->origin = tw->origin = n;
-    te_expr *at = te_v(c, v);
+    /* the clamped index lies in [0, in): int32 */
+    te_tensor *ti = tap_table(c, n, GIR_I32, a->out, k, te_cast(c, GIR_I32, lower_clamp(c, pos[j], 0, a->in - 1)));
+    te_tensor *tw = tap_table(c, n, GIR_F64, a->out, k, exclude ? te_div(c, raw[j], sum) : raw[j]);
     idx[j] = te_cast(c, GIR_I64, te_load(c, ti, &at));
     w[j] = te_load(c, tw, &at);
   }

@@ -759,7 +759,7 @@ static int is_unit_ramp(const tir_expr *ix) {
 }
 
 /* &buf[idx]; idx scalar or a vector (then a vector of pointers). */
-static LLVMValueRef elem_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef idx) {
+LLVMValueRef tgt_llvm_elem_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef idx) {
   LLVMValueRef base = g->bufs[buf->id];
   assert(base && "buffer not bound (checked before emission)");
   return LLVMBuildInBoundsGEP2(g->b, tgt_llvm_mem_type(g, buf->dtype), base, &idx, 1, "");
@@ -850,7 +850,7 @@ static int index_split(tgt_lcg *g, const tir_expr *ix, int n, int64_t *offs, LLV
 /* &buf[base + off] for lane_split's base (NULL: 0) */
 static LLVMValueRef split_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef base, int64_t off) {
   LLVMTypeRef it = base ? LLVMTypeOf(base) : g->t_i64;
-  return elem_ptr(g, buf, base ? LLVMBuildAdd(g->b, base, cint(g, it, off, 1), "") : cint(g, it, off, 1));
+  return tgt_llvm_elem_ptr(g, buf, base ? LLVMBuildAdd(g->b, base, cint(g, it, off, 1), "") : cint(g, it, off, 1));
 }
 
 /* buf[base + offs[lane]] (lane_split's form) when the offsets span at most four
@@ -908,7 +908,7 @@ static LLVMValueRef window_load(tgt_lcg *g, const tgt_llvm_win *w, int n) {
   LLVMValueRef m = LLVMConstVector(mask, (unsigned)w->wide);
   if (w->u) m = LLVMBuildAnd(g->b, m, splat(g, emit(g, w->u, -1), w->wide), "");
   LLVMTypeRef wt = LLVMVectorType(mt, (unsigned)w->wide);
-  LLVMValueRef ptr = elem_ptr(g, buf, emit(g, w->at, -1));
+  LLVMValueRef ptr = tgt_llvm_elem_ptr(g, buf, emit(g, w->at, -1));
   LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
   LLVMValueRef args[4] = {ptr, LLVMConstInt(g->t_i32, gir_dtype_size(buf->dtype), 0), m, LLVMGetPoison(wt)};
   LLVMValueRef v = intrin(g, "llvm.masked.load", over, 2, args, 4);
@@ -924,7 +924,7 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
   unsigned esz = (unsigned)gir_dtype_size(buf->dtype);
   LLVMValueRef v;
   if (lane >= 0 || e->lanes == 1) {
-    v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, buf, emit(g, ix, lane)), "");
+    v = LLVMBuildLoad2(g->b, mt, tgt_llvm_elem_ptr(g, buf, emit(g, ix, lane)), "");
     LLVMSetAlignment(v, esz);
     return raw ? v : from_mem(g, buf->dtype, v, 1);
   }
@@ -934,10 +934,10 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
   if (win) {
     v = window_load(g, win, n);
   } else if (is_unit_ramp(ix)) {
-    v = LLVMBuildLoad2(g->b, vt, elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)), "");
+    v = LLVMBuildLoad2(g->b, vt, tgt_llvm_elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)), "");
     LLVMSetAlignment(v, esz);
   } else if (ix->kind == TIR_BROADCAST) {
-    v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, buf, emit(g, ix->u.bcast.value, -1)), "");
+    v = LLVMBuildLoad2(g->b, mt, tgt_llvm_elem_ptr(g, buf, emit(g, ix->u.bcast.value, -1)), "");
     LLVMSetAlignment(v, esz);
     v = splat(g, v, n);
   } else if (ix->kind == TIR_RAMP && ix->u.ramp.stride->kind == TIR_INT && ix->u.ramp.stride->u.i >= 2 &&
@@ -947,7 +947,7 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
      * picking every k-th lane, instead of a gather of n loads */
     unsigned k = (unsigned)ix->u.ramp.stride->u.i, span = (unsigned)(n - 1) * k + 1, wide = (unsigned)n * k;
     LLVMTypeRef wt = LLVMVectorType(mt, wide);
-    LLVMValueRef ptr = elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
+    LLVMValueRef ptr = tgt_llvm_elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
     LLVMValueRef *mask = gir_arena_calloc(g->scratch, wide, sizeof *mask), *pick = gir_arena_calloc(g->scratch, (size_t)n, sizeof *pick);
     for (unsigned i = 0; i < wide; i++) mask[i] = LLVMConstInt(g->t_i1, i < span, 0);
     for (int i = 0; i < n; i++) pick[i] = LLVMConstInt(g->t_i32, (unsigned long long)i * k, 0);
@@ -978,7 +978,7 @@ static LLVMValueRef load_as(tgt_lcg *g, const tir_expr *e, int lane, int raw) {
       }
       return raw ? v : from_mem(g, buf->dtype, v, n);
     }
-    LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
+    LLVMValueRef ptrs = tgt_llvm_elem_ptr(g, buf, emit(g, ix, -1));
     LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
     LLVMValueRef args[4] = {ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n), LLVMGetPoison(vt)};
     v = intrin(g, "llvm.masked.gather", over, 2, args, 4);
@@ -992,7 +992,7 @@ static LLVMValueRef load(tgt_lcg *g, const tir_expr *e, int lane) { return load_
  * PRFM PLDL2KEEP on AArch64); the schedules prefetch data a whole reuse window
  * ahead, which would only crowd L1. Targets without such an instruction drop it. */
 void tgt_llvm_prefetch(tgt_lcg *g, const tir_stmt *s) {
-  LLVMValueRef p = elem_ptr(g, s->u.prefetch.buf, emit(g, s->u.prefetch.index, -1));
+  LLVMValueRef p = tgt_llvm_elem_ptr(g, s->u.prefetch.buf, emit(g, s->u.prefetch.index, -1));
   LLVMTypeRef over[1] = {LLVMTypeOf(p)};
   LLVMValueRef args[4] = {p, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 2, 0), LLVMConstInt(g->t_i32, 1, 0)};
   intrin(g, "llvm.prefetch", over, 1, args, 4);
@@ -1005,10 +1005,10 @@ void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s) {
   unsigned esz = (unsigned)gir_dtype_size(buf->dtype);
   LLVMValueRef v = to_mem(g, buf->dtype, emit(g, s->u.store.value, -1), n), st;
   if (n == 1) {
-    st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, emit(g, ix, -1)));
+    st = LLVMBuildStore(g->b, v, tgt_llvm_elem_ptr(g, buf, emit(g, ix, -1)));
     LLVMSetAlignment(st, esz);
   } else if (is_unit_ramp(ix)) {
-    st = LLVMBuildStore(g->b, v, elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)));
+    st = LLVMBuildStore(g->b, v, tgt_llvm_elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1)));
     LLVMSetAlignment(st, esz);
   } else { /* scatter: lanes written in order, so the last of equal indices wins */
     int64_t *offs = gir_arena_calloc(g->scratch, (size_t)n, sizeof *offs);
@@ -1020,7 +1020,7 @@ void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s) {
       LLVMSetAlignment(st, esz);
       return;
     }
-    LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
+    LLVMValueRef ptrs = tgt_llvm_elem_ptr(g, buf, emit(g, ix, -1));
     LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
     LLVMValueRef args[4] = {v, ptrs, LLVMConstInt(g->t_i32, esz, 0), all_true(g, n)};
     intrin(g, "llvm.masked.scatter", over, 2, args, 4);
@@ -1077,7 +1077,7 @@ static LLVMValueRef masked_load(tgt_lcg *g, const tir_expr *a, LLVMValueRef cv, 
   LLVMValueRef esz = LLVMConstInt(g->t_i32, gir_dtype_size(buf->dtype), 0), pass = emit(g, b, -1);
   if (LLVMGetTypeKind(LLVMTypeOf(pass)) != LLVMVectorTypeKind) pass = splat(g, pass, n);
   if (is_unit_ramp(ix)) {
-    LLVMValueRef ptr = elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
+    LLVMValueRef ptr = tgt_llvm_elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
     LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptr)};
     LLVMValueRef args[4] = {ptr, esz, cv, pass};
     return intrin(g, "llvm.masked.load", over, 2, args, 4);
@@ -1092,14 +1092,14 @@ static LLVMValueRef masked_load(tgt_lcg *g, const tir_expr *a, LLVMValueRef cv, 
     for (int j = 0; j < wide; j++) spread[j] = lane_ix(g, j % k ? n : j / k); /* n: a false lane */
     for (int i = 0; i < n; i++) pick[i] = lane_ix(g, i * k);
     LLVMValueRef wm = LLVMBuildShuffleVector(g->b, cv, LLVMConstNull(LLVMTypeOf(cv)), LLVMConstVector(spread, (unsigned)wide), "");
-    LLVMValueRef ptr = elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
+    LLVMValueRef ptr = tgt_llvm_elem_ptr(g, buf, emit(g, ix->u.ramp.base, -1));
     LLVMTypeRef over[2] = {wt, LLVMTypeOf(ptr)};
     LLVMValueRef args[4] = {ptr, esz, wm, LLVMGetPoison(wt)};
     LLVMValueRef w = intrin(g, "llvm.masked.load", over, 2, args, 4);
     w = LLVMBuildShuffleVector(g->b, w, LLVMGetPoison(wt), LLVMConstVector(pick, (unsigned)n), "");
     return LLVMBuildSelect(g->b, cv, w, pass, "");
   }
-  LLVMValueRef ptrs = elem_ptr(g, buf, emit(g, ix, -1));
+  LLVMValueRef ptrs = tgt_llvm_elem_ptr(g, buf, emit(g, ix, -1));
   LLVMTypeRef over[2] = {vt, LLVMTypeOf(ptrs)};
   LLVMValueRef args[4] = {ptrs, esz, cv, pass};
   return intrin(g, "llvm.masked.gather", over, 2, args, 4);
@@ -1180,11 +1180,11 @@ static LLVMValueRef ramp(tgt_lcg *g, const tir_expr *e, int lane) {
 
 /* --- dot4 --- */
 
-/* shufflevector(x, y or poison, ix[0..n)) */
-static LLVMValueRef shuffle(tgt_lcg *g, LLVMValueRef x, LLVMValueRef y, const int *ix, int n) {
+/* shufflevector(x, y or poison, ix[0..n)); a negative index is a poison lane */
+LLVMValueRef tgt_llvm_shuffle(tgt_lcg *g, LLVMValueRef x, LLVMValueRef y, const int *ix, int n) {
   LLVMValueRef *m = gir_arena_calloc(g->scratch, (size_t)n, sizeof *m);
   assert(m);
-  for (int k = 0; k < n; k++) m[k] = lane_ix(g, ix[k]);
+  for (int k = 0; k < n; k++) m[k] = ix[k] < 0 ? LLVMGetPoison(g->t_i32) : lane_ix(g, ix[k]);
   return LLVMBuildShuffleVector(g->b, x, y ? y : LLVMGetPoison(LLVMTypeOf(x)), LLVMConstVector(m, (unsigned)n), "");
 }
 
@@ -1205,7 +1205,7 @@ static LLVMValueRef chunk(tgt_lcg *g, LLVMValueRef v, int n, int pos, int w) {
   if (w == n) return v;
   int *ix = lane_map(g, w);
   for (int k = 0; k < w; k++) ix[k] = pos + k;
-  return shuffle(g, v, NULL, ix, w);
+  return tgt_llvm_shuffle(g, v, NULL, ix, w);
 }
 
 /* An 8-bit operand of 4L lanes, or of 4 lanes standing for every group, as the
@@ -1307,27 +1307,27 @@ static LLVMValueRef dot4(tgt_lcg *g, const tir_expr *e, int lane) {
       if (w == L) return c;
       int *ix = lane_map(g, L); /* c widened to L lanes (repeated) */
       for (int k = 0; k < L; k++) ix[k] = k % w;
-      c = shuffle(g, c, NULL, ix, L);
+      c = tgt_llvm_shuffle(g, c, NULL, ix, L);
       if (!r) {
         r = c;
         continue;
       }
       for (int k = 0; k < L; k++) ix[k] = k >= pos && k < pos + w ? L + (k - pos) : k; /* lanes [pos, pos+w) from c */
-      r = shuffle(g, r, c, ix, L);
+      r = tgt_llvm_shuffle(g, r, c, ix, L);
     }
     return r;
   }
   if (ea->lanes == 4) { /* the 4 bytes repeated for every group */
     int *ix = lane_map(g, n);
     for (int k = 0; k < n; k++) ix[k] = k % 4;
-    av = shuffle(g, av, NULL, ix, n);
+    av = tgt_llvm_shuffle(g, av, NULL, ix, n);
   }
   LLVMValueRef p = LLVMBuildMul(B, ext8(g, av, ta, n), ext8(g, bv, tb, n), "");
   LLVMValueRef r = acc;
   for (int j = 0; j < 4; j++) {
     int *ix = lane_map(g, L);
     for (int k = 0; k < L; k++) ix[k] = 4 * k + j;
-    r = LLVMBuildAdd(B, r, shuffle(g, p, NULL, ix, L), "");
+    r = LLVMBuildAdd(B, r, tgt_llvm_shuffle(g, p, NULL, ix, L), "");
   }
   return r;
 }

@@ -91,6 +91,10 @@ LLVMTypeRef tgt_llvm_reg_type(tgt_lcg *g, gir_dtype t, int lanes);
 LLVMTypeRef tgt_llvm_mem_type(tgt_lcg *g, gir_dtype t);
 LLVMValueRef tgt_llvm_expr(tgt_lcg *g, const tir_expr *e);
 void tgt_llvm_store(tgt_lcg *g, const tir_stmt *s);
+/* &buf[idx]; idx a scalar or a vector (then a vector of pointers). */
+LLVMValueRef tgt_llvm_elem_ptr(tgt_lcg *g, const tir_buffer *buf, LLVMValueRef idx);
+/* shufflevector(x, y or poison, ix[0..n)); a negative index is a poison lane. */
+LLVMValueRef tgt_llvm_shuffle(tgt_lcg *g, LLVMValueRef x, LLVMValueRef y, const int *ix, int n);
 void tgt_llvm_prefetch(tgt_lcg *g, const tir_stmt *s);
 /* An alloca in the current function's entry block. */
 LLVMValueRef tgt_llvm_alloca(tgt_lcg *g, LLVMTypeRef t, unsigned align, const char *name);

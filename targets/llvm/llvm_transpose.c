@@ -76,13 +76,6 @@ static int match(tgt_lcg *g, const tir_stmt *s, int *E, int *L) {
   return 1;
 }
 
-static LLVMValueRef shuffle(tgt_lcg *g, LLVMValueRef a, LLVMValueRef b, const int *ix, int n) {
-  LLVMValueRef m[2 * MAX_SIDE];
-  for (int i = 0; i < n; i++)
-    m[i] = ix[i] < 0 ? LLVMGetPoison(g->t_i32) : LLVMConstInt(g->t_i32, (unsigned long long)ix[i], 0);
-  return LLVMBuildShuffleVector(g->b, a, b, LLVMConstVector(m, (unsigned)n), "");
-}
-
 int tgt_llvm_transpose_loop(tgt_lcg *g, const tir_stmt *s) {
   int E, L;
   if (!match(g, s, &E, &L)) return 0;
@@ -109,31 +102,30 @@ int tgt_llvm_transpose_loop(tgt_lcg *g, const tir_stmt *s) {
       continue;
     }
     LLVMValueRef at = LLVMBuildAdd(g->b, b0, LLVMConstInt(g->t_i64, (unsigned long long)(S * j), 1), "");
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, mt, g->bufs[in->id], &at, 1, "");
-    LLVMValueRef row = LLVMBuildLoad2(g->b, LLVMVectorType(mt, (unsigned)E), p, "");
+    LLVMValueRef row = LLVMBuildLoad2(g->b, LLVMVectorType(mt, (unsigned)E), tgt_llvm_elem_ptr(g, in, at), "");
     LLVMSetAlignment(row, esz);
-    m[j] = E == P ? row : shuffle(g, row, LLVMGetPoison(LLVMTypeOf(row)), pad, P);
+    m[j] = E == P ? row : tgt_llvm_shuffle(g, row, NULL, pad, P);
   }
   /* swap the off-diagonal h x h quarters of every 2h x 2h block, h = P/2 .. 1 */
-  for (int h = P / 2; h >= 1; h /= 2)
+  for (int h = P / 2; h >= 1; h /= 2) {
+    int ia[MAX_SIDE], ib[MAX_SIDE];
+    for (int i = 0; i < P; i++) {
+      ia[i] = (i & h) ? P + i - h : i;
+      ib[i] = (i & h) ? P + i : i + h;
+    }
     for (int j = 0; j < P; j++) {
       if (j & h) continue;
-      int ia[MAX_SIDE], ib[MAX_SIDE];
-      for (int i = 0; i < P; i++) {
-        ia[i] = (i & h) ? P + i - h : i;
-        ib[i] = (i & h) ? P + i : i + h;
-      }
       LLVMValueRef a = m[j], b = m[j + h];
-      m[j] = shuffle(g, a, b, ia, P);
-      m[j + h] = shuffle(g, a, b, ib, P);
+      m[j] = tgt_llvm_shuffle(g, a, b, ia, P);
+      m[j + h] = tgt_llvm_shuffle(g, a, b, ib, P);
     }
+  }
   int first[MAX_SIDE];
   for (int i = 0; i < L; i++) first[i] = i;
   for (int i = 0; i < E; i++) {
     g->vars[v->id] = LLVMBuildAdd(g->b, lo, LLVMConstInt(vt, (unsigned long long)i, 0), "");
-    LLVMValueRef val = L == P ? m[i] : shuffle(g, m[i], LLVMGetPoison(pt), first, L);
-    LLVMValueRef at = tgt_llvm_expr(g, st->u.store.index->u.ramp.base);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, mt, g->bufs[out->id], &at, 1, "");
+    LLVMValueRef val = L == P ? m[i] : tgt_llvm_shuffle(g, m[i], NULL, first, L);
+    LLVMValueRef p = tgt_llvm_elem_ptr(g, out, tgt_llvm_expr(g, st->u.store.index->u.ramp.base));
     LLVMSetAlignment(LLVMBuildStore(g->b, val, p), esz);
   }
   g->vars[v->id] = old;

@@ -204,9 +204,8 @@ def main():
         print("FAIL case name %s is used %d times in opcases.py" % (n, names[n]), flush=True)
         failed += 1
     if args.target:  # a target this machine cannot run: a skip (exit 77, ctest's SKIP_RETURN_CODE), never a pass
-        r = util.run_kiln(args.kiln, ["check", "-", "--test-data", "-", "--target", args.target])
-        why = r.err.strip()
-        if r.rc != 0 and ("this host is" in why or "which this host lacks" in why):
+        why = util.target_unavailable(args.kiln, args.target)
+        if why:
             print("SKIP test_ops --target %s: %s" % (args.target, why), flush=True)
             print("test_ops: 0 passed, 0 failed, 1 skipped", flush=True)
             sys.exit(77)

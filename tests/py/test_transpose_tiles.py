@@ -89,12 +89,6 @@ def conv_case(rng, t, d):
     return "%s conv %dx%dx%d" % ("depthwise 3x3" if dw else "1x1", c, h, w), path, {"x": x}, want, False
 
 
-def host_lacks(kiln, target):
-    r = util.run_kiln(kiln, ["check", "-", "--test-data", "-", "--target", target])
-    why = r.err.strip()
-    return why if r.rc != 0 and ("this host is" in why or "which this host lacks" in why) else None
-
-
 def main():
     args = util.parse_args(__doc__)
     checks = util.Checks("test_transpose_tiles")
@@ -103,7 +97,7 @@ def main():
         cases = [transpose_case(rng, t, d) for t in range(30)] + [conv_case(rng, t, d) for t in range(16)]
         for target in TARGETS:
             if target != "host":
-                why = host_lacks(args.kiln, target)
+                why = util.target_unavailable(args.kiln, target)
                 if why:
                     checks.skip("level %s: %s" % (target, why))
                     continue

@@ -70,6 +70,14 @@ def run_kiln(kiln, args, timeout=60):
         return Run(argv, 127, "", "cannot run %s: %s" % (kiln, e), False, time.monotonic() - t0)
 
 
+def target_unavailable(kiln, target):
+    """Why this host cannot run code for target (`kiln check --target` names a CPU level
+    or feature it lacks), or None when it can."""
+    r = run_kiln(kiln, ["check", "-", "--test-data", "-", "--target", target])
+    why = r.err.strip()
+    return why if r.rc != 0 and ("this host is" in why or "which this host lacks" in why) else None
+
+
 def compile_and_run(kiln, checks, label, model, feeds, d, tag, compile_args=()):
     """`kiln compile` model (with compile_args) into d/TAG.kiln, `kiln run` it on feeds
     ({name: array}, written as d/TAG_in_NAME.npy): {output name: array} from d/TAG/, or
