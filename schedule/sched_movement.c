@@ -29,23 +29,35 @@ static int computes(const sch_schedule *s, const gir_node *n) {
   return 0;
 }
 
+/* 1 if the stage only copies: its value a load, or (a relayout that pads) a load or a
+ * constant. Only such a tile loop becomes a register transpose; one that computes
+ * (a relayout fused after element-wise work) keeps its loops unsplit. */
+static int copies(const sch_stage *st) {
+  const te_expr *e = st->body;
+  if (e && e->kind == TE_SELECT && (e->u.sel.b->kind == TE_FLOAT || e->u.sel.b->kind == TE_INT)) e = e->u.sel.a;
+  return e && e->kind == TE_LOAD;
+}
+
 /* The output axis that walks the input's innermost axis, or -1: for a transpose
  * the one perm maps there; for a relayout out of NCHW[b]c into plain NCHW (or
  * NCHW1c) the channel axis, whose c % b is the input's innermost — also through a
  * reshape after it, in this kernel, that keeps N and C in front (a 1-D value's
  * squeeze of H = 1). */
-static int inner_reader(const sch_schedule *s, const gir_node *n, int r) {
+static int inner_reader(const sch_schedule *s, const sch_stage *st, const gir_node *n, int r) {
   const gir_node *p = n->op == GIR_OP_reshape ? n->in[0]->producer : NULL;
   if (p && p->op == GIR_OP_relayout && n->in[0]->shape.rank >= 2 && r >= 2 &&
       n->in[0]->shape.dims[0] == n->out[0]->shape.dims[0] && n->in[0]->shape.dims[1] == n->out[0]->shape.dims[1] &&
       computes(s, p))
     n = p;
   if (n->op == GIR_OP_relayout) {
-    int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0), C = gir_attr_int(n, "channels", 0);
+    int64_t src = gir_attr_int(n, "src", 0), dst = gir_attr_int(n, "dst", 0);
     if (src > 1 && dst <= 1) return 1;
-    /* into whole blocks ([N, C/b, H, W, b] from NCHW; "channels" is set only where the
-     * last block pads): W walks the input's rows */
-    return src <= 1 && dst > 1 && !C && r == 5 ? 3 : -1;
+    /* into blocks ([N, C/b, H, W, b] from NCHW): W walks the input's rows. Where the
+     * last block pads ("channels"), loop partition gives it a copy of its own (the
+     * channel test stays there) and the whole blocks tile as the rest — where the
+     * stage only copies (what the tiles are for) */
+    int64_t C = gir_attr_int(n, "channels", 0);
+    return src <= 1 && dst > 1 && r == 5 && (!C || copies(st)) ? 3 : -1;
   }
   int32_t np;
   const int64_t *perm = gir_attr_ints(n, "perm", &np);
@@ -100,7 +112,7 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
       st->attach != SCH_ROOT || st->n_rels != 1)
     return 0;
   if (st->n_leaf != r + 1 || st->leaf[r]->kind != TIR_VECTORIZED) return 0; /* the vector split of the last axis */
-  int a = inner_reader(s, n, r);
+  int a = inner_reader(s, st, n, r);
   /* a gather whose lanes are less than a line apart (3 channels: RGB) already reads
    * each line once, in order */
   if (a < 0 || a == r - 1 || st->root_axes[a]->extent < t->vec_f32) return 0;
@@ -119,9 +131,12 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
    * transpose, which the LLVM backend emits as row loads and shuffles
    * (llvm_transpose.c) instead of a gather per vector */
   int64_t lanes = st->leaf[st->n_leaf - 1]->extent, tile = 0;
-  /* a tile of the lanes, or of fewer that divide the axis (28 or 14 columns in 7s) */
+  /* a tile of the lanes, or of fewer that divide the axis (28 or 14 columns in 7s);
+   * else of the lanes with a ragged last tile (116 channels: 14 tiles of 8 and one of
+   * 4), which loop partition cuts off — the tile loop stays outside the parallel one */
   for (int64_t d = lanes; d > lanes / 2 && !tile; d--)
     if (moved->extent % d == 0 && moved->extent > d) tile = d;
+  if (!tile && moved->extent > lanes && copies(st)) tile = lanes;
   if (tile > 1) { /* (lanes > 1: a single lane gives a tile of 1) */
     sch_iter *mo, *mi;
     if (sch_split(s, st, moved, tile, &mo, &mi) < 0) return -1;
