@@ -261,9 +261,10 @@ def phase_tuned(a, res):
         print("[tuned] %s: load %s, tuning %d trials" % (name, uptime(), a.trials), flush=True)
         p, secs = run([a.kiln, "tune", model, "--records", rec, "--trials", str(a.trials)])
         rows = tuner_table(p.stdout)
-        peak = re.search(r"peak: (\d+) GFLOPS on one core", p.stdout)
+        peak = re.search(r"peak: (\d+) GFLOPS on (?:one|1) core ", p.stdout)
         if not rows or not peak:
             print("  no table: %s" % p.stdout[-500:], flush=True)
+            a.failed.append("tuned " + name)
             continue
         peak = float(peak.group(1))
         dflt = sum(o * dm for _, o, dm, _ in rows)
@@ -659,11 +660,14 @@ def main():
     a.models = [m for m in a.models.split(",") if m]
     os.makedirs(a.out, exist_ok=True)
     res = load_results(a.out)
+    a.failed = []  # workloads a phase could not read kiln's output for: the run exits 1
     for ph in a.phases.split(","):
         {"tuned": phase_tuned, "search": phase_search, "transfer": phase_transfer, "e2e": phase_e2e,
          "transfer-seeds": phase_transfer_seeds,
          "transfer-report": phase_transfer_report}[ph](a, res)
     write_report(a, res)
+    if a.failed:
+        sys.exit("failed: %s" % ", ".join(a.failed))
 
 
 if __name__ == "__main__":
