@@ -100,6 +100,42 @@ static void lin_add_term(lin *l, const tir_expr *t, int64_t k) {
   l->coef[l->n++] = k;
 }
 
+static lin lin_of(const tir_expr *e);
+
+/* x is y / d or y % d (op) with a constant d > 0: its operand and divisor. */
+static int divmod_of(const tir_expr *x, te_binop op, const tir_expr **y, int64_t *d) {
+  if (x->kind != TIR_BINARY || x->u.bin.op != op || x->u.bin.b->kind != TIR_INT || x->u.bin.b->u.i <= 0) return 0;
+  *y = x->u.bin.a;
+  *d = x->u.bin.b->u.i;
+  return 1;
+}
+
+/* k·d·(y / d) + k·(y % d) → k·y (floor or truncating pairs alike: y = d·(y div d) +
+ * (y mod d) for d > 0) — a flattened axis read back through a fused loop's div and
+ * mod (sch_flatten) is then linear in the fused loop. 1 when a pair was folded. */
+static int lin_fold_divmod(lin *l) {
+  static const te_binop pair[2][2] = {{TE_MOD, TE_DIV}, {TE_FLOORMOD, TE_FLOORDIV}};
+  for (int i = 0; i < l->n; i++)
+    for (int p = 0; p < 2; p++) {
+      const tir_expr *y, *y2;
+      int64_t d, d2, k = l->coef[i];
+      if (!k || !divmod_of(l->term[i], pair[p][0], &y, &d)) continue;
+      for (int j = 0; j < l->n; j++) {
+        if (!divmod_of(l->term[j], pair[p][1], &y2, &d2) || d2 != d || l->coef[j] != k * d || !tir_same(y, y2))
+          continue;
+        lin ly = lin_of(y);
+        if (!ly.ok) continue;
+        lin r = {.ok = 1, .c = l->c + k * ly.c};
+        for (int m = 0; m < l->n; m++)
+          if (m != i && m != j) lin_add_term(&r, l->term[m], l->coef[m]);
+        for (int m = 0; m < ly.n; m++) lin_add_term(&r, ly.term[m], k * ly.coef[m]);
+        *l = r;
+        return 1;
+      }
+    }
+  return 0;
+}
+
 static lin lin_of(const tir_expr *e) {
   lin r = {.ok = 1};
   if (e->lanes != 1 || e->dtype != GIR_I64) {
@@ -118,6 +154,7 @@ static lin lin_of(const tir_expr *e) {
       r = a;
       for (int i = 0; i < b.n; i++) lin_add_term(&r, b.term[i], sg * b.coef[i]);
       r.c += sg * b.c;
+      while (r.ok && lin_fold_divmod(&r)) {}
       return r;
     }
     if (a.n == 0 || b.n == 0) {

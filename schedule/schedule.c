@@ -496,6 +496,67 @@ sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope) {
   return nst;
 }
 
+typedef struct flat_arg {
+  te_tensor *from, *to;
+  int32_t axis;
+} flat_arg;
+
+static te_expr *redirect_flat(te_ctx *c, const te_expr *ld, te_expr *const *idx, void *arg) {
+  const flat_arg *a = arg;
+  if (ld->u.load.t != a->from) return te_load(c, ld->u.load.t, idx);
+  te_expr *ix[GIR_MAX_RANK];
+  int32_t k = 0;
+  for (int32_t i = 0; i < a->from->rank; i++) {
+    if (i == a->axis) {
+      ix[k++] = te_add(c, te_mul(c, idx[i], te_int(c, a->from->shape[i + 1])), idx[i + 1]);
+      i++;
+    } else
+      ix[k++] = idx[i];
+  }
+  return te_load(c, a->to, ix);
+}
+
+sch_stage *sch_flatten(sch_schedule *s, sch_stage *st, int32_t axis) {
+  te_tensor *t = st->t;
+  if (st->n_rels || st->attach != SCH_ROOT || st->is_output || axis < 0 || axis + 1 >= t->rank) {
+    gir_errf(s->err, "flatten: %s must be an intermediate not yet scheduled, with axes %d and %d", t->name, axis,
+             axis + 1);
+    return NULL;
+  }
+  te_ctx *c = s->te;
+  int64_t B = t->shape[axis + 1], shape[GIR_MAX_RANK];
+  if (t->shape[axis] > INT64_MAX / (B ? B : 1)) {
+    gir_errf(s->err, "flatten: the extent of %s overflows", t->name);
+    return NULL;
+  }
+  int32_t rank = t->rank - 1;
+  for (int32_t i = 0, k = 0; i < t->rank; i++) shape[k++] = i == axis ? t->shape[i] * B : t->shape[i + (i > axis)];
+  te_var *ax[GIR_MAX_RANK];
+  te_axes(c, rank, shape, ax);
+  te_expr *repl[GIR_MAX_RANK];
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (i < axis) repl[i] = te_v(c, ax[i]);
+    else if (i == axis) repl[i] = te_div(c, te_v(c, ax[axis]), te_int(c, B));
+    else if (i == axis + 1) repl[i] = te_bin(c, TE_MOD, te_v(c, ax[axis]), te_int(c, B));
+    else repl[i] = te_v(c, ax[i - 1]);
+  }
+  te_expr *body = te_subst(c, st->body, t->axis, repl, t->rank);
+  te_tensor *flat = te_compute(c, t->name, t->dtype, rank, shape, ax, body);
+  flat->tag = t->tag;
+  flat->origin = t->origin;
+  sch_stage *nst = stage_new(s, flat, body);
+  nst->scope = st->scope;
+  nst->template_name = st->template_name;
+  nst->id = st->id;
+  s->stages[st->id] = nst;
+  flat_arg a = {t, flat, axis};
+  for (int i = nst->id + 1; i < s->n_stages; i++) {
+    sch_stage *r = s->stages[i];
+    if (r->attach != SCH_INLINE) r->body = te_rewrite_loads(c, r->body, redirect_flat, &a);
+  }
+  return nst;
+}
+
 void sch_print(const sch_schedule *s, FILE *f) {
   static const char *const attach[] = {"root", "inline", "at"};
   static const char *const kinds[TIR_FOR_KIND_COUNT] = {"", " parallel", " vectorized", " unrolled", " blockIdx.x",

@@ -135,6 +135,14 @@ sch_stage *sch_cache_read(sch_schedule *s, te_tensor *t, tir_scope scope, sch_st
 sch_stage *sch_cache_read_pad(sch_schedule *s, te_tensor *t, tir_scope scope, const int64_t *lo, const int64_t *hi,
                               double value, sch_stage *const *readers, int32_t n);
 sch_stage *sch_cache_write(sch_schedule *s, sch_stage *st, tir_scope scope);
+/* Root axes axis and axis + 1 of st (an intermediate, not yet split, fused or attached)
+ * merged into one of their product's extent: t[.., a, b, ..] becomes t'[.., a·B + b, ..],
+ * st's body reads a = p / B, b = p % B, and its readers' loads follow (TVM's
+ * transform_layout). A consumer that fuses the same two axes and splits the product by
+ * any factor then attaches st at the outer part over exactly the tile it reads, where
+ * the two axes apart would give a bounding box of whole rows. Returns the new stage,
+ * which takes st's place. */
+sch_stage *sch_flatten(sch_schedule *s, sch_stage *st, int32_t axis);
 
 /* 1 if loop `inner` of c is loop `outer` or one nested inside it (a stage computed
  * at `inner` then reads what a stage computed at `outer` made, on every iteration of

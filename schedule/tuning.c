@@ -22,6 +22,7 @@ static const lower_knob conv_knobs[] = {
     {"oc_blocks", offsetof(lower_conv_cfg, oc_blocks), 1, 8},
     {"oh_tile", offsetof(lower_conv_cfg, oh_tile), 0, 64},
     {"ic_unroll", offsetof(lower_conv_cfg, ic_unroll), 0, 64},
+    {"px_flat", offsetof(lower_conv_cfg, px_flat), 0, 1},
 };
 
 static const lower_knob matmul_knobs[] = {

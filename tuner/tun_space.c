@@ -62,7 +62,8 @@ static int64_t dim(const gir_value *v, int d) { return d >= 0 && d < v->shape.ra
 
 static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
   /* knob order = lower_template_knobs("conv"):
-   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile oc_blocks oh_tile ic_unroll */
+   * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile oc_blocks oh_tile ic_unroll
+   * px_flat */
   const gir_value *y = n->out[0], *w = n->in[1];
   if (y->shape.rank != 5 || !w || w->shape.rank != 6) return -1;
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
@@ -146,6 +147,10 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   if (!s->vec_ow && !s->depthwise && y->dtype == GIR_F32)
     for (int32_t f = 2; f <= 8; f *= 2)
       if (f < icb && icb % f == 0) add_cand(s, f);
+  /* a dense conv's pixels as one axis, tiles across row ends */
+  add_knob(s, "px_flat");
+  add_cand(s, def[12]);
+  if (!s->vec_ow && !s->depthwise && oh > 1) add_cand(s, !def[12]);
   return 0;
 }
 
@@ -243,6 +248,8 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
       if (bytes > 256 * 1024) REJECT("a tile's padded input would be %lld KiB", (long long)(bytes >> 10));
     }
     if (val(s, v, "prefetch") && val(s, v, "pixel_outer")) REJECT("prefetch does nothing with pixel_outer");
+    if (val(s, v, "px_flat") && (img || rows > 1 || val(s, v, "pixel_outer") || val(s, v, "pad_tile")))
+      REJECT("px_flat tiles the pixels of rows: not with image_tile, oh_tile, pixel_outer or pad_tile");
     return 0;
   }
   if (!strcmp(s->tmpl, "matmul")) {

@@ -650,11 +650,13 @@ static void test_outputs_and_leaks(const tun_target *t) {
 }
 
 /* Each value of the knobs that split a conv's loops further (oh_tile, ic_unroll, a
- * partial unroll_kw), set alone on the default point (prefetch off where they exclude
- * it), passes the space's check, builds, and computes what the default computes. */
+ * partial unroll_kw, px_flat), set alone on the default point (prefetch off where they
+ * exclude it; px_flat with rows of pixels: no image_tile or pixel_outer), passes the
+ * space's check, builds, and computes what the default computes. */
 static void test_split_knobs(const tun_target *t) {
-  const char *names[] = {"oh_tile", "ic_unroll", "unroll_kw"};
-  int tried[3] = {0};
+  enum { NK = 4 };
+  const char *names[NK] = {"oh_tile", "ic_unroll", "unroll_kw", "px_flat"};
+  int tried[NK] = {0};
   for (int gi = 0; gi < 2; gi++) {
     front f;
     if (run_front_on(&f, t, gi ? knob_graph() : NULL) < 0) return;
@@ -669,15 +671,17 @@ static void test_split_knobs(const tun_target *t) {
         tun_kernel_free(&kd);
         continue;
       }
-      for (int ki = 0; ki < 3; ki++) {
+      for (int ki = 0; ki < NK; ki++) {
         int knob = tun_space_knob(&k->space, names[ki]), pf = tun_space_knob(&k->space, "prefetch");
+        int flat = !strcmp(names[ki], "px_flat");
         if (!CHECKF(knob >= 0 && pf >= 0, "task %s has no knob %s", k->label, names[ki])) continue;
         for (int c = 0; c < k->space.knobs[knob].n; c++) {
           int32_t v[TUN_MAX_KNOBS], val = k->space.knobs[knob].cand[c];
           memcpy(v, k->defaults, sizeof v);
-          if (val <= 1 || val == v[knob]) continue;
+          if (val < 1 || (val == 1 && !flat) || val == v[knob]) continue;
           v[knob] = val;
           v[pf] = 0;
+          if (flat) v[tun_space_knob(&k->space, "image_tile")] = v[tun_space_knob(&k->space, "pixel_outer")] = 0;
           char why[160], d[256];
           /* a taller tile may need fewer pixels per row: the widest that passes */
           int ow = tun_space_knob(&k->space, "ow_tile"), ok = 0;
@@ -712,7 +716,7 @@ static void test_split_knobs(const tun_target *t) {
     }
     free_front(&f);
   }
-  for (int ki = 0; ki < 3; ki++) CHECKF(tried[ki] > 0, "no point with %s was built", names[ki]);
+  for (int ki = 0; ki < NK; ki++) CHECKF(tried[ki] > 0, "no point with %s was built", names[ki]);
 }
 
 int main(void) {

@@ -1,0 +1,119 @@
+"""test_conv_flat.py — dense convs whose register tiles run across row ends (the conv
+template's px_flat: the reduction's (oh, ow) one axis of pixels, schedule/sched_conv.c),
+against ONNX Runtime, on every x86-64 level this machine runs.
+
+A map whose rows no good tile width divides (7 pixels in tiles of 6) is tiled over its
+flattened pixels: the reduction is attached at a tile of the epilogue's fused (oh, ow)
+and covers just that tile's pixels (schedule.c's sch_flatten; the bound inference folds
+the fused loop's div/mod pair back into one linear index), the last tile of each image
+ragged. Checked here, each conv compiled with px_flat off and on:
+- 3x3 and 1x1 convs, stride 1 and 2, maps of 7x7, 13x13, 5x9 and 3x3, batch 1 and 2,
+  input channels 16-64 and output channels 16-64, with an epilogue (bias, Relu, a
+  residual add) or none (the reduction is the model's output): outputs against ONNX
+  Runtime, |diff| <= 1e-4 + 1e-4 |want| (float32 sums of up to 576 products in another
+  order).
+- That the default takes the flat tiles on ResNet's 7x7 stage (512 -> 512, 3x3): its
+  loop IR is the one `--knobs conv:px_flat=1` gives, and not the one px_flat=0 gives.
+A level the CPU lacks (x86_64-avx512 on most AMD machines) is reported skipped.
+
+Options: --kiln PATH. Closing line: test_conv_flat: N passed, M failed.
+"""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import util  # noqa: E402
+
+TARGETS = ["host", "x86_64", "x86_64-avx2", "x86_64-avx512"]
+FLAT_ON = "conv:px_flat=1,pixel_outer=0,image_tile=0,pad_tile=0,oh_tile=1"
+FLAT_OFF = "conv:px_flat=0"
+
+
+def save(graph, path):
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def conv_model(rng, d, tag, n, c, m, h, w, k, stride, epilogue):
+    pad = k // 2
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = (rng.standard_normal((m, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+    inits = [numpy_helper.from_array(wt, "w")]
+    conv_in = ["x", "w"]
+    if epilogue:
+        inits.append(numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "b"))
+        conv_in.append("b")
+    nodes = [helper.make_node("Conv", conv_in, ["c" if epilogue else "y"], pads=[pad] * 4, strides=[stride] * 2)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))]
+    feeds = {"x": x}
+    if epilogue:
+        oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        r = rng.standard_normal((n, m, oh, ow)).astype(np.float32)
+        inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, list(r.shape)))
+        feeds["r"] = r
+        nodes += [helper.make_node("Relu", ["c"], ["a"]), helper.make_node("Add", ["a", "r"], ["y"])]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = os.path.join(d, tag + ".onnx")
+    save(g, path)
+    label = "%dx%d conv s%d %dx%dx%dx%d -> %d%s" % (k, k, stride, n, c, h, w, m, " +bias,relu,add" if epilogue else "")
+    return label, path, feeds
+
+
+def main():
+    args = util.parse_args(__doc__)
+    checks = util.Checks("test_conv_flat")
+    rng = np.random.default_rng(7)
+    import onnxruntime as ort
+    shapes = [  # n, c, m, h, w, k, stride, epilogue
+        (1, 64, 64, 7, 7, 3, 1, True), (1, 32, 48, 7, 7, 3, 1, False), (2, 16, 32, 13, 13, 3, 1, True),
+        (1, 32, 64, 14, 14, 3, 2, True), (1, 48, 32, 5, 9, 3, 1, False), (1, 64, 16, 3, 3, 3, 1, True),
+        (1, 64, 64, 7, 7, 1, 1, True), (2, 32, 32, 13, 13, 1, 2, False), (1, 16, 64, 9, 7, 3, 1, False),
+    ]
+    with tempfile.TemporaryDirectory(prefix="kiln_flat_") as d:
+        cases = []
+        for i, s in enumerate(shapes):
+            label, path, feeds = conv_model(rng, d, "c%d" % i, *s)
+            if args.filter and args.filter not in label:
+                continue
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            cases.append((label, path, feeds, sess.run(["y"], feeds)[0].astype(np.float64)))
+        for target in TARGETS:
+            if target != "host":
+                why = util.target_unavailable(args.kiln, target)
+                if why:
+                    checks.skip("level %s: %s" % (target, why))
+                    continue
+            extra = [] if target == "host" else ["--target", target]
+            for k, (label, path, feeds, want) in enumerate(cases):
+                for knobs in (FLAT_OFF, FLAT_ON):
+                    what = "%s [%s, %s]" % (label, target, knobs)
+                    ys = util.compile_and_run(args.kiln, checks, what, path, feeds, d, "k%d" % k,
+                                              extra + ["--knobs", knobs])
+                    if ys is None:
+                        continue
+                    got = ys["y"].astype(np.float64)
+                    err = float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) if got.shape == want.shape else 1e9
+                    checks.check(err <= 1e-4, "%s: off ONNX Runtime by %.3g" % (what, float(np.abs(got - want).max())
+                                                                              if got.shape == want.shape else -1))
+        # the default picks the flat tiles on a 7x7 map of 512 channels
+        label, path, _ = conv_model(rng, d, "r7", 1, 512, 512, 7, 7, 3, 1, True)
+        irs = {}
+        for knobs in (None, FLAT_ON, FLAT_OFF):
+            r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "r7.kiln"), "--target",
+                                          "x86_64-avx2", "--dump-after", "lower"] +
+                              (["--knobs", knobs] if knobs else []), timeout=120)
+            irs[knobs] = r.out if r.rc == 0 else None
+        checks.check(all(irs.values()) and irs[None] == irs[FLAT_ON] and irs[None] != irs[FLAT_OFF],
+                     "%s on x86_64-avx2: the default's loop IR is not the flat tiles' (px_flat=1)" % label)
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
