@@ -4,7 +4,9 @@
  * range, so a record file can never hand a template a zero split or a register
  * tile of a thousand rows: a value out of range puts every default back (a value
  * in range the template cannot use is a schedule error, never a crash). Knobs not
- * listed (parallel, oc_vecs) stay what the analytic default says. */
+ * listed (parallel, oc_vecs) stay what the analytic default says. A knob added
+ * later must mean "as before" at 0 (oc_tile, oh_tile, ic_unroll, px_flat): a record
+ * written before it names no value for it and is applied with 0 there. */
 #include <stddef.h>
 #include <string.h>
 #include "templates.h"

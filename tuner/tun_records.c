@@ -375,6 +375,14 @@ static void ap_knobs(void *self, const char *tmpl, const lower_knob *knobs, int3
     for (int j = 0; j < n; j++) found |= !strcmp(knobs[j].name, r->knob_names[i]);
     if (!found) return;
   }
+  /* a knob the record does not name came after it: 0 where 0 is in its range (a knob
+   * added later means "as before" at 0 — schedule/tuning.c), else the default's value */
+  static const int32_t zero = 0;
+  for (int j = 0; j < n && ap->mode != TUN_APPLY_NONE; j++) {
+    int named = 0;
+    for (int i = 0; i < r->n_knobs; i++) named |= !strcmp(knobs[j].name, r->knob_names[i]);
+    if (!named && knobs[j].lo <= 0) memcpy((char *)cfg + knobs[j].offset, &zero, sizeof zero);
+  }
   for (int i = 0; i < r->n_knobs && ap->mode != TUN_APPLY_NONE; i++)
     for (int j = 0; j < n; j++)
       if (!strcmp(knobs[j].name, r->knob_names[i])) memcpy((char *)cfg + knobs[j].offset, &r->knob_values[i], sizeof(int32_t));

@@ -14,10 +14,14 @@ ragged. Checked here, each conv compiled with px_flat off and on:
   order).
 - That the default takes the flat tiles on ResNet's 7x7 stage (512 -> 512, 3x3): its
   loop IR is the one `--knobs conv:px_flat=1` gives, and not the one px_flat=0 gives.
+- That a tuning record written before px_flat existed (no value for it) applies as it
+  was tuned, px_flat off, even with knobs flat tiles exclude (7 rows x 1 pixel), and the
+  bundle computes what ONNX Runtime does.
 A level the CPU lacks (x86_64-avx512 on most AMD machines) is reported skipped.
 
 Options: --kiln PATH. Closing line: test_conv_flat: N passed, M failed.
 """
+import json
 import os
 import sys
 import tempfile
@@ -66,6 +70,48 @@ def conv_model(rng, d, tag, n, c, m, h, w, k, stride, epilogue):
     return label, path, feeds
 
 
+def records_before_flat(kiln, checks, rng, d):
+    """A record tuned before px_flat existed names no value for it: it applies as it was
+    tuned (px_flat 0), also where the default now takes flat tiles and the record's knobs
+    (7 rows x 1 pixel) could not go with them."""
+    import onnxruntime as ort
+    label, path, feeds = conv_model(rng, d, "old", 1, 64, 64, 7, 7, 3, 1, True)
+    rec, forced = os.path.join(d, "old.json"), os.path.join(d, "old_forced.json")
+    r = util.run_kiln(kiln, ["tune", path, "--records", rec, "--trials", "2", "--target", "x86_64-avx2"],
+                      timeout=600)
+    if not checks.check(r.rc == 0, "%s: tune: %s %s" % (label, r.describe(), r.err[-300:])):
+        return
+    lines = [json.loads(l) for l in open(rec) if l.strip()]
+    lines = [x for x in lines if not x.get("confirm") and not x.get("model")]  # trials only: no checks decide
+    conv = next((x for x in lines if x.get("template") == "conv" and isinstance(x.get("knobs"), dict)), None)
+    if not checks.check(conv is not None and "px_flat" in conv["knobs"], "%s: a conv record with px_flat" % label):
+        return
+    knobs = dict(conv["knobs"], oh_tile=7, ow_tile=1, image_tile=0, prefetch=0, pixel_outer=0, pad_tile=0)
+    del knobs["px_flat"]
+    with open(forced, "w") as f:
+        for x in lines + [dict(conv, knobs=knobs, cost=1e-12)]:
+            f.write(json.dumps(x) + "\n")
+    bundle = os.path.join(d, "old.kiln")
+    r = util.run_kiln(kiln, ["compile", path, "-o", bundle, "--target", "x86_64-avx2", "--records", forced],
+                      timeout=120)
+    if not checks.check(r.rc == 0 and "tuned schedules for 1 of" in r.out,
+                        "%s: a record without px_flat (oh_tile 7) does not apply: %s %s" %
+                        (label, r.describe(), (r.err or r.out)[-300:])):
+        return
+    out = os.path.join(d, "old_out")
+    os.makedirs(out, exist_ok=True)
+    np.save(os.path.join(d, "old_x.npy"), feeds["x"])
+    np.save(os.path.join(d, "old_r.npy"), feeds["r"])
+    r = util.run_kiln(kiln, ["run", bundle, "--output-dir", out, "--input", "x=" + os.path.join(d, "old_x.npy"),
+                             "--input", "r=" + os.path.join(d, "old_r.npy")])
+    if not checks.check(r.rc == 0, "%s: run with the old record: %s %s" % (label, r.describe(), r.err[-300:])):
+        return
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(["y"], feeds)[0].astype(np.float64)
+    got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
+    checks.check(got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4,
+                 "%s with the old record: off ONNX Runtime" % label)
+
+
 def main():
     args = util.parse_args(__doc__)
     checks = util.Checks("test_conv_flat")
@@ -112,6 +158,7 @@ def main():
             irs[knobs] = r.out if r.rc == 0 else None
         checks.check(all(irs.values()) and irs[None] == irs[FLAT_ON] and irs[None] != irs[FLAT_OFF],
                      "%s on x86_64-avx2: the default's loop IR is not the flat tiles' (px_flat=1)" % label)
+        records_before_flat(args.kiln, checks, rng, d)
     checks.finish()
 
 
