@@ -38,6 +38,28 @@ static int64_t conv_stride_w(const gir_node *n) {
   return sv && ns == 2 ? sv[1] : 1;
 }
 
+/* The register-tile work of covering an oh x ow map with tiles of r rows x w pixels
+ * (two or more vectors per pixel: FMA-bound tiles)
+ * (the last tile of each row group ragged), in accumulator-steps: a tile of p pixels
+ * and v vectors each costs its p·v accumulators but at least 10 (fewer leave the FMA
+ * units waiting on their latency: two FMAs a cycle, four cycles each, and the loads
+ * between), plus one pixel's worth for the tile itself (its loop, the weights' and
+ * inputs' addresses). Tiles over the flattened pixels (px_flat) pay one pixel more:
+ * each of their pixels has an address of its own. On the AMD EPYC (Zen 3), one core,
+ * ResNet-18's 3x3 convs: at 7x7 the flat tiles of 6 (142 against 182 for rows of 6 and
+ * a ragged pixel: 3.9 -> 3.0 ms); at 14x14 tiles of 2 rows x 3 pixels (476 against 560
+ * for rows of 6, 6 and 2: 1.84 -> 1.64 ms); at 28x28 rows of 6 and a ragged 4 (1904
+ * against 2352 for rows of 4: 1.70 -> 1.57 ms). */
+static int64_t tile_work(int64_t px, int64_t v) { return (px * v > 10 ? px * v : 10) + v; }
+
+static int64_t rows_work(int64_t oh, int64_t ow, int64_t r, int64_t w, int64_t v) {
+  return oh / r * (ow / w * tile_work(r * w, v) + (ow % w ? tile_work(r * (ow % w), v) : 0));
+}
+
+static int64_t flat_work(int64_t px, int64_t w, int64_t v) {
+  return px / w * (tile_work(w, v) + v) + (px % w ? tile_work(px % w, v) + v : 0);
+}
+
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
   int64_t ow = o->shape[3], ob = o->shape[4];
@@ -97,6 +119,23 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
      * small tiles are a choice: only a single pixel is too small) */
     if (c.ow_tile < (dw ? 2 : 4) && ow > max_px) c.ow_tile = (int32_t)(max_px < 8 ? max_px : 8);
   }
+  /* a dense float conv on 16 vector registers whose rows no tile of max_px pixels
+   * divides: the least work (tile_work, above) of those tiles, rows in tiles of max_px
+   * with a ragged last one, or two rows of max_px / 2 (AVX-512's 32 registers keep the
+   * rows: not measured there) */
+  int64_t oh = o->shape[2];
+  if (!dw && red->n_reduce == 4 && o->dtype == GIR_F32 && c.vec > 1 && c.oc_vecs >= 2 && t->vec_regs <= 16 &&
+      ow > max_px && ow % max_px) {
+    int64_t v = c.oc_vecs, best = rows_work(oh, ow, 1, c.ow_tile, v), w2 = max_px / 2;
+    if (rows_work(oh, ow, 1, max_px, v) < best) {
+      best = rows_work(oh, ow, 1, max_px, v);
+      c.ow_tile = (int32_t)max_px;
+    }
+    if (oh % 2 == 0 && w2 >= 2 && rows_work(oh, ow, 2, w2, v) < best) {
+      c.ow_tile = (int32_t)w2;
+      c.oh_tile = 2;
+    }
+  }
   /* depthwise (no channel reduction): each tile's padded rows are its own (on AVX2 no
    * padded rows at all, above), and the kernel columns unrolled let LLVM load each input vector of a row once for the
    * (up to) kw taps that read it, instead of once per tap */
@@ -125,20 +164,31 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   int64_t groups = n && n->op == GIR_OP_conv_nchwc ? gir_attr_int(n, "group", 1) : 1;
   if (red->n_reduce == 4 && groups > 1 && groups == o->shape[1]) c.pad_tile = 1;
   /* rows that end in a ragged tile (7 or 13 pixels in tiles of 6) and a map of them: the
-   * pixels one axis (px_flat), in tiles that run across row ends, where that cuts the tile
-   * count by a quarter or more (a 7x7 map: 9 tiles, not 14). On the AMD EPYC (Zen 3), one
-   * core: ResNet-18's 3x3 convs at 7x7 (512 -> 512) 3.9 -> 3.0 ms and 256 -> 512 stride 2
-   * 2.0 -> 1.7; at 14x14 (14 -> 33 of 42 tiles) no faster, so left in rows. The parallel
+   * pixels one axis (px_flat), in tiles that run across row ends, where that is less work
+   * (tile_work: a 7x7 map in 9 tiles, not 14). On the AMD EPYC (Zen 3), one core:
+   * ResNet-18's 3x3 convs at 7x7 (512 -> 512) 3.9 -> 3.0 ms and 256 -> 512 stride 2
+   * 2.0 -> 1.7; at 14x14 (33 tiles against 42 of rows) no faster, and two-row tiles are
+   * less work. The parallel
    * loop is then the images' output blocks alone (the tiles of an image stay a loop of
    * their own, its ragged last one cut off by loop partition): only where they are four
    * per thread or share out evenly */
-  if (red->n_reduce == 4 && !c.image_tile && !c.pixel_outer && !c.pad_tile && c.vec > 1 && ow % c.ow_tile) {
-    int64_t oh = o->shape[2], rows = oh * ((ow + c.ow_tile - 1) / c.ow_tile);
-    int64_t flat = (oh * ow + c.ow_tile - 1) / c.ow_tile, par = o->shape[0] * o->shape[1], th = t->threads;
-    c.px_flat = 4 * flat <= 3 * rows && (th <= 1 || par >= 4 * th || par % th == 0);
+  if (red->n_reduce == 4 && !c.image_tile && !c.pixel_outer && !c.pad_tile && c.vec > 1 &&
+      (ow % c.ow_tile || c.oh_tile > 1)) {
+    int64_t v = c.oc_vecs, rows = c.oh_tile > 1 ? c.oh_tile : 1, par = o->shape[0] * o->shape[1], th = t->threads;
+    /* one vector per pixel (blocks of 8 on AVX2): a broadcast per FMA, load-bound, where
+     * tile_work does not hold — there flat tiles of the same width where they cut the
+     * tile count by a quarter */
+    int flat = v >= 2 ? flat_work(oh * ow, max_px, v) < rows_work(oh, ow, rows, c.ow_tile, v)
+                      : 4 * ((oh * ow + c.ow_tile - 1) / c.ow_tile) <= 3 * oh * ((ow + c.ow_tile - 1) / c.ow_tile);
+    if (flat && (th <= 1 || par >= 4 * th || par % th == 0)) {
+      c.px_flat = 1;
+      if (v >= 2) c.ow_tile = (int32_t)max_px;
+      c.oh_tile = 1;
+    }
   }
-  /* with pixels outside, every tile reuses all the weights from L2: no window to fetch ahead for */
-  c.prefetch = red->n_reduce == 4 && !c.pixel_outer;
+  /* with pixels outside, every tile reuses all the weights from L2: no window to fetch
+   * ahead for; with rows in the tile, the windows are not counted by rows */
+  c.prefetch = red->n_reduce == 4 && !c.pixel_outer && c.oh_tile <= 1;
   /* one channel per block, stride 1 or 2 along W: vectors along the row (at stride 2 each
    * tap's pixels one span load and a shuffle), all M channels in the tile */
   int64_t M = o->shape[1], sw = conv_stride_w(n);

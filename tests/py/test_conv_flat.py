@@ -7,7 +7,8 @@ flattened pixels: the reduction is attached at a tile of the epilogue's fused (o
 and covers just that tile's pixels (schedule.c's sch_flatten; the bound inference folds
 the fused loop's div/mod pair back into one linear index), the last tile of each image
 ragged. Checked here, each conv compiled with px_flat off and on:
-- 3x3 and 1x1 convs, stride 1 and 2, maps of 7x7, 13x13, 5x9 and 3x3, batch 1 and 2,
+- 3x3 and 1x1 convs, stride 1 and 2, maps of 7x7, 13x13, 5x9, 3x3, 14x14 and 28x28
+  (where the default tiles two rows of 3 pixels, or rows of 6 and a ragged 4), batch 1 and 2,
   input channels 16-64 and output channels 16-64, with an epilogue (bias, Relu, a
   residual add) or none (the reduction is the model's output): outputs against ONNX
   Runtime, |diff| <= 1e-4 + 1e-4 |want| (float32 sums of up to 576 products in another
@@ -121,6 +122,9 @@ def main():
         (1, 64, 64, 7, 7, 3, 1, True), (1, 32, 48, 7, 7, 3, 1, False), (2, 16, 32, 13, 13, 3, 1, True),
         (1, 32, 64, 14, 14, 3, 2, True), (1, 48, 32, 5, 9, 3, 1, False), (1, 64, 16, 3, 3, 3, 1, True),
         (1, 64, 64, 7, 7, 1, 1, True), (2, 32, 32, 13, 13, 1, 2, False), (1, 16, 64, 9, 7, 3, 1, False),
+        # rows the default tiles otherwise on AVX2: two rows of 3 pixels (14 wide), rows of 6
+        # and a ragged 4 (28 wide)
+        (1, 32, 32, 14, 14, 3, 1, True), (1, 16, 32, 56, 56, 3, 2, False),
     ]
     with tempfile.TemporaryDirectory(prefix="kiln_flat_") as d:
         cases = []
