@@ -118,10 +118,10 @@ static int lin_fold_divmod(lin *l) {
   for (int i = 0; i < l->n; i++)
     for (int p = 0; p < 2; p++) {
       const tir_expr *y, *y2;
-      int64_t d, d2, k = l->coef[i];
-      if (!k || !divmod_of(l->term[i], pair[p][0], &y, &d)) continue;
+      int64_t d, d2, kd, k = l->coef[i];
+      if (!k || !divmod_of(l->term[i], pair[p][0], &y, &d) || __builtin_mul_overflow(k, d, &kd)) continue;
       for (int j = 0; j < l->n; j++) {
-        if (!divmod_of(l->term[j], pair[p][1], &y2, &d2) || d2 != d || l->coef[j] != k * d || !tir_same(y, y2))
+        if (!divmod_of(l->term[j], pair[p][1], &y2, &d2) || d2 != d || l->coef[j] != kd || !tir_same(y, y2))
           continue;
         lin ly = lin_of(y);
         if (!ly.ok) continue;

@@ -39,8 +39,8 @@ static int64_t conv_stride_w(const gir_node *n) {
 }
 
 /* The register-tile work of covering an oh x ow map with tiles of r rows x w pixels
- * (two or more vectors per pixel: FMA-bound tiles)
- * (the last tile of each row group ragged), in accumulator-steps: a tile of p pixels
+ * (the last tile of each row group ragged) where each pixel holds two or more vectors
+ * (FMA-bound tiles), in accumulator-steps: a tile of p pixels
  * and v vectors each costs its p·v accumulators but at least 10 (fewer leave the FMA
  * units waiting on their latency: two FMAs a cycle, four cycles each, and the loads
  * between), plus one pixel's worth for the tile itself (its loop, the weights' and
@@ -168,10 +168,9 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * (tile_work: a 7x7 map in 9 tiles, not 14). On the AMD EPYC (Zen 3), one core:
    * ResNet-18's 3x3 convs at 7x7 (512 -> 512) 3.9 -> 3.0 ms and 256 -> 512 stride 2
    * 2.0 -> 1.7; at 14x14 (33 tiles against 42 of rows) no faster, and two-row tiles are
-   * less work. The parallel
-   * loop is then the images' output blocks alone (the tiles of an image stay a loop of
-   * their own, its ragged last one cut off by loop partition): only where they are four
-   * per thread or share out evenly */
+   * less work. The parallel loop is then the images' output blocks alone (the tiles of
+   * an image stay a loop of their own, its ragged last one cut off by loop partition):
+   * only where they are four per thread or share out evenly */
   if (red->n_reduce == 4 && !c.image_tile && !c.pixel_outer && !c.pad_tile && c.vec > 1 &&
       (ow % c.ow_tile || c.oh_tile > 1)) {
     int64_t v = c.oc_vecs, rows = c.oh_tile > 1 ? c.oh_tile : 1, par = o->shape[0] * o->shape[1], th = t->threads;
