@@ -112,7 +112,9 @@ static int divmod_of(const tir_expr *x, te_binop op, const tir_expr **y, int64_t
 
 /* k·d·(y / d) + k·(y % d) → k·y (floor or truncating pairs alike: y = d·(y div d) +
  * (y mod d) for d > 0) — a flattened axis read back through a fused loop's div and
- * mod (sch_flatten) is then linear in the fused loop. 1 when a pair was folded. */
+ * mod (sch_flatten) is then linear in the fused loop. 1 when a pair was folded. The
+ * simplifier's linear forms fold the same pairs (tir/arith.c, fold_pair); bound
+ * inference keeps its own form, over loop variables and opaque terms. */
 static int lin_fold_divmod(lin *l) {
   static const te_binop pair[2][2] = {{TE_MOD, TE_DIV}, {TE_FLOORMOD, TE_FLOORDIV}};
   for (int i = 0; i < l->n; i++)

@@ -127,8 +127,9 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   if (!dw && red->n_reduce == 4 && o->dtype == GIR_F32 && c.vec > 1 && c.oc_vecs >= 2 && t->vec_regs <= 16 &&
       ow > max_px && ow % max_px) {
     int64_t v = c.oc_vecs, best = rows_work(oh, ow, 1, c.ow_tile, v), w2 = max_px / 2;
-    if (rows_work(oh, ow, 1, max_px, v) < best) {
-      best = rows_work(oh, ow, 1, max_px, v);
+    int64_t ragged = rows_work(oh, ow, 1, max_px, v);
+    if (ragged < best) {
+      best = ragged;
       c.ow_tile = (int32_t)max_px;
     }
     if (oh % 2 == 0 && w2 >= 2 && rows_work(oh, ow, 2, w2, v) < best) {

@@ -92,23 +92,17 @@ def records_before_flat(kiln, checks, rng, d):
     with open(forced, "w") as f:
         for x in lines + [dict(conv, knobs=knobs, cost=1e-12)]:
             f.write(json.dumps(x) + "\n")
-    bundle = os.path.join(d, "old.kiln")
-    r = util.run_kiln(kiln, ["compile", path, "-o", bundle, "--target", "x86_64-avx2", "--records", forced],
-                      timeout=120)
+    compile_args = ["--target", "x86_64-avx2", "--records", forced]
+    r = util.run_kiln(kiln, ["compile", path, "-o", os.path.join(d, "old.kiln")] + compile_args, timeout=120)
     if not checks.check(r.rc == 0 and "tuned schedules for 1 of" in r.out,
                         "%s: a record without px_flat (oh_tile 7) does not apply: %s %s" %
                         (label, r.describe(), (r.err or r.out)[-300:])):
         return
-    out = os.path.join(d, "old_out")
-    os.makedirs(out, exist_ok=True)
-    np.save(os.path.join(d, "old_x.npy"), feeds["x"])
-    np.save(os.path.join(d, "old_r.npy"), feeds["r"])
-    r = util.run_kiln(kiln, ["run", bundle, "--output-dir", out, "--input", "x=" + os.path.join(d, "old_x.npy"),
-                             "--input", "r=" + os.path.join(d, "old_r.npy")])
-    if not checks.check(r.rc == 0, "%s: run with the old record: %s %s" % (label, r.describe(), r.err[-300:])):
+    ys = util.compile_and_run(kiln, checks, label + " with the old record", path, feeds, d, "old", compile_args)
+    if ys is None:
         return
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(["y"], feeds)[0].astype(np.float64)
-    got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
+    got = ys["y"].astype(np.float64)
     checks.check(got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4,
                  "%s with the old record: off ONNX Runtime" % label)
 
@@ -134,13 +128,7 @@ def main():
                 continue
             sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             cases.append((label, path, feeds, sess.run(["y"], feeds)[0].astype(np.float64)))
-        for target in TARGETS:
-            if target != "host":
-                why = util.target_unavailable(args.kiln, target)
-                if why:
-                    checks.skip("level %s: %s" % (target, why))
-                    continue
-            extra = [] if target == "host" else ["--target", target]
+        for target, extra in util.runnable_targets(args.kiln, checks, TARGETS):
             for k, (label, path, feeds, want) in enumerate(cases):
                 for knobs in (FLAT_OFF, FLAT_ON):
                     what = "%s [%s, %s]" % (label, target, knobs)

@@ -106,13 +106,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="kiln_ttiles_") as d:
         cases = [transpose_case(rng, t, d) for t in range(30)] + [conv_case(rng, t, d) for t in range(16)]
         cases += [conv_case(rng, t, d, padded=True) for t in range(12)]
-        for target in TARGETS:
-            if target != "host":
-                why = util.target_unavailable(args.kiln, target)
-                if why:
-                    checks.skip("level %s: %s" % (target, why))
-                    continue
-            extra = [] if target == "host" else ["--target", target]
+        for target, extra in util.runnable_targets(args.kiln, checks, TARGETS):
             for k, (label, path, feeds, want, exact) in enumerate(cases):
                 ys = util.compile_and_run(args.kiln, checks, "%s [%s]" % (label, target), path, feeds, d,
                                           "k%d" % k, extra)

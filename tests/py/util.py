@@ -78,6 +78,18 @@ def target_unavailable(kiln, target):
     return why if r.rc != 0 and ("this host is" in why or "which this host lacks" in why) else None
 
 
+def runnable_targets(kiln, checks, targets):
+    """(target, its `kiln compile` arguments) for each of targets ("host" included) this
+    host can run code for; each other one is reported skipped with the reason."""
+    for target in targets:
+        if target != "host":
+            why = target_unavailable(kiln, target)
+            if why:
+                checks.skip("level %s: %s" % (target, why))
+                continue
+        yield target, [] if target == "host" else ["--target", target]
+
+
 def compile_and_run(kiln, checks, label, model, feeds, d, tag, compile_args=()):
     """`kiln compile` model (with compile_args) into d/TAG.kiln, `kiln run` it on feeds
     ({name: array}, written as d/TAG_in_NAME.npy): {output name: array} from d/TAG/, or
