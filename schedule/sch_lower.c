@@ -376,7 +376,8 @@ static tir_expr *lin_expr(lower_ctx *L, const lin *l) {
  * (and not negative), R of the inner loops with positive coefficients spanning
  * less than g — is S / d: every inner iteration lands in the same quotient. A
  * grouped conv's group (m / channels-per-group) over a block whose channel tile
- * lies within one group is then a single point, not every group (tir_simplify.c's
+ * lies within one group is then a single point, not every group, and a division by 1
+ * its numerator: a group of one block is that block (tir_simplify.c's
  * div_factor is the same rule over known ranges; here the outer part stays symbolic,
  * the attach point's region a function of it). Returns ix with
  * such divisions among its linear terms rewritten (ix itself when there are none). */
@@ -389,6 +390,11 @@ static tir_expr *outer_divs(lower_ctx *L, tir_expr *ix, tir_var *const *iv, cons
         !uses_any(t, iv, ni))
       continue;
     int64_t d = t->u.bin.b->u.i, span = 0;
+    if (d == 1) { /* x / 1 is x (a grouped conv of one output block per group: the group is the block) */
+      l.term[i] = t->u.bin.a;
+      changed = 1;
+      continue;
+    }
     lin a = lin_of(t->u.bin.a), sym = {.ok = 1, .c = a.c};
     int ok = a.ok && a.c >= 0;
     int64_t g = arith_gcd(d, a.c);

@@ -7,7 +7,10 @@ last tile; elsewhere each tile copies its padded window (schedule/sched_conv.c).
 channel counts (whole blocks and padded ones), sizes, kernels 3/5/7, strides 1 and 2,
 dilations 1 and 2, asymmetric padding, with bias and ReLU; |diff| <= 1e-4 + 1e-4 |want|.
 On a CPU with AVX2 and no AVX-512 the test also checks that the float convs on blocked
-channels took the no-copy path (no padded window allocated in their loop IR).
+channels took the no-copy path (no padded window allocated in their loop IR). Three
+stride-2 convs on 116 and 58 channels run with a padded window per tile (the knob
+pad_tile=1), checked against the reference and that each window holds only its tile's
+channels.
 
 Options: --kiln PATH. Closing line: test_depthwise: N passed, M failed.
 """
@@ -40,6 +43,45 @@ def reference(x, w, b, stride, dil, pads):
             win = xp[:, :, r0:r0 + (oh - 1) * stride + 1:stride, c0:c0 + (ow - 1) * stride + 1:stride]
             y += win * w[:, 0, kh, kw].astype(np.float64)[None, :, None, None]
     return np.maximum(y + b.astype(np.float64)[None, :, None, None], 0)
+
+
+def per_tile_windows(kiln, checks, rng, d):
+    """Stride-2 depthwise convs whose channels fill no half vector (116, 58: plain NCHW on
+    x86, vectorized along the rows, a few channels per tile) compiled with a padded window
+    per tile (`--knobs conv:pad_tile=1`, a point of the tuner's space): against the
+    reference, and (where the template took the rows) each tile's window holds that tile's
+    channels, not all of them (the group of a one-block group is the block itself in the
+    bound inference: 116 channels at 28x28 once copied all 116 per tile)."""
+    for c, hw in ((116, 28), (58, 56), (116, 15)):
+        x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+        wt = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
+        b = rng.standard_normal(c).astype(np.float32)
+        label = "dw 3x3 c%d %dx%d stride 2, pad_tile 1" % (c, hw, hw)
+        g = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        path = os.path.join(d, "pt%d_%d.onnx" % (c, hw))
+        onnx.save(m, path)
+        knobs = ["--knobs", "conv:pad_tile=1"]
+        ys = util.compile_and_run(kiln, checks, label, path, {"x": x}, d, "pt%d_%d" % (c, hw), knobs)
+        if ys is not None:
+            want = reference(x, wt, b, 2, 1, [1, 1, 1, 1])
+            got = ys["y"]
+            checks.check(got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4,
+                         "%s: off the float64 reference" % label)
+        low = util.run_kiln(kiln, ["compile", path, "-o", os.path.join(d, "l.kiln"), "--dump-after", "lower"] + knobs,
+                            timeout=120)
+        sizes = [int(t.split("]")[0]) for t in low.out.split("allocate pad: float32[")[1:]]
+        if "ramp(" in low.out and sizes:  # rows in vectors, a window per tile
+            # a tile has at most 16 channels; its window 3 rows of the padded width
+            checks.check(max(sizes) <= 16 * 3 * (hw + 2),
+                         "%s: a tile's padded window of %d floats (all %d channels: %d)"
+                         % (label, max(sizes), c, c * 3 * (hw + 2)))
 
 
 def main():
@@ -88,6 +130,7 @@ def main():
                 conv = conv[:conv.find("\nkernel ")] if "\nkernel " in conv else conv
                 no_copy[0] += 1
                 no_copy[1] += bool(conv) and "allocate pad" not in conv
+        per_tile_windows(args.kiln, checks, rng, d)
         if avx2:
             print("AVX2 without AVX-512: %d of %d padded depthwise convs on whole blocks read without a padded copy"
                   % (no_copy[1], no_copy[0]))
