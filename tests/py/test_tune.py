@@ -19,7 +19,9 @@ a softmax) is tuned for a few trials; then:
     as malformed, not fatal) and measures no point twice;
   - records from another CPU and from an incompatible kiln version are skipped
     with their counts;
-  - --tasks list prints the tasks; usage errors exit 2 with one line.
+  - --tasks list prints the tasks; usage errors exit 2 with one line;
+  - a conv whose space has ~1% valid points (a 1x1 conv on AVX2) gets all its trials in
+    both searches.
 The trial counts are small: this checks behaviour, never speed (bench/tune.py).
 Closing line: test_tune: N passed, M failed.
 """
@@ -286,7 +288,30 @@ def main():
             dup += k in seen
             seen.add(k)
         c.check(dup == 0, "no point measured twice (%d twice)" % dup)
+        sparse_space(c, kiln, work)
     c.finish()
+
+
+def sparse_space(c, kiln, work):
+    """A space whose valid points are rare still gets its trials: a 1x1 conv of 64 channels at
+    56x56 (ResNet-18's C3), whose AVX2 space holds ~1% valid points (the register check),
+    tuned for 12 trials by each search. Its task once ended after the default, no valid
+    point among 256 random draws."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 56, 56])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = numpy_helper.from_array(np.random.default_rng(3).uniform(-1, 1, (64, 64, 1, 1)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "c3", [x], [y], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(work, "c3.onnx")
+    onnx.save(m, path)
+    for search in ("random", "model"):
+        rec = os.path.join(work, "c3_%s.json" % search)
+        r = util.run_kiln(kiln, ["tune", path, "--records", rec, "--trials", "12", "--tasks", "0", "--search", search,
+                                 "--seed", "1"], timeout=600)
+        trials = [x for x in records(rec)[0] if not x.get("confirm") and not x.get("model")]
+        c.check(r.rc == 0 and len(trials) == 12 and len({x["workload"] for x in trials}) == 1,
+                "sparse space, %s search: %d trials of 12 (%s)" % (search, len(trials), r.describe()))
 
 
 if __name__ == "__main__":
