@@ -48,7 +48,8 @@ typedef int (*tun_predict_fn)(void *ctx, const float *x, int64_t n, float *out);
 int32_t tun_sa_run(tun_sa *sa, tun_cache *c, tun_predict_fn predict, void *pctx,
                    int (*is_measured)(void *ctx, int64_t idx), void *mctx, int32_t n_iter, int64_t *best,
                    float *best_score, int32_t n_best);
-/* A random valid unmeasured point, or -1 after max_tries. */
+/* A random valid unmeasured point (draws screened by the space's check, max_tries of them
+ * lowered, then a scan from a random start), or -1 when none was found. */
 int64_t tun_random_point(const tun_space *s, tun_cache *c, uint64_t *rng, int (*is_measured)(void *ctx, int64_t idx),
                          void *mctx, int32_t max_tries);
 /* Diversity-aware pick (AutoTVM's submodular pick): chooses k of the n candidates

@@ -133,8 +133,8 @@ const float *tun_cache_features(tun_cache *c, int64_t idx) {
  * when no valid unmeasured point is left within reach. */
 #define SCAN_MAX ((int64_t)1 << 20)
 
-static int64_t try_point(const tun_space *s, tun_cache *c, int64_t idx, int (*is_measured)(void *ctx, int64_t idx),
-                         void *mctx, int32_t *lowered) {
+static int try_point(const tun_space *s, tun_cache *c, int64_t idx, int (*is_measured)(void *ctx, int64_t idx),
+                     void *mctx, int32_t *lowered) {
   int32_t values[TUN_MAX_KNOBS];
   char why[160];
   if (is_measured && is_measured(mctx, idx)) return 0;
