@@ -45,6 +45,30 @@ def reference(x, w, b, stride, dil, pads):
     return np.maximum(y + b.astype(np.float64)[None, :, None, None], 0)
 
 
+def dw_case(rng, path, c, h, w, k, stride, dil, pads):
+    """A random depthwise conv + bias + Relu saved as an ONNX model at path: (its input, the
+    float64 reference output)."""
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((c, 1, k, k)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, pads=pads, strides=[stride, stride],
+                          dilations=[dil, dil]),
+         helper.make_node("Relu", ["c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return x, reference(x, wt, b, stride, dil, pads)
+
+
+def close(got, want):
+    """|diff| <= 1e-4 + 1e-4 |want| everywhere, shapes equal."""
+    return got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4
+
+
 def per_tile_windows(kiln, checks, rng, d):
     """Stride-2 depthwise convs whose channels fill no half vector (116, 58: plain NCHW on
     x86, vectorized along the rows, a few channels per tile) compiled with a padded window
@@ -53,27 +77,13 @@ def per_tile_windows(kiln, checks, rng, d):
     channels, not all of them (the group of a one-block group is the block itself in the
     bound inference: 116 channels at 28x28 once copied all 116 per tile)."""
     for c, hw in ((116, 28), (58, 56), (116, 15)):
-        x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
-        wt = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
-        b = rng.standard_normal(c).astype(np.float32)
         label = "dw 3x3 c%d %dx%d stride 2, pad_tile 1" % (c, hw, hw)
-        g = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
-             helper.make_node("Relu", ["c"], ["y"])], "g",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-            [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        m.ir_version = 8
         path = os.path.join(d, "pt%d_%d.onnx" % (c, hw))
-        onnx.save(m, path)
+        x, want = dw_case(rng, path, c, hw, hw, 3, 2, 1, [1, 1, 1, 1])
         knobs = ["--knobs", "conv:pad_tile=1"]
         ys = util.compile_and_run(kiln, checks, label, path, {"x": x}, d, "pt%d_%d" % (c, hw), knobs)
         if ys is not None:
-            want = reference(x, wt, b, 2, 1, [1, 1, 1, 1])
-            got = ys["y"]
-            checks.check(got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4,
-                         "%s: off the float64 reference" % label)
+            checks.check(close(ys["y"], want), "%s: off the float64 reference" % label)
         low = util.run_kiln(kiln, ["compile", path, "-o", os.path.join(d, "l.kiln"), "--dump-after", "lower"] + knobs,
                             timeout=120)
         sizes = [int(t.split("]")[0]) for t in low.out.split("allocate pad: float32[")[1:]]
@@ -100,28 +110,14 @@ def main():
             span = (k - 1) * dil + 1
             h, w = int(rng.integers(span, 40)), int(rng.integers(span, 40))
             pads = [int(rng.integers(0, span // 2 + 1)) for _ in range(4)]
-            x = rng.standard_normal((1, c, h, w)).astype(np.float32)
-            wt = rng.standard_normal((c, 1, k, k)).astype(np.float32)
-            b = rng.standard_normal(c).astype(np.float32)
             label = "dw %dx%d c%d %dx%d stride %d dilation %d pads %s" % (k, k, c, h, w, stride, dil, pads)
-            g = helper.make_graph(
-                [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, pads=pads, strides=[stride, stride],
-                                  dilations=[dil, dil]),
-                 helper.make_node("Relu", ["c"], ["y"])], "g",
-                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
-                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
-            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            m.ir_version = 8
             path = os.path.join(d, "m%d.onnx" % t)
-            onnx.save(m, path)
-            want = reference(x, wt, b, stride, dil, pads)
+            x, want = dw_case(rng, path, c, h, w, k, stride, dil, pads)
             ys = util.compile_and_run(args.kiln, checks, label, path, {"x": x}, d, "m%d" % t)
             if ys is None:
                 continue
             got = ys["y"]
-            ok = got.shape == want.shape and float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) <= 1e-4
-            checks.check(ok, "%s: %s" % (label, "shape %s, want %s" % (got.shape, want.shape) if got.shape != want.shape
+            checks.check(close(got, want), "%s: %s" % (label, "shape %s, want %s" % (got.shape, want.shape) if got.shape != want.shape
                                          else "off the float64 reference by %.3g" % float(np.abs(got - want).max())))
             if avx2 and c % 8 == 0 and dil == 1 and any(pads):
                 low = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "l.kiln"), "--dump-after",
