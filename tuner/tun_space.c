@@ -226,9 +226,6 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
   }
   if (!strcmp(s->tmpl, "conv")) {
     int64_t cv = s->conv_vecs, ow = val(s, v, "ow_tile"), img = val(s, v, "image_tile");
-    int64_t owmax = s->knobs[tun_space_knob(s, "ow_tile")].cand[0];
-    for (int i = 0; i < s->knobs[0].n; i++) owmax = s->knobs[0].cand[i] > owmax ? s->knobs[0].cand[i] : owmax;
-    if (img && ow != owmax) REJECT("image_tile computes whole rows: ow_tile must be the row (%lld)", (long long)owmax);
     int64_t nb = val(s, v, "oc_blocks") > 1 ? val(s, v, "oc_blocks") : 1;
     int64_t rows = val(s, v, "oh_tile") > 1 ? val(s, v, "oh_tile") : 1, kwu = val(s, v, "unroll_kw");
     /* several blocks: the pixel's broadcast folds into the FMAs' memory operand */
@@ -248,8 +245,8 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
       if (bytes > 256 * 1024) REJECT("a tile's padded input would be %lld KiB", (long long)(bytes >> 10));
     }
     if (val(s, v, "prefetch") && val(s, v, "pixel_outer")) REJECT("prefetch does nothing with pixel_outer");
-    if (val(s, v, "px_flat") && (img || rows > 1 || val(s, v, "pixel_outer") || val(s, v, "pad_tile")))
-      REJECT("px_flat tiles the pixels of rows: not with image_tile, oh_tile, pixel_outer or pad_tile");
+    if (val(s, v, "px_flat") && (rows > 1 || val(s, v, "pixel_outer") || val(s, v, "pad_tile")))
+      REJECT("px_flat tiles the pixels of rows: not with oh_tile, pixel_outer or pad_tile");
     return 0;
   }
   if (!strcmp(s->tmpl, "matmul")) {

@@ -15,6 +15,12 @@ ragged. Checked here, each conv compiled with px_flat off and on:
   order).
 - That the default takes the flat tiles on ResNet's 7x7 stage (512 -> 512, 3x3): its
   loop IR is the one `--knobs conv:px_flat=1` gives, and not the one px_flat=0 gives.
+- Whole images per output block in flat tiles (image_tile with px_flat: the input-channel
+  blocks outside tiles of 6 pixels, each tile's partial sums kept in memory between
+  blocks, the last tile ragged) on every shape above, against ONNX Runtime the same way;
+  and that the default takes them for ResNet-50's 1x1 conv 1024 -> 256 at 14x14 on AVX2
+  (its loop IR is the one `--knobs` gives), not for a stride-2 1x1 conv from 28x28 (whose
+  input block does not fit L1).
 - That a tuning record written before px_flat existed (no value for it) applies as it
   was tuned, px_flat off, even with knobs flat tiles exclude (7 rows x 1 pixel), and the
   bundle computes what ONNX Runtime does.
@@ -38,6 +44,7 @@ import util  # noqa: E402
 TARGETS = ["host", "x86_64", "x86_64-avx2", "x86_64-avx512"]
 FLAT_ON = "conv:px_flat=1,pixel_outer=0,image_tile=0,pad_tile=0,oh_tile=1"
 FLAT_OFF = "conv:px_flat=0"
+IMAGE_FLAT = "conv:image_tile=1,px_flat=1,ow_tile=6,pixel_outer=0,pad_tile=0,oh_tile=1"
 
 
 def save(graph, path):
@@ -130,7 +137,7 @@ def main():
             cases.append((label, path, feeds, sess.run(["y"], feeds)[0].astype(np.float64)))
         for target, extra in util.runnable_targets(args.kiln, checks, TARGETS):
             for k, (label, path, feeds, want) in enumerate(cases):
-                for knobs in (FLAT_OFF, FLAT_ON):
+                for knobs in (FLAT_OFF, FLAT_ON, IMAGE_FLAT):
                     what = "%s [%s, %s]" % (label, target, knobs)
                     ys = util.compile_and_run(args.kiln, checks, what, path, feeds, d, "k%d" % k,
                                               extra + ["--knobs", knobs])
@@ -150,6 +157,21 @@ def main():
             irs[knobs] = r.out if r.rc == 0 else None
         checks.check(all(irs.values()) and irs[None] == irs[FLAT_ON] and irs[None] != irs[FLAT_OFF],
                      "%s on x86_64-avx2: the default's loop IR is not the flat tiles' (px_flat=1)" % label)
+        # whole images in flat tiles: the default for a 1x1 conv whose input block, weights
+        # and partial sums fit L1 (1024 -> 256 at 14x14), not for one whose input block does
+        # not (a stride-2 1x1 conv from 28x28: 50 KiB)
+        for tag, shape, want_image in (("i14", (1, 1024, 256, 14, 14, 1, 1, True), True),
+                                       ("i28", (1, 256, 512, 28, 28, 1, 2, True), False)):
+            label, path, _ = conv_model(rng, d, tag, *shape)
+            irs = {}
+            for knobs in (None, IMAGE_FLAT):
+                r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, tag + ".kiln"), "--target",
+                                              "x86_64-avx2", "--dump-after", "lower"] +
+                                  (["--knobs", knobs] if knobs else []), timeout=120)
+                irs[knobs] = r.out if r.rc == 0 else None
+            checks.check(all(irs.values()) and (irs[None] == irs[IMAGE_FLAT]) == want_image,
+                         "%s on x86_64-avx2: the default's loop IR %s whole images in flat tiles'" %
+                         (label, "is not" if want_image else "is"))
         records_before_flat(args.kiln, checks, rng, d)
     checks.finish()
 
