@@ -195,11 +195,26 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * 3), ResNet-50's 1x1 conv 1024 -> 256 at 14x14 (26 KiB): 1.05 -> 0.77 ms on two
    * threads, 1.66 -> 1.46 on one; 2048 -> 512 at 7x7 0.92 -> 0.78 on two; 512 -> 2048
    * at 7x7 the same; a stride-2 1x1 from 28x28 (its input block 50
-   * KiB) 1.8 -> 2.2, hence the bound. 3x3 convs at 7x7 (C12, and 256 -> 512 stride 2
-   * from 14x14) measured no faster this way: they keep their row tiles */
-  if (red->n_reduce == 4 && kpix == 1 && !c.image_tile && !c.pad_tile && o->dtype == GIR_F32 && c.vec > 1 &&
-      c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && n && n->op == GIR_OP_conv_nchwc && n->n_in > 1 &&
-      n->in[1]->shape.rank == 6 && o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads) {
+   * KiB) 1.8 -> 2.2, hence the bound. In ResNet-50 on two threads, kernel by kernel: the
+   * 1x1 convs at 14x14 (from two-row tiles) 0.78-0.86x, at 7x7 from 2048 channels (128
+   * KiB of weights per output block, past L1) 0.88x — but from 512 channels (their 32
+   * KiB already in L1 with flat tiles) 1.08x and strided from 14x14 1.25x: those keep
+   * their tiles; so do convs over fewer than 256 input channels or in blocks of fewer
+   * than 8 (MobileNetV2's 96 -> 576 at 14x14 1.14x, ShuffleNetV2's 116 -> 128 in blocks
+   * of 4 1.25x: a tile's partial sums loaded and stored for every few FMAs). 3x3 convs at
+   * 7x7 (C12, and 256 -> 512 stride 2 from 14x14) measured no faster this way either */
+  int64_t sh = 1;
+  if (n && n->op == GIR_OP_conv_nchwc) {
+    int32_t ns;
+    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
+    sh = sv && ns == 2 ? sv[0] : 1;
+  }
+  if (red->n_reduce == 4 && kpix == 1 && sh == 1 && conv_stride_w(n) == 1 && !c.image_tile && !c.pad_tile &&
+      o->dtype == GIR_F32 && c.vec > 1 && c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && n &&
+      n->op == GIR_OP_conv_nchwc && n->n_in > 1 && n->in[1]->shape.rank == 6 && n->in[1]->shape.dims[4] >= 8 &&
+      n->in[1]->shape.dims[1] * n->in[1]->shape.dims[4] >= 256 &&
+      (!c.px_flat || gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024) &&
+      o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads) {
     const gir_value *x = n->in[0], *wv = n->in[1];
     int32_t np;
     const int64_t *pd = gir_attr_ints(n, "pads", &np);
