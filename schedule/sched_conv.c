@@ -31,11 +31,11 @@
 #include <string.h>
 #include "templates.h"
 
-/* The stride along W of a conv_nchwc node (1 for anything else). */
-static int64_t conv_stride_w(const gir_node *n) {
+/* The stride of a conv_nchwc node along H (axis 0) or W (axis 1); 1 for anything else. */
+static int64_t conv_stride(const gir_node *n, int axis) {
   int32_t ns;
   const int64_t *sv = n && n->op == GIR_OP_conv_nchwc ? gir_attr_ints(n, "strides", &ns) : NULL;
-  return sv && ns == 2 ? sv[1] : 1;
+  return sv && ns == 2 ? sv[axis] : 1;
 }
 
 /* The register-tile work of covering an oh x ow map with tiles of r rows x w pixels
@@ -96,7 +96,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * 194 -> 124 us. AVX-512 keeps the tiles below (not measured this way). */
   int dw_masked = dw && t->masked_loads && t->vec_regs <= 16 && o->dtype == GIR_F32;
   if (dw_masked) max_px = 6 / c.oc_vecs > 1 ? 6 / c.oc_vecs : 1;
-  else if (dw && conv_stride_w(o->origin) > 1) max_px = 2;
+  else if (dw && conv_stride(o->origin, 1) > 1) max_px = 2;
   /* a stride-1 depthwise conv: for a 3x3 kernel at most a quarter of the registers
    * as accumulators (tiles of 4 pixels for blocks of two vectors, 8 for one), for a
    * wider one half. The (T - 1) + KW input vectors of a row its unrolled kernel
@@ -194,8 +194,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * weights then come from L1, not streamed from L2 once per tile. On the AMD EPYC (Zen
    * 3), ResNet-50's 1x1 conv 1024 -> 256 at 14x14 (26 KiB): 1.05 -> 0.77 ms on two
    * threads, 1.66 -> 1.46 on one; 2048 -> 512 at 7x7 0.92 -> 0.78 on two; 512 -> 2048
-   * at 7x7 the same; a stride-2 1x1 from 28x28 (its input block 50
-   * KiB) 1.8 -> 2.2, hence the bound. In ResNet-50 on two threads, kernel by kernel: the
+   * at 7x7 the same; a stride-2 1x1 from 28x28 (its input block 50 KiB) 1.8 -> 2.2,
+   * hence the bound. In ResNet-50 on two threads, kernel by kernel: the
    * 1x1 convs at 14x14 (from two-row tiles) 0.78-0.86x, at 7x7 from 2048 channels (128
    * KiB of weights per output block, past L1) 0.88x — but from 512 channels (their 32
    * KiB already in L1 with flat tiles) 1.08x and strided from 14x14 1.25x: those keep
@@ -203,15 +203,10 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * than 8 (MobileNetV2's 96 -> 576 at 14x14 1.14x, ShuffleNetV2's 116 -> 128 in blocks
    * of 4 1.25x: a tile's partial sums loaded and stored for every few FMAs). 3x3 convs at
    * 7x7 (C12, and 256 -> 512 stride 2 from 14x14) measured no faster this way either */
-  int64_t sh = 1;
-  if (n && n->op == GIR_OP_conv_nchwc) {
-    int32_t ns;
-    const int64_t *sv = gir_attr_ints(n, "strides", &ns);
-    sh = sv && ns == 2 ? sv[0] : 1;
-  }
-  if (red->n_reduce == 4 && kpix == 1 && sh == 1 && conv_stride_w(n) == 1 && !c.image_tile && !c.pad_tile &&
-      o->dtype == GIR_F32 && c.vec > 1 && c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && n &&
-      n->op == GIR_OP_conv_nchwc && n->n_in > 1 && n->in[1]->shape.rank == 6 && n->in[1]->shape.dims[4] >= 8 &&
+  if (red->n_reduce == 4 && kpix == 1 && n && n->op == GIR_OP_conv_nchwc && conv_stride(n, 0) == 1 &&
+      conv_stride(n, 1) == 1 && !c.image_tile && !c.pad_tile && o->dtype == GIR_F32 && c.vec > 1 &&
+      c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && n->n_in > 1 && n->in[1]->shape.rank == 6 &&
+      n->in[1]->shape.dims[4] >= 8 &&
       n->in[1]->shape.dims[1] * n->in[1]->shape.dims[4] >= 256 &&
       (!c.px_flat || gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024) &&
       o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads) {
@@ -235,7 +230,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   c.prefetch = red->n_reduce == 4 && !c.pixel_outer && c.oh_tile <= 1;
   /* one channel per block, stride 1 or 2 along W: vectors along the row (at stride 2 each
    * tap's pixels one span load and a shuffle), all M channels in the tile */
-  int64_t M = o->shape[1], sw = conv_stride_w(n);
+  int64_t M = o->shape[1], sw = conv_stride(n, 1);
   int32_t lanes = t->vec_f32;
   if (ob == 1 && red->n_reduce == 4 && (sw == 1 || sw == 2) && lanes > 1 && o->dtype == GIR_F32) {
     /* a row narrower than a vector: half vectors (at stride 2 only a row of half a vector

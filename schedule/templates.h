@@ -169,8 +169,9 @@ typedef struct lower_conv_cfg {
                         all (0): pays when no output block reuses an input block, as in depthwise convs;
                         2 (vec_ow): no padded input, the taps read through the bounds test as masked loads */
   int32_t image_tile; /* a small image: the reduction runs per output-channel block over the whole image,
-                         rows inside the input-channel-block loop, so one block's weights (kh·kw·ib·ob floats)
-                         stay in L1 for every row instead of streaming from L2 once per row */
+                         rows (or, with ow_tile below the row or px_flat, the image's register tiles) inside
+                         the input-channel-block loop, so one block's weights (kh·kw·ib·ob floats) stay in L1
+                         for every row or tile instead of streaming from L2 once per tile */
   int32_t pixel_outer; /* the parallel tile loop runs pixels outside output-channel blocks: each input tile is
                           read from memory once for all blocks (whose weights stay in L2), where channel blocks
                           outside would read the whole input once per block; pays when the input outweighs
