@@ -60,6 +60,24 @@ static int64_t flat_work(int64_t px, int64_t w, int64_t v) {
   return px / w * (tile_work(w, v) + v) + (px % w ? tile_work(px % w, v) + v : 0);
 }
 
+/* The shape half of the whole-image rule for a dense float 1x1 conv (o its output
+ * [N, M/ob, OH, OW, ob], flat: rows already in flat tiles): stride 1, at least 256 input
+ * channels in blocks of at least 8, one step of the input-block loop (the block pair's
+ * weights, the input block's padded image, the output block's partial sums) within 32
+ * KiB of L1, and with flat tiles only where an output block's weights pass L1. */
+static int image_tiles_fit(const gir_node *n, const te_tensor *o, int flat) {
+  if (!n || n->op != GIR_OP_conv_nchwc || conv_stride(n, 0) != 1 || conv_stride(n, 1) != 1 || n->n_in < 2 ||
+      n->in[1]->shape.rank != 6 || n->in[0]->shape.rank != 5)
+    return 0;
+  const int64_t *w = n->in[1]->shape.dims, *x = n->in[0]->shape.dims; /* [MO, CB, KH, KW, icb, ob] */
+  if (w[4] < 8 || w[1] * w[4] < 256 || (flat && gir_value_nbytes(n->in[1]) / o->shape[1] <= 32 * 1024)) return 0;
+  int32_t np;
+  const int64_t *pd = gir_attr_ints(n, "pads", &np);
+  int64_t ih = x[2] + (pd && np == 4 ? pd[0] + pd[2] : 0), iw = x[3] + (pd && np == 4 ? pd[1] + pd[3] : 0);
+  int64_t ob = o->shape[4], img_px = o->shape[2] * o->shape[3];
+  return 4 * (w[2] * w[3] * w[4] * ob + ih * iw * w[4] + img_px * ob) <= 32 * 1024;
+}
+
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   const te_tensor *o = red->t; /* [N, M/ob, OH, OW, ob] */
   int64_t ow = o->shape[3], ob = o->shape[4];
@@ -203,27 +221,14 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * than 8 (MobileNetV2's 96 -> 576 at 14x14 1.14x, ShuffleNetV2's 116 -> 128 in blocks
    * of 4 1.25x: a tile's partial sums loaded and stored for every few FMAs). 3x3 convs at
    * 7x7 (C12, and 256 -> 512 stride 2 from 14x14) measured no faster this way either */
-  if (red->n_reduce == 4 && kpix == 1 && n && n->op == GIR_OP_conv_nchwc && conv_stride(n, 0) == 1 &&
-      conv_stride(n, 1) == 1 && !c.image_tile && !c.pad_tile && o->dtype == GIR_F32 && c.vec > 1 &&
-      c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && n->n_in > 1 && n->in[1]->shape.rank == 6 &&
-      n->in[1]->shape.dims[4] >= 8 &&
-      n->in[1]->shape.dims[1] * n->in[1]->shape.dims[4] >= 256 &&
-      (!c.px_flat || gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024) &&
-      o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads) {
-    const gir_value *x = n->in[0], *wv = n->in[1];
-    int32_t np;
-    const int64_t *pd = gir_attr_ints(n, "pads", &np);
-    int64_t ih = x->shape.dims[2] + (pd && np == 4 ? pd[0] + pd[2] : 0);
-    int64_t iw = x->shape.dims[3] + (pd && np == 4 ? pd[1] + pd[3] : 0);
-    int64_t icb = wv->shape.dims[4];
-    int64_t bytes = 4 * (wv->shape.dims[2] * wv->shape.dims[3] * icb * ob + ih * iw * icb + img_px * ob);
-    if (bytes <= 32 * 1024) {
-      c.image_tile = 1;
-      c.px_flat = 1;
-      c.pixel_outer = 0;
-      c.ow_tile = (int32_t)max_px;
-      c.oh_tile = 1;
-    }
+  if (red->n_reduce == 4 && kpix == 1 && !c.image_tile && !c.pad_tile && o->dtype == GIR_F32 && c.vec > 1 &&
+      c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads &&
+      image_tiles_fit(n, o, c.px_flat)) {
+    c.image_tile = 1;
+    c.px_flat = 1;
+    c.pixel_outer = 0;
+    c.ow_tile = (int32_t)max_px;
+    c.oh_tile = 1;
   }
   /* with pixels outside, every tile reuses all the weights from L2: no window to fetch
    * ahead for; with rows in the tile, the windows are not counted by rows */

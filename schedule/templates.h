@@ -203,7 +203,8 @@ typedef struct lower_conv_cfg {
   int32_t px_flat;     /* the image's pixels one axis (oh·OW + ow) cut into tiles of ow_tile: a map whose rows no
                           good tile width divides (7 or 14 pixels) gets whole tiles across row ends and one ragged
                           tile per image instead of one per row (ResNet's 7x7 maps in tiles of 6: 9 tiles, not
-                          14). Not with image_tile, pixel_outer, oh_tile, vec_ow or a padded copy per tile */
+                          14; with image_tile, inside the input-channel-block loop). Not with pixel_outer,
+                          oh_tile, vec_ow or a padded copy per tile */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);
