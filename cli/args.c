@@ -60,8 +60,8 @@ static const cli_option_def table[CLI_OPT_COUNT] = {
                            IMPORTERS},
     [CLI_OPT_WINOGRAD] = {"--winograd", NULL, CLI_STRING, 0, 0, "auto|on|off",
                           "3x3 stride-1 convs as Winograd F(4x4,3x3) or F(2x2,3x3) transforms around batched "
-                          "GEMMs: auto (default) where channels and tiles make it pay, on every 3x3 conv whose "
-                          "output is whole tiles, off never",
+                          "GEMMs: auto (default) where channels and tiles make it pay, on every one (F(2x2,3x3) "
+                          "with a ragged last tile where no tile size divides the output), off never",
                           C(COMPILE) | C(BENCH) | C(CHECK) | C(TUNE) | C(INSPECT)},
     [CLI_OPT_SPLIT_K] = {"--split-k", NULL, CLI_STRING, 0, 0, "auto|off|N",
                          "GPU targets: convs with few outputs and long reductions split over input-channel "

@@ -9,7 +9,8 @@
  * a×a points unrolled, the block's vectors innermost: each tile's input patch
  * (a·a vectors per block) is loaded once and combined into the a·a outputs.
  * winograd_out, y[n, o/ob, h, w, o%ob] (or the epilogue stage it is inlined into,
- * which has its shape): h and w split by m, the m×m pixels of a tile and the
+ * which has its shape): h and w split by m (a map of no whole tiles, 7×7 by 2, gets
+ * its last tile's outside pixels guarded), the m×m pixels of a tile and the
  * block's vectors unrolled inside the parallel tile loop, so the a·a vectors of
  * v a tile reads are loaded once for its m·m outputs. The parallel loop is
  * (n, tile row, channel block), tile rows outside the channel blocks: the threads'
@@ -108,7 +109,7 @@ int lower_sched_winograd(sch_schedule *s, const lower_target *t) {
       if (e->attach != SCH_ROOT || e->n_reduce || e->n_rels || e->t->rank != 5) continue;
       int same = 1;
       for (int d = 0; d < 5; d++) same &= e->t->shape[d] == st->t->shape[d];
-      if (same && e->t->shape[2] % m == 0 && e->t->shape[3] % m == 0 && sched_out(s, e, m, t) < 0) return -1;
+      if (same && sched_out(s, e, m, t) < 0) return -1;
     }
   }
   return 0;

@@ -1,8 +1,9 @@
 """test_winograd.py — 3x3 convolutions as Winograd F(4x4,3x3) and F(2x2,3x3)
 (layout/winograd.c): each case a Conv (with its bias, and an epilogue where given)
 compiled with --winograd on, run by kiln and compared with ONNX Runtime on the same
-seeded inputs; then which convs the default (--winograd auto) rewrites and that
---winograd off rewrites none.
+seeded inputs; then which convs the default (--winograd auto) rewrites — for both
+x86 classes, whose rules differ (AVX2, 16 registers, also takes F(2x2) on 16-tile
+and ragged maps) — and that --winograd off rewrites none.
 
 Tolerance: the transforms scale values by up to 8 x 4 (F(4,3)'s Aᵀ and Bᵀ) and back,
 so outputs are compared relative to the output's magnitude: max |kiln − ORT| <=
@@ -27,7 +28,9 @@ class Case:
     def __init__(self, label, n, c, m, h, w, pads=(1, 1, 1, 1), epilogue="relu", tile=4, auto=None):
         self.label, self.n, self.c, self.m, self.h, self.w = label, n, c, m, h, w
         self.pads, self.epilogue, self.tile = pads, epilogue, tile
-        self.auto = auto  # whether --winograd auto rewrites it (None: not checked)
+        # whether --winograd auto rewrites it: one bool for both x86 classes, or
+        # (on x86_64-avx2, on x86_64-avx512); None: not checked
+        self.auto = auto if auto is None or isinstance(auto, tuple) else (auto, auto)
 
 
 CASES = [
@@ -39,7 +42,15 @@ CASES = [
     Case("batch 2 c32 m32 8x8 (F2: 32 tiles over the batch)", 2, 32, 32, 8, 8, epilogue="none", auto=True),
     Case("c40 m24 12x20 sigmoid", 1, 40, 24, 12, 20, epilogue="sigmoid"),
     Case("c128 m128 28x28 relu (F4, stage 2)", 1, 128, 128, 28, 28, auto=True),
-    Case("c256 m256 7x7 (no tile divides 7: stays direct)", 1, 256, 256, 7, 7, auto=False, tile=0),
+    Case("c256 m256 7x7 (F2, the last tile row and column half outside; auto on AVX2)", 1, 256, 256, 7, 7,
+         tile=2, auto=(True, False)),
+    Case("c64 m32 13x13 residual add + relu (F2 ragged, 49 tiles; auto on AVX2)", 1, 64, 32, 13, 13,
+         epilogue="residual", tile=2, auto=(True, False)),
+    Case("c32 m40 9x9 unpadded -> 7x7 (F2 ragged, taps past the input read zero)", 1, 32, 40, 9, 9,
+         pads=(0, 0, 0, 0), epilogue="none", tile=2, auto=(True, False)),
+    Case("c48 m32 8x8 sigmoid (F2: 16 whole tiles; auto on AVX2)", 1, 48, 32, 8, 8, epilogue="sigmoid", tile=2,
+         auto=(True, False)),
+    Case("c32 m32 5x5 (F2 ragged, 9 tiles: auto leaves it direct)", 1, 32, 32, 5, 5, tile=2, auto=False),
     Case("c3 m16 32x32 (a narrow block, zero-padded by its relayout; auto: too few channels)", 1, 3, 16, 32, 32,
          auto=False),
 ]
@@ -75,9 +86,10 @@ def build(path, case, rng):
     return feeds
 
 
-def rewritten(kiln, path, mode):
+def rewritten(kiln, path, mode, target="host"):
     """How many winograd_in nodes the layout step leaves (kiln compile --dump-after layout)."""
-    r = util.run_kiln(kiln, ["compile", path, "-o", os.devnull, "--winograd", mode, "--dump-after", "layout"])
+    r = util.run_kiln(kiln, ["compile", path, "-o", os.devnull, "--winograd", mode, "--target", target,
+                             "--dump-after", "layout"])
     return None if r.rc != 0 else r.out.count("winograd_in(")
 
 
@@ -97,10 +109,10 @@ def main():
             on = rewritten(args.kiln, path, "on")
             checks.check(on == (1 if case.tile else 0),
                          "%s: --winograd on rewrote %s conv(s), want %d" % (case.label, on, 1 if case.tile else 0))
-            if case.auto is not None:
-                au = rewritten(args.kiln, path, "auto")
-                checks.check(au == int(case.auto), "%s: --winograd auto rewrote %s conv(s), want %d" % (
-                    case.label, au, int(case.auto)))
+            for target, want_auto in zip(("x86_64-avx2", "x86_64-avx512"), case.auto or ()):
+                au = rewritten(args.kiln, path, "auto", target)
+                checks.check(au == int(want_auto), "%s: --winograd auto rewrote %s conv(s) on %s, want %d" % (
+                    case.label, au, target, int(want_auto)))
             off = rewritten(args.kiln, path, "off")
             checks.check(off == 0, "%s: --winograd off rewrote %s conv(s)" % (case.label, off))
             ys = util.compile_and_run(args.kiln, checks, case.label, path, feeds, d, "w%d" % i, ["--winograd", "on"])
