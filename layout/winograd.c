@@ -67,7 +67,7 @@ static int32_t pick_m(const gir_node *n, lay_winograd_mode mode, int32_t small_m
         (__int128)(m + 2) * (m + 2) * C * M * 4 > MAX_WEIGHT_BYTES)
       continue;
     if (mode == LAY_WINOGRAD_ON) return m;
-    int64_t tiles = yd[0] * ((OH + m - 1) / m) * ((OW + m - 1) / m);
+    __int128 tiles = (__int128)yd[0] * ((OH + m - 1) / m) * ((OW + m - 1) / m); /* dims up to 2^31 each */
     int64_t min_tiles = m == 2 && small_maps ? MIN_TILES_SMALL_MAPS : MIN_TILES;
     if (C >= MIN_CHANNELS && M >= MIN_CHANNELS && tiles >= min_tiles) return m;
   }
