@@ -159,8 +159,7 @@ int kiln_compile_front(const kiln_compile_options *o, kiln_front *f, kiln_compil
      * tiles make it pay; narrow-vector targets (NEON, Cortex-M) only when asked */
     lay_winograd_mode wm = o->winograd == LAY_WINOGRAD_AUTO && lt.vec_f32 < 8 ? LAY_WINOGRAD_OFF
                                                                              : (lay_winograd_mode)o->winograd;
-    int32_t small_maps = lt.vec_f32 == 8 && lt.vec_regs <= 16; /* x86 AVX2 */
-    if (!lt.gpu && lay_winograd(g, wm, small_maps, &res->winograd_convs, err) < 0) return -1;
+    if (!lt.gpu && lay_winograd(g, wm, lt.vec_f32, lt.vec_regs, &res->winograd_convs, err) < 0) return -1;
     if (lay_flatten_reduce(g, NULL, err) < 0) return -1; /* what stayed plain: rows for the row template */
     int32_t packed = 0; /* constant matmul weights in the template's column panels */
     if (!lt.gpu && lay_pack_matmul(g, lt.vec_f32, lt.vec_regs, &packed, err) < 0) return -1;

@@ -53,13 +53,15 @@ int lay_split_dilated_conv(gir_graph *g, int32_t *rewritten, gir_err *err);
  * winograd_in, a batched matmul with the transformed weights and winograd_out
  * (winograd.c): LAY_WINOGRAD_AUTO where channels and tiles make it pay, ON on every
  * one (F(4x4) where the output is whole 4x4 tiles, else F(2x2), ragged where it
- * must), OFF never. small_maps: the target's direct convs run far from peak (8-float
- * vectors, 16 registers), so AUTO takes F(2x2) on smaller and ragged maps too. Runs
+ * must), OFF never. vec_f32 and vec_regs, the target's float lanes and vector
+ * registers: with 8 and 16 (x86 AVX2) direct convs run far from peak, so AUTO takes
+ * F(2x2) on smaller and ragged maps too. Runs
  * after lay_nchwc. *rewritten counts them (may be NULL). Requires: topological
  * order. Preserves: semantics up to float rounding, output names and shapes;
  * compacts the graph. */
 typedef enum lay_winograd_mode { LAY_WINOGRAD_AUTO, LAY_WINOGRAD_ON, LAY_WINOGRAD_OFF } lay_winograd_mode;
-int lay_winograd(gir_graph *g, lay_winograd_mode mode, int32_t small_maps, int32_t *rewritten, gir_err *err);
+int lay_winograd(gir_graph *g, lay_winograd_mode mode, int32_t vec_f32, int32_t vec_regs, int32_t *rewritten,
+                 gir_err *err);
 
 /* Packs the constant float32 [K, N] weights of matmuls into column panels
  * [ceil(N/nr), K, nr] (matmul attributes packed = nr, n = N), nr the matmul

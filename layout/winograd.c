@@ -134,7 +134,9 @@ static int rewrite(gir_graph *g, gir_node *n, int32_t m, gir_err *err) {
   return 1;
 }
 
-int lay_winograd(gir_graph *g, lay_winograd_mode mode, int32_t small_maps, int32_t *rewritten, gir_err *err) {
+int lay_winograd(gir_graph *g, lay_winograd_mode mode, int32_t vec_f32, int32_t vec_regs, int32_t *rewritten,
+                 gir_err *err) {
+  int32_t small_maps = vec_f32 == 8 && vec_regs <= 16; /* x86 AVX2: see the top */
   int32_t n0 = g->n_nodes, done = 0;
   for (int k = 0; k < n0; k++) {
     gir_node *n = g->nodes[k];
