@@ -205,6 +205,13 @@ typedef struct lower_conv_cfg {
                           tile per image instead of one per row (ResNet's 7x7 maps in tiles of 6: 9 tiles, not
                           14; with image_tile, inside the input-channel-block loop). Not with pixel_outer,
                           oh_tile, vec_ow or a padded copy per tile */
+  int32_t fuse_kw;     /* the kernel columns and the block's input channels one reduction loop (kw·icb + ic): in
+                          NCHW[x]c a kernel row's inputs (kw·dilation·icb + ic along the padded row) and its
+                          packed weights ((kw·icb + ic)·ob) are each one run, so the innermost loop runs KW·icb
+                          steps instead of KW loops of icb — one loop exit and one round of address updates per
+                          kernel row, not per tap. Dilation 1 only (else the inputs' index keeps a division);
+                          yields to unroll_kw and ic_unroll (they split the loops it would fuse; the tuner's
+                          space rejects the pair) */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);

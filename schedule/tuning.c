@@ -25,6 +25,7 @@ static const lower_knob conv_knobs[] = {
     {"oh_tile", offsetof(lower_conv_cfg, oh_tile), 0, 64},
     {"ic_unroll", offsetof(lower_conv_cfg, ic_unroll), 0, 64},
     {"px_flat", offsetof(lower_conv_cfg, px_flat), 0, 1},
+    {"fuse_kw", offsetof(lower_conv_cfg, fuse_kw), 0, 1},
 };
 
 static const lower_knob matmul_knobs[] = {

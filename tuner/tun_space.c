@@ -63,7 +63,7 @@ static int64_t dim(const gir_value *v, int d) { return d >= 0 && d < v->shape.ra
 static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const lower_target *t) {
   /* knob order = lower_template_knobs("conv"):
    * ow_tile unroll_kw pad_tile image_tile pixel_outer prefetch vec_ow vec oc_tile oc_blocks oh_tile ic_unroll
-   * px_flat */
+   * px_flat fuse_kw */
   const gir_value *y = n->out[0], *w = n->in[1];
   if (y->shape.rank != 5 || !w || w->shape.rank != 6) return -1;
   int64_t ow = dim(y, 3), ob = dim(y, 4), kw = dim(w, 3);
@@ -151,6 +151,11 @@ static int conv_space(tun_space *s, const gir_node *n, const int32_t *def, const
   add_knob(s, "px_flat");
   add_cand(s, def[12]);
   if (!s->vec_ow && !s->depthwise && oh > 1) add_cand(s, !def[12]);
+  /* a dense float conv's kernel columns and block channels one loop (dilation 1 along W) */
+  add_knob(s, "fuse_kw");
+  add_cand(s, def[13]);
+  if (!s->vec_ow && !s->depthwise && y->dtype == GIR_F32 && kw > 1 && (!dl || nd < 2 || dl[1] == 1))
+    add_cand(s, !def[13]);
   return 0;
 }
 
@@ -247,6 +252,8 @@ int tun_space_check(const tun_space *s, const int32_t *v, char *why, size_t why_
     if (val(s, v, "prefetch") && val(s, v, "pixel_outer")) REJECT("prefetch does nothing with pixel_outer");
     if (val(s, v, "px_flat") && (rows > 1 || val(s, v, "pixel_outer") || val(s, v, "pad_tile")))
       REJECT("px_flat tiles the pixels of rows: not with oh_tile, pixel_outer or pad_tile");
+    if (val(s, v, "fuse_kw") && (kwu || val(s, v, "ic_unroll") > 1))
+      REJECT("fuse_kw makes the kernel columns and channels one loop: not with unroll_kw or ic_unroll");
     return 0;
   }
   if (!strcmp(s->tmpl, "matmul")) {

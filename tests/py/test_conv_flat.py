@@ -21,6 +21,11 @@ ragged. Checked here, each conv compiled with px_flat off and on:
   and that the default takes them for ResNet-50's 1x1 conv 1024 -> 256 at 14x14 on AVX2
   (its loop IR is the one `--knobs` gives), not for a stride-2 1x1 conv from 28x28 (whose
   input block does not fit L1).
+- The kernel columns and block channels as one reduction loop (fuse_kw) on and off on
+  every shape above, against ONNX Runtime the same way; and that the default takes it on
+  AVX2 for a 3x3 conv over blocks of 16 input channels (256 -> 512, stride 2, 14x14: its
+  loop IR is the one fuse_kw=1 gives, not fuse_kw=0's), not for a conv over 3 input
+  channels nor a dilated one, and not on AVX-512.
 - That a tuning record written before px_flat existed (no value for it) applies as it
   was tuned, px_flat off, even with knobs flat tiles exclude (7 rows x 1 pixel), and the
   bundle computes what ONNX Runtime does.
@@ -49,6 +54,8 @@ TARGETS = ["host", "x86_64", "x86_64-avx2", "x86_64-avx512"]
 FLAT_ON = "conv:px_flat=1,pixel_outer=0,image_tile=0,pad_tile=0,oh_tile=1"
 FLAT_OFF = "conv:px_flat=0"
 IMAGE_FLAT = "conv:image_tile=1,px_flat=1,ow_tile=6,pixel_outer=0,pad_tile=0,oh_tile=1"
+FUSE_ON = "conv:fuse_kw=1"
+FUSE_OFF = "conv:fuse_kw=0"
 
 
 def save(graph, path):
@@ -57,8 +64,9 @@ def save(graph, path):
     onnx.save(m, path)
 
 
-def conv_model(rng, d, tag, n, c, m, h, w, k, stride, epilogue):
-    pad = k // 2
+def conv_model(rng, d, tag, n, c, m, h, w, k, stride, epilogue, dilation=1):
+    pad = dilation * (k // 2)
+    ke = dilation * (k - 1) + 1  # the kernel's extent
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = (rng.standard_normal((m, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
     inits = [numpy_helper.from_array(wt, "w")]
@@ -66,11 +74,12 @@ def conv_model(rng, d, tag, n, c, m, h, w, k, stride, epilogue):
     if epilogue:
         inits.append(numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "b"))
         conv_in.append("b")
-    nodes = [helper.make_node("Conv", conv_in, ["c" if epilogue else "y"], pads=[pad] * 4, strides=[stride] * 2)]
+    nodes = [helper.make_node("Conv", conv_in, ["c" if epilogue else "y"], pads=[pad] * 4, strides=[stride] * 2,
+                              dilations=[dilation] * 2)]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))]
     feeds = {"x": x}
     if epilogue:
-        oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        oh, ow = (h + 2 * pad - ke) // stride + 1, (w + 2 * pad - ke) // stride + 1
         r = rng.standard_normal((n, m, oh, ow)).astype(np.float32)
         inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, list(r.shape)))
         feeds["r"] = r
@@ -78,7 +87,8 @@ def conv_model(rng, d, tag, n, c, m, h, w, k, stride, epilogue):
     g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     path = os.path.join(d, tag + ".onnx")
     save(g, path)
-    label = "%dx%d conv s%d %dx%dx%dx%d -> %d%s" % (k, k, stride, n, c, h, w, m, " +bias,relu,add" if epilogue else "")
+    label = "%dx%d conv s%d%s %dx%dx%dx%d -> %d%s" % (k, k, stride, " d%d" % dilation if dilation > 1 else "", n, c, h,
+                                                     w, m, " +bias,relu,add" if epilogue else "")
     return label, path, feeds
 
 
@@ -141,7 +151,7 @@ def main():
             cases.append((label, path, feeds, sess.run(["y"], feeds)[0].astype(np.float64)))
         for target, extra in util.runnable_targets(args.kiln, checks, TARGETS):
             for k, (label, path, feeds, want) in enumerate(cases):
-                for knobs in (FLAT_OFF, FLAT_ON, IMAGE_FLAT):
+                for knobs in (FLAT_OFF, FLAT_ON, IMAGE_FLAT, FUSE_ON, FUSE_OFF):
                     what = "%s [%s, %s]" % (label, target, knobs)
                     ys = util.compile_and_run(args.kiln, checks, what, path, feeds, d, "k%d" % k,
                                               extra + DIRECT + ["--knobs", knobs])
@@ -176,6 +186,24 @@ def main():
             checks.check(all(irs.values()) and (irs[None] == irs[IMAGE_FLAT]) == want_image,
                          "%s on x86_64-avx2: the default's loop IR %s whole images in flat tiles'" %
                          (label, "is not" if want_image else "is"))
+        # fuse_kw: the default on AVX2 for blocks of 16 input channels, not for 3 channels,
+        # not for a dilated conv, not on AVX-512
+        for tag, shape, dil, target, want_fused in (
+                ("f10", (1, 256, 512, 14, 14, 3, 2, True), 1, "x86_64-avx2", True),
+                ("f10", (1, 256, 512, 14, 14, 3, 2, True), 1, "x86_64-avx512", False),
+                ("f3", (1, 3, 24, 32, 32, 3, 1, True), 1, "x86_64-avx2", False),
+                ("fd", (1, 64, 64, 20, 20, 3, 1, True), 2, "x86_64-avx2", False)):
+            label, path, _ = conv_model(rng, d, tag, *shape, dilation=dil)
+            irs = {}
+            for knobs in (None, FUSE_ON, FUSE_OFF):
+                r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, tag + ".kiln"), "--target",
+                                              target, "--dump-after", "lower"] + DIRECT +
+                                  (["--knobs", knobs] if knobs else []), timeout=120)
+                irs[knobs] = r.out if r.rc == 0 else None
+            checks.check(all(irs.values()) and irs[FUSE_ON] != irs[FUSE_OFF] and
+                         irs[None] == irs[FUSE_ON if want_fused else FUSE_OFF],
+                         "%s on %s: the default's loop IR %s the fused kernel columns' (fuse_kw=1)" %
+                         (label, target, "is not" if want_fused else "is"))
         records_before_flat(args.kiln, checks, rng, d)
     checks.finish()
 

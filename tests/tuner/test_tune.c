@@ -649,13 +649,14 @@ static void test_outputs_and_leaks(const tun_target *t) {
   free_front(&f);
 }
 
-/* Each value of the knobs that split a conv's loops further (oh_tile, ic_unroll, a
- * partial unroll_kw, px_flat), set alone on the default point (prefetch off where they
- * exclude it; px_flat with rows of pixels: no image_tile or pixel_outer), passes the
- * space's check, builds, and computes what the default computes. */
+/* Each value of the knobs that split or fuse a conv's loops (oh_tile, ic_unroll, a
+ * partial unroll_kw, px_flat, fuse_kw), set alone on the default point (prefetch off
+ * where they exclude it, fuse_kw off beside ic_unroll and unroll_kw; px_flat with rows of pixels: no
+ * image_tile or pixel_outer), passes the space's check, builds, and computes what the
+ * default computes. */
 static void test_split_knobs(const tun_target *t) {
-  enum { NK = 4 };
-  const char *names[NK] = {"oh_tile", "ic_unroll", "unroll_kw", "px_flat"};
+  enum { NK = 5 };
+  const char *names[NK] = {"oh_tile", "ic_unroll", "unroll_kw", "px_flat", "fuse_kw"};
   int tried[NK] = {0};
   for (int gi = 0; gi < 2; gi++) {
     front f;
@@ -673,12 +674,14 @@ static void test_split_knobs(const tun_target *t) {
       }
       for (int ki = 0; ki < NK; ki++) {
         int knob = tun_space_knob(&k->space, names[ki]), pf = tun_space_knob(&k->space, "prefetch");
-        int flat = !strcmp(names[ki], "px_flat");
-        if (!CHECKF(knob >= 0 && pf >= 0, "task %s has no knob %s", k->label, names[ki])) continue;
+        int flat = !strcmp(names[ki], "px_flat"), fuse = tun_space_knob(&k->space, "fuse_kw");
+        int toggle = flat || knob == fuse;
+        if (!CHECKF(knob >= 0 && pf >= 0 && fuse >= 0, "task %s has no knob %s", k->label, names[ki])) continue;
         for (int c = 0; c < k->space.knobs[knob].n; c++) {
           int32_t v[TUN_MAX_KNOBS], val = k->space.knobs[knob].cand[c];
           memcpy(v, k->defaults, sizeof v);
-          if (val < 1 || (val == 1 && !flat) || val == v[knob]) continue;
+          if ((!toggle && val <= 1) || val < 0 || val == v[knob]) continue;
+          if (!strcmp(names[ki], "ic_unroll") || !strcmp(names[ki], "unroll_kw")) v[fuse] = 0;
           v[knob] = val;
           v[pf] = 0;
           if (flat) v[tun_space_knob(&k->space, "image_tile")] = v[tun_space_knob(&k->space, "pixel_outer")] = 0;
