@@ -38,10 +38,6 @@ static int64_t conv_stride(const gir_node *n, int axis) {
   return sv && ns == 2 ? sv[axis] : 1;
 }
 
-/* fuse_kw in effect: it yields to the knobs that split the loops it would fuse (so
- * that `--knobs conv:ic_unroll=4` means what it says beside the default's fuse_kw) */
-static int fuses_kw(const lower_conv_cfg *cfg) { return cfg->fuse_kw && !cfg->unroll_kw && cfg->ic_unroll <= 1; }
-
 /* The register-tile work of covering an oh x ow map with tiles of r rows x w pixels
  * (the last tile of each row group ragged) where each pixel holds two or more vectors
  * (FMA-bound tiles), in accumulator-steps: a tile of p pixels
@@ -240,8 +236,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
   /* a dense float conv's kernel columns and block channels one loop (fuse_kw): with a
    * kernel row's KW loops of icb steps each, a 3x3 conv's innermost loop (icb 16, two
    * channels per unrolled step) ran 8 steps of 24 FMAs, then a loop exit and the next
-   * column's addresses and prefetches — a tenth of the tile's time on 16 registers,
-   * where the kernel columns are not unrolled. On the AMD EPYC (Zen 3), one core,
+   * column's addresses and prefetches (LLVM unrolls the three columns, not the exits
+   * between them). On the AMD EPYC (Zen 3), one core,
    * kernel medians of 30 interleaved rounds: 256 -> 512 stride 2 from 14x14
    * (ResNet-18's C10) 1.93 -> 1.69 ms, 128 -> 256 stride 2 from 28x28 (C7) 1.83 ->
    * 1.75; in ResNet-50 (20 rounds) its 512-channel stride-2 conv to 7x7 0.95x, the
@@ -355,6 +351,17 @@ static te_tensor *packed_weights(const te_expr *e) {
   }
 }
 
+/* fuse_kw in effect: on a float conv's kernel columns and channel block (not a depthwise
+ * conv's taps, not 8-bit quads, not vec_ow's rows: nothing to fuse there, so `--knobs
+ * conv:fuse_kw=1` leaves them as they are), and yielding to the knobs that split the
+ * loops it would fuse (so that `--knobs conv:ic_unroll=4` means what it says beside the
+ * default's fuse_kw) */
+static int fuses_kw(const lower_conv_cfg *cfg, const sch_stage *red) {
+  const te_tensor *w = packed_weights(red->body);
+  return cfg->fuse_kw && !cfg->unroll_kw && cfg->ic_unroll <= 1 && !cfg->vec_ow && red->n_reduce == 4 &&
+         !(w && w->rank == 7);
+}
+
 int lower_prefetch_ahead(sch_schedule *s, sch_stage *st, sch_iter *at, te_tensor *t, te_expr *next, te_expr *u,
                          int64_t steps, int64_t elems) {
   te_ctx *c = s->te;
@@ -392,7 +399,7 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
 #define V(x) te_v(c, (x)->root)
   te_expr *mo = V(red->root_axes[1]), *oh = flat ? te_int(c, 0) : V(red->root_axes[2]), *ib = V(red->reduce_axes[0]);
   /* the steps: kernel columns, or with fuse_kw (no column loop left) kernel rows */
-  int fused = fuses_kw(cfg);
+  int fused = fuses_kw(cfg, red);
   sch_iter *at = fused ? red->reduce_axes[1] : red->reduce_axes[2];
   te_expr *col = fused ? V(red->reduce_axes[1])
                        : te_add(c, te_mul(c, V(red->reduce_axes[1]), te_int(c, KW)), V(red->reduce_axes[2]));
@@ -422,7 +429,6 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, const lower_conv_cfg 
 static int sched_conv_vec_ow(sch_schedule *s, sch_stage *red, sch_stage *epi, const lower_conv_cfg *cfg) {
   if (red->n_reduce != 4 || epi->root_axes[4]->extent != 1 || cfg->vec < 2 || cfg->ow_tile % cfg->vec)
     return gir_errf(s->err, "conv template: vec_ow needs one channel per block and whole vectors per tile");
-  if (cfg->fuse_kw) return gir_errf(s->err, "conv template: fuse_kw is for blocked channels, not vec_ow");
   sch_iter *owo, *owi, *owio, *owiv, *mo = NULL, *mi = epi->root_axes[1];
   if (sch_split(s, epi, epi->root_axes[3], cfg->ow_tile, &owo, &owi) < 0) return -1;
   if (cfg->oc_tile > 0 && cfg->oc_tile < mi->extent && sch_split(s, epi, mi, cfg->oc_tile, &mo, &mi) < 0) return -1;
@@ -594,10 +600,6 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   }
   /* fuse_kw: kw and ic one loop (adjacent after the reorder); the bound inference and
    * the simplifier fold the fused loop's (f / icb)·icb + f % icb back into f */
-  if (fuses_kw(cfg)) {
-    if (red->n_reduce != 4 || quad || kwi || ici)
-      return gir_errf(s->err, "conv template: fuse_kw is for a float conv's kernel columns and channels");
-    if (sch_fuse(s, red, ra[2], ra[3], NULL) < 0) return -1;
-  }
+  if (fuses_kw(cfg, red) && sch_fuse(s, red, ra[2], ra[3], NULL) < 0) return -1;
   return cfg->prefetch ? sched_prefetch(s, red, cfg) : 0;
 }
