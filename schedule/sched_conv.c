@@ -31,12 +31,14 @@
 #include <string.h>
 #include "templates.h"
 
-/* The stride of a conv_nchwc node along H (axis 0) or W (axis 1); 1 for anything else. */
-static int64_t conv_stride(const gir_node *n, int axis) {
+/* A conv_nchwc node's per-axis attribute (strides or dilations) along H (axis 0) or W
+ * (axis 1); 1 for anything else. */
+static int64_t conv_attr(const gir_node *n, const char *name, int axis) {
   int32_t ns;
-  const int64_t *sv = n && n->op == GIR_OP_conv_nchwc ? gir_attr_ints(n, "strides", &ns) : NULL;
+  const int64_t *sv = n && n->op == GIR_OP_conv_nchwc ? gir_attr_ints(n, name, &ns) : NULL;
   return sv && ns == 2 ? sv[axis] : 1;
 }
+static int64_t conv_stride(const gir_node *n, int axis) { return conv_attr(n, "strides", axis); }
 
 /* The register-tile work of covering an oh x ow map with tiles of r rows x w pixels
  * (the last tile of each row group ragged) where each pixel holds two or more vectors
@@ -245,11 +247,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * stem's 3 channels (3x3 on 128x128, 24 outputs) went 1.10x slower fused — LLVM
    * unrolls a 3-channel loop whole. Dilation 1 only (a dilated row's taps are not one
    * run); AVX-512 keeps the loops (not measured there) */
-  int32_t nd;
-  const int64_t *dil = n && n->op == GIR_OP_conv_nchwc ? gir_attr_ints(n, "dilations", &nd) : NULL;
   if (red->n_reduce == 4 && o->dtype == GIR_F32 && c.vec > 1 && t->vec_regs <= 16 &&
-      red->reduce_axes[2]->extent > 1 && red->reduce_axes[3]->extent >= 8 && (!dil || nd < 2 || dil[1] == 1) &&
-      !c.unroll_kw && c.ic_unroll <= 1)
+      red->reduce_axes[2]->extent > 1 && red->reduce_axes[3]->extent >= 8 && conv_attr(n, "dilations", 1) == 1)
     c.fuse_kw = 1;
   /* one channel per block, stride 1 or 2 along W: vectors along the row (at stride 2 each
    * tap's pixels one span load and a shuffle), all M channels in the tile */

@@ -210,8 +210,8 @@ typedef struct lower_conv_cfg {
                           packed weights ((kw·icb + ic)·ob) are each one run, so the innermost loop runs KW·icb
                           steps instead of KW loops of icb — one loop exit and one round of address updates per
                           kernel row, not per tap. Dilation 1 only (else the inputs' index keeps a division);
-                          nothing to fuse in depthwise, 8-bit or vec_ow convs; yields to unroll_kw and ic_unroll (they split the loops it would fuse; the tuner's
-                          space rejects the pair) */
+                          nothing to fuse in depthwise, 8-bit or vec_ow convs; yields to unroll_kw and ic_unroll
+                          (they split the loops it would fuse; the tuner's space rejects the pair) */
 } lower_conv_cfg;
 
 lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t);

@@ -651,9 +651,9 @@ static void test_outputs_and_leaks(const tun_target *t) {
 
 /* Each value of the knobs that split or fuse a conv's loops (oh_tile, ic_unroll, a
  * partial unroll_kw, px_flat, fuse_kw), set alone on the default point (prefetch off
- * where they exclude it, fuse_kw off beside ic_unroll and unroll_kw; px_flat with rows of pixels: no
- * image_tile or pixel_outer), passes the space's check, builds, and computes what the
- * default computes. */
+ * where they exclude it, fuse_kw off beside ic_unroll and unroll_kw; px_flat with rows
+ * of pixels: no image_tile or pixel_outer), passes the space's check, builds, and
+ * computes what the default computes. */
 static void test_split_knobs(const tun_target *t) {
   enum { NK = 5 };
   const char *names[NK] = {"oh_tile", "ic_unroll", "unroll_kw", "px_flat", "fuse_kw"};
