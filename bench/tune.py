@@ -25,10 +25,10 @@ never a test. Each phase writes into --out (default bench/results/tune):
   transfer-seeds  --transfer-seeds more searches per transfer target and side (other seeds,
             --transfer-seed-trials each) against the transfer phase's target: one search's
             trials-to-95% is a noisy number; the table gives all of them and the medians.
-  transfer-check  the transfer phase's searches judged by costs measured side by side: every
-            schedule at which either search's best-so-far improved, compiled with its knobs
-            and re-measured in shuffled rounds; trials to 95% of the from-scratch best by
-            those costs (two searches minutes apart see different speeds of a shared VM).
+  transfer-check  the transfer phases' searches judged by costs measured side by side: each
+            search's improving and fastest schedules, compiled with their knobs and re-measured
+            together in shuffled rounds; trials to 95% of the from-scratch best by those
+            costs (two searches minutes apart see different speeds of a shared VM).
   e2e       ResNet-50, MobileNetV2, the BERT-like encoder (build/bench-models, else
             models/gen_bench_models.py): tuned with a trial budget, then default and tuned
             bundles against ONNX Runtime with `kiln bench --compare onnxruntime
@@ -411,17 +411,24 @@ def phase_transfer_seeds(a, res):
             save_results(a.out, res)
 
 
-def improvement_path(recs, key):
-    """The candidates at which a search's best-so-far improved, with their trial numbers
-    (1-based, as curve() counts them: the default's measurement left out)."""
-    best, n, out = float("inf"), 0, []
-    for r in recs:
-        if r["workload"] != key or r["knobs"] == "default" or r.get("confirm") or r.get("model"):
-            continue
-        n += 1
-        if not r["error"] and 0 < r["cost"] < best:
+def candidates(recs, key):
+    """A search's candidates of workload key in trial order (as curve() counts them: the
+    default's measurement and the checks' records left out)."""
+    return [r for r in recs if r["workload"] == key and r["knobs"] != "default" and not r.get("confirm") and
+            not r.get("model")]
+
+
+def worth_remeasuring(cands, top):
+    """The knobs of the candidates at which the search's best-so-far improved, and of its
+    `top` fastest by its own measurements."""
+    best, out = float("inf"), set()
+    ok = [r for r in cands if not r["error"] and r["cost"] > 0]
+    for r in ok:
+        if r["cost"] < best:
             best = r["cost"]
-            out.append((n, r))
+            out.add(json.dumps(r["knobs"], sort_keys=True))
+    for r in sorted(ok, key=lambda r: r["cost"])[:top]:
+        out.add(json.dumps(r["knobs"], sort_keys=True))
     return out
 
 
@@ -441,13 +448,14 @@ def phase_transfer_check(a, res):
     """The transfer table by costs measured side by side. The transfer phase compares two
     searches run minutes apart, and on a shared VM one schedule's cost moves by up to 1.5x
     between such minutes (C7's default 0.88 ms in one search, 1.28 in the next), so a 95%
-    target taken from one run is out of the other's reach or given away. Here every
-    schedule at which either search's best-so-far improved is compiled with its knobs
-    (`kiln compile --knobs`) and the lot measured again in --recheck-rounds rounds, each
-    round all schedules in a shuffled order (the main kernel's time in `kiln bench`'s
-    profile, one thread), and each gets the median of its rounds; both curves are then
-    rebuilt from those costs (best-so-far over the improvement points reached) and the
-    target is 95% of the best the search from scratch reached."""
+    target taken from one run is out of the other's reach or given away. Here the
+    schedules at which each search's best-so-far improved and its --recheck-top fastest
+    (by its own measurements) are compiled with their knobs (`kiln compile --knobs`) and
+    the lot measured again in --recheck-rounds rounds, each round all schedules in a
+    shuffled order (the main kernel's time in `kiln bench`'s profile, one thread), each
+    getting the median of its rounds; every search's curve is then rebuilt from those
+    costs (best-so-far over the re-measured schedules it had measured) and the target is
+    95% of the best the search from scratch reached."""
     rng = random.Random(1)
     for name in TARGETS:
         d = os.path.join(a.out, name)
@@ -463,15 +471,15 @@ def phase_transfer_check(a, res):
         if "scratch" not in runs or not os.path.exists(model):
             continue
         key = main_workload(runs["scratch"])
-        paths = {how: improvement_path(r, key) for how, r in runs.items()}
-        sched = {}  # knobs -> record
-        for path in paths.values():
-            for _, r in path:
-                sched.setdefault(json.dumps(r["knobs"], sort_keys=True), r)
+        cands = {how: candidates(r, key) for how, r in runs.items()}
+        sched = {}  # knobs -> template
+        for c in cands.values():
+            for k in worth_remeasuring(c, a.recheck_top):
+                sched[k] = c[0]["template"]
         bundles = {}
-        for k, r in sched.items():  # the model's one group of the template gets the record's knobs
+        for k, tmpl in sched.items():  # the model's one group of the template gets the record's knobs
             out = os.path.join(d, "check-%d.kiln" % len(bundles))
-            knobs = "%s:%s" % (r["template"], ",".join("%s=%d" % kv for kv in sorted(r["knobs"].items())))
+            knobs = "%s:%s" % (tmpl, ",".join("%s=%d" % kv for kv in sorted(json.loads(k).items())))
             p, _ = run([a.kiln, "compile", model, "-o", out, "--knobs", knobs])
             if p.returncode == 0:
                 bundles[k] = out
@@ -486,16 +494,12 @@ def phase_transfer_check(a, res):
                 if ms:
                     costs[k].append(ms)
         med = {k: float(np.median(v)) for k, v in costs.items() if v}
-        curves = {}
-        for how, path in paths.items():
-            best, c, last = float("inf"), [], 0
-            for n, r in path:
-                k = json.dumps(r["knobs"], sort_keys=True)
-                c += [best] * (n - 1 - last)
-                best = min(best, med.get(k, float("inf")))
-                c.append(best)
-                last = n
-            curves[how] = c
+        curves = {}  # best-so-far by the re-measured costs (a schedule not re-measured: none)
+        for how, c in cands.items():
+            best, curves[how] = float("inf"), []
+            for r in c:
+                best = min(best, med.get(json.dumps(r["knobs"], sort_keys=True), float("inf")))
+                curves[how].append(best)
         if not curves["scratch"] or curves["scratch"][-1] == float("inf"):
             continue
         target = curves["scratch"][-1] / 0.95
@@ -504,11 +508,9 @@ def phase_transfer_check(a, res):
         x["best_ms"] = {how: c[-1] for how, c in curves.items() if c}
         for how, c in curves.items():
             x[how] = trials_to(c, target)
-        trials = lambda h: sum(1 for r in runs[h] if r["workload"] == key and r["knobs"] != "default" and
-                               not r.get("confirm") and not r.get("model"))
         for side in ("scratch", "transfer"):  # every search of a side; one that never got there: its trials + 1
             hs = [h for h in sorted(curves) if h == side or h.endswith("-" + side)]
-            x[side + "_all"] = [x[h] if x[h] is not None else trials(h) + 1 for h in hs]
+            x[side + "_all"] = [x[h] if x[h] is not None else len(cands[h]) + 1 for h in hs]
         print("  %s: 95%% of the from-scratch best (%.4f ms, re-measured) after %s trials from scratch, %s with "
               "transfer%s" % (name, curves["scratch"][-1], x["scratch"], x.get("transfer"),
                               ", %s from conv records only" % x["conv->matmul"] if "conv->matmul" in x else ""),
@@ -789,6 +791,7 @@ def main():
     ap.add_argument("--seeds-key", default="transfer_seeds", help="transfer-seeds: where results.json keeps them")
     ap.add_argument("--recheck-rounds", type=int, default=5, help="transfer-check: rounds of re-measurement")
     ap.add_argument("--recheck-runs", type=int, default=20, help="transfer-check: profiled runs per measurement")
+    ap.add_argument("--recheck-top", type=int, default=6, help="transfer-check: each search's fastest re-measured")
     ap.add_argument("--e2e-trials", type=int, default=400)
     ap.add_argument("--e2e-reuse", action="store_true", help="e2e: time the records already in --out again")
     ap.add_argument("--e2e-rounds", type=int, default=4, help="rounds of default and tuned bundles, alternating")
