@@ -158,13 +158,23 @@ def main_workload(recs):
     return max(w, key=w.get) if w else None
 
 
+def trials(recs, key, with_default=False):
+    """A search's trials of workload key in file order: its candidates, and the default
+    schedule's measurement where with_default (the closing checks' records are no trials)."""
+    return [r for r in recs if r["workload"] == key and (with_default or r["knobs"] != "default") and
+            not r.get("confirm") and not r.get("model")]
+
+
+def at_trial(c, n):
+    """A best-so-far curve's value after n trials (its last where it is shorter)."""
+    return c[min(n, len(c)) - 1] if c else float("nan")
+
+
 def curve(recs, key, candidates_only=False):
     """Best-so-far seconds after each trial of workload key, in file order (the default
     schedule's measurement included, or left out: the search's own progress)."""
     best, out = float("inf"), []
-    for r in recs:
-        if r["workload"] != key or (candidates_only and r["knobs"] == "default") or r.get("confirm") or r.get("model"):
-            continue  # the closing checks' measurements are no trials
+    for r in trials(recs, key, with_default=not candidates_only):
         if not r["error"] and r["cost"] > 0:
             best = min(best, r["cost"])
         out.append(best)
@@ -314,7 +324,7 @@ def phase_search(a, res):
             out[strategy] = {"curve": c, "seconds": secs}
         search_consensus(out, all_recs)
         res.setdefault("search", {})[name] = out
-        at = lambda s, n: out[s]["curve"][min(n, len(out[s]["curve"])) - 1] if out[s]["curve"] else float("nan")
+        at = lambda s, n: at_trial(out[s]["curve"], n)
         print("  best ms at 64/128/%d: model %s, random %s" % (
             a.search_trials, " ".join("%.4f" % (at("model", n) * 1e3) for n in (64, 128, a.search_trials)),
             " ".join("%.4f" % (at("random", n) * 1e3) for n in (64, 128, a.search_trials))), flush=True)
@@ -327,7 +337,7 @@ def search_consensus(out, all_recs):
     key = main_workload(all_recs["model"])
     for strategy, (c, distinct) in consensus_curves(all_recs, key).items():
         out[strategy]["consensus"], out[strategy]["distinct"] = c, distinct
-    own = {st: candidates(r, key) for st, r in all_recs.items()}
+    own = {st: trials(r, key) for st, r in all_recs.items()}
     for strategy, (c, _) in consensus_curves(own, key).items():
         out[strategy]["consensus_own"] = c
 
@@ -434,13 +444,6 @@ def phase_transfer_seeds(a, res):
             save_results(a.out, res)
 
 
-def candidates(recs, key):
-    """A search's candidates of workload key in trial order (as curve() counts them: the
-    default's measurement and the checks' records left out)."""
-    return [r for r in recs if r["workload"] == key and r["knobs"] != "default" and not r.get("confirm") and
-            not r.get("model")]
-
-
 def worth_remeasuring(cands, top):
     """The knobs of the candidates at which the search's best-so-far improved, and of its
     `top` fastest by its own measurements."""
@@ -494,7 +497,7 @@ def phase_transfer_check(a, res):
         if "scratch" not in runs or not os.path.exists(model):
             continue
         key = main_workload(runs["scratch"])
-        cands = {how: candidates(r, key) for how, r in runs.items()}
+        cands = {how: trials(r, key) for how, r in runs.items()}
         sched = {}  # knobs -> template
         for c in cands.values():
             for k in worth_remeasuring(c, a.recheck_top):
@@ -663,7 +666,7 @@ def write_report(a, res):
         for name in WORKLOADS:
             if name not in s:
                 continue
-            at = lambda k, t: s[name][k]["curve"][min(t, len(s[name][k]["curve"])) - 1] * 1e3 if s[name][k]["curve"] else float("nan")
+            at = lambda k, t: at_trial(s[name][k]["curve"], t) * 1e3
             lines.append("| %s | %s | %s |" % (name, " | ".join("%.4f" % at("model", t) for t in (64, 128, 256)),
                                                " | ".join("%.4f" % at("random", t) for t in (64, 128, 256))))
             for t_ in (64, 128, 256):
@@ -682,8 +685,7 @@ def write_report(a, res):
         for name in WORKLOADS:
             if name not in s or "consensus" not in s[name]["model"]:
                 continue
-            cat = lambda k, t: s[name][k]["consensus"][min(t, len(s[name][k]["consensus"])) - 1] * 1e3 \
-                if s[name][k]["consensus"] else float("nan")
+            cat = lambda k, t: at_trial(s[name][k]["consensus"], t) * 1e3
             lines.append("| %s | %d / %d | %s | %s |" % (
                 name, s[name]["model"]["distinct"], s[name]["random"]["distinct"],
                 " | ".join("%.4f" % cat("model", t) for t in (64, 128, 256)),
@@ -699,7 +701,7 @@ def write_report(a, res):
                     continue
                 total += 1
                 for i, t_ in enumerate((64, 128, 256)):
-                    m, r = (s[name][k][view][min(t_, len(s[name][k][view])) - 1] for k in ("model", "random"))
+                    m, r = (at_trial(s[name][k][view], t_) for k in ("model", "random"))
                     better[i] += m < r
                     behind[i] += m > r
             if total:
