@@ -22,7 +22,10 @@ by more than 3%: `?` in the table); else each ONNX Runtime layer is paired with 
 unpaired kiln layer of the same FLOPs (a Winograd layer's FLOPs are its matmul's, so those
 stay unpaired and are listed apart; layers of equal FLOPs may pair wrongly there — a
 stride-2 3x3 conv with a stride-1 one — so read the kernel names). Everything else (relayouts, pools, element-wise
-kernels ONNX Runtime did not fuse, reorders) is summed as "other" per runtime.
+kernels ONNX Runtime did not fuse, reorders) is summed as "other" per runtime. A kiln
+layer includes the epilogue fused into it (an activation, a residual add, a swish, a
+squeeze-excite's scale), which ONNX Runtime may run as nodes of their own, counted in its
+"other": read a layer that kiln loses together with that sum.
 
 The report: the CPU, both runtimes' totals, the layers where kiln loses the most time
 (kiln − ONNX Runtime, µs), the layers where it gains the most, and the sum by layer kind.
@@ -86,7 +89,7 @@ def ort_flops(args):
                 x = dims(ins[0])
                 return 2 * int(np.prod(x)) * int(np.prod(w[1:]))
             return 2 * int(np.prod(o)) * int(np.prod(w[1:]))
-        if ("MatMul" in op or "Gemm" in op) and len(ins) >= 2 and outs:
+        if ("MatMul" in op or "Gemm" in op) and ins and outs:  # B prepacked: no shape of its own
             a, o = dims(ins[0]), dims(outs[0])
             k = a[-1] if not (op.endswith("Gemm") and args.get("transA")) else a[-2]
             return 2 * int(np.prod(o)) * int(k)
