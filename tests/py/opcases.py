@@ -1321,7 +1321,12 @@ def matmul_cases():
                      [("a", rnd((3, 29, 16), "f32", -1, 1)), ("b", rnd((3, 16, 53), "f32", -1, 1))]))
     # ragged row tiles (M prime: the last register tile is partial), with packed B
     for k, (sa, sb) in enumerate([((40, 64), (64, 96)), ((2, 19, 30), (30, 64)), ((64, 33), (33, 32)),
-                                  ((1, 197, 40), (40, 48)), ((13, 29), (29, 37))]):
+                                  ((1, 197, 40), (40, 48)), ((13, 29), (29, 37)),
+                                  # columns a multiple of one vector but not of two: tiles of
+                                  # two one-vector panels, the last tile one panel (panels
+                                  # outside rows: 40 >= 13; rows outside: 24 < 33); 80 for
+                                  # 16-lane vectors
+                                  ((13, 29), (29, 40)), ((2, 33, 24), (24, 24)), ((3, 80), (80, 80))]):
         cs.append(one("matmul/MatMul/const-weights/f32/%s@%s" % (sh(sa), sh(sb)), "matmul", "MatMul", ["a", "b"],
                       [("a", rnd(sa, "f32", -1, 1))], [("b", rnd(sb, "f32", -1, 1)(np.random.default_rng(60 + k)))]))
     # Einsum → matmul
