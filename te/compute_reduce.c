@@ -241,6 +241,14 @@ static te_expr *load_stat(te_ctx *c, te_tensor *s, te_expr *const *idx, int axis
   return te_load(c, s, si);
 }
 
+/* exp(x − m) for m the row's max (so x − m ≤ 0), written exp(−|m − x|): the same value
+ * bit for bit (m − x is exactly −(x − m), and never negative), but the form the backends
+ * see as an exp of a non-positive argument (targets/llvm/llvm_vmath.c: no clamp above,
+ * 2^n in fewer steps), as sigmoid's exp(−|x|) is. */
+static te_expr *exp_below_max(te_ctx *c, te_expr *x, te_expr *m) {
+  return te_un(c, TE_EXP, te_un(c, TE_NEG, te_un(c, TE_ABS, te_sub(c, m, x))));
+}
+
 /* Softmax along `axis`: max, then the sum of e = exp(x - max), then e / sum (log:
  * x - max - log(sum)). Along the innermost axis e is a stage of its own (tag
  * row_keep: the default schedule keeps it), computed once per row by the row
@@ -257,7 +265,7 @@ int lower_compute_softmax(te_ctx *c, const gir_node *n, te_tensor *const *in, te
   for (int i = 0; i < x->rank; i++) vi[i] = te_v(c, v[i]);
   te_expr *xv = te_cast(c, t, te_load(c, x, vi));
   te_tensor *m = row_stat(c, "softmax_max", x, (int)axis, t, TE_RMAX, xv, v);
-  te_expr *ev = te_un(c, TE_EXP, te_sub(c, xv, load_stat(c, m, vi, (int)axis)));
+  te_expr *ev = exp_below_max(c, xv, load_stat(c, m, vi, (int)axis));
   te_tensor *e = NULL;
   if (inner && !lg) {
     e = te_compute(c, "softmax_exp", t, x->rank, x->shape, v, ev);
@@ -279,7 +287,7 @@ int lower_compute_softmax(te_ctx *c, const gir_node *n, te_tensor *const *in, te
     body = te_sub(c, xs, te_un(c, TE_LOG, load_stat(c, s, oi, (int)axis)));
   } else {
     te_expr *ex = e ? te_load(c, e, oi)
-                    : te_un(c, TE_EXP, te_sub(c, te_cast(c, t, te_load(c, x, oi)), load_stat(c, m, oi, (int)axis)));
+                    : exp_below_max(c, te_cast(c, t, te_load(c, x, oi)), load_stat(c, m, oi, (int)axis));
     /* times the row's reciprocal, as ONNX Runtime's MLAS does (within an ulp of the
      * quotient): one division per row instead of a vector division per vector,
      * whose throughput bounds the output pass */

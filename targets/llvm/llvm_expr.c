@@ -465,6 +465,12 @@ static LLVMValueRef soft_roundeven(tgt_lcg *g, LLVMValueRef a, int lanes) {
   return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, ax, big, ""), r, a, ""); /* NaN and big: a */
 }
 
+/* An argument that is at most 0 (or NaN) by its form: −|x|, what sigmoid and softplus
+ * take exp of (te/compute_elementwise.c) — its exp needs no clamp above. */
+static int nonpositive(const tir_expr *a) {
+  return a->kind == TIR_UNARY && a->u.un.op == TE_NEG && a->u.un.a->kind == TIR_UNARY && a->u.un.a->u.un.op == TE_ABS;
+}
+
 static LLVMValueRef unary(tgt_lcg *g, te_unop op, gir_dtype t, LLVMValueRef a, int lanes) {
   LLVMBuilderRef B = g->b;
   /* f8: even -x, floor(x)... may leave the format (FNUZ has no -0, e8m0 no sign or 0) */
@@ -1349,7 +1355,10 @@ static LLVMValueRef emit(tgt_lcg *g, const tir_expr *e, int lane) {
     return v;
   }
   case TIR_LOAD: return load(g, e, lane);
-  case TIR_UNARY: return unary(g, e->u.un.op, e->u.un.a->dtype, emit(g, e->u.un.a, lane), lanes);
+  case TIR_UNARY:
+    if (e->u.un.op == TE_EXP && nonpositive(e->u.un.a) && e->u.un.a->dtype == GIR_F32 && lanes > 1 && lanes <= 64)
+      return tgt_llvm_vexpf_nonpos(g, emit(g, e->u.un.a, lane), lanes);
+    return unary(g, e->u.un.op, e->u.un.a->dtype, emit(g, e->u.un.a, lane), lanes);
   case TIR_BINARY: {
     gir_dtype t = e->u.bin.a->dtype;
     LLVMValueRef a = emit(g, e->u.bin.a, lane), b = emit(g, e->u.bin.b, lane);

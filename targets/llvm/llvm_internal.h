@@ -120,6 +120,7 @@ unsigned tgt_llvm_buf_align(const tir_buffer *b);
 
 /* exp, erf and tanh of a <lanes x float> vector (lanes ≤ 64) as inline IR (llvm_vmath.c). */
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes);
+LLVMValueRef tgt_llvm_vexpf_nonpos(tgt_lcg *g, LLVMValueRef x, int lanes); /* x ≤ 0 by construction */
 LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes);
 LLVMValueRef tgt_llvm_vlogf(tgt_lcg *g, LLVMValueRef x, int lanes);
 LLVMValueRef tgt_llvm_vtanhf(tgt_lcg *g, LLVMValueRef x, int lanes);

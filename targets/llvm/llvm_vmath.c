@@ -116,6 +116,27 @@ static LLVMValueRef scale_pow2_x86(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, i
   return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, lanes == 16 ? 5 : 4, "");
 }
 
+/* exp's argument reduction and polynomial: n = x·log2 e rounded to the nearest integer
+ * (as a float, and *t = x·log2 e + 1.5·2^23, whose low mantissa bits hold n), r = x −
+ * n·ln2 in two steps, and p(r) = exp(r) on [−ln2/2, ln2/2]; exp(x) = p · 2^n. */
+static LLVMValueRef exp_reduced(tgt_lcg *g, LLVMValueRef xc, int lanes, LLVMValueRef *n_out, LLVMValueRef *t_out) {
+  LLVMBuilderRef B = g->b;
+  /* n rounded by adding and subtracting 1.5·2^23 (|x·log2 e| < 2^22): two adds, fewer
+   * steps than a floor */
+  LLVMValueRef magic = splat_f(g, 12582912.0, lanes);
+  LLVMValueRef t = mad(g, xc, splat_f(g, 1.44269504088896341, lanes), magic);
+  LLVMValueRef n = LLVMBuildFSub(B, t, magic, "");
+  LLVMValueRef r = mad(g, n, splat_f(g, -0.693359375, lanes), xc);
+  r = mad(g, n, splat_f(g, 2.12194440e-4, lanes), r);
+  LLVMValueRef p = splat_f(g, 1.9875691500e-4, lanes);
+  static const double c[] = {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+  for (int i = 0; i < 5; i++) p = mad(g, p, r, splat_f(g, c[i], lanes));
+  LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
+  *n_out = n;
+  *t_out = t;
+  return mad(g, p, r2, LLVMBuildFAdd(B, r, splat_f(g, 1.0, lanes), "")); /* 1 + r + r²·p */
+}
+
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMBuilderRef B = g->b;
   int sf = scalef_name(g, lanes) != NULL;
@@ -131,22 +152,35 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
   xc = LLVMBuildSelect(B, under, zero, x, "");
   xc = sf ? min_keep_nan(g, xc, hi) : call2(g, "llvm.minnum", xc, hi);
-  /* n = x·log2 e rounded to the nearest integer by adding and subtracting 1.5·2^23
-   * (|x·log2 e| < 2^22): two adds, fewer steps than a floor */
-  LLVMValueRef magic = splat_f(g, 12582912.0, lanes);
-  LLVMValueRef n = LLVMBuildFSub(B, mad(g, xc, splat_f(g, 1.44269504088896341, lanes), magic), magic, "");
-  LLVMValueRef r = mad(g, n, splat_f(g, -0.693359375, lanes), xc);
-  r = mad(g, n, splat_f(g, 2.12194440e-4, lanes), r);
-  LLVMValueRef p = splat_f(g, 1.9875691500e-4, lanes);
-  static const double c[] = {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
-  for (int i = 0; i < 5; i++) p = mad(g, p, r, splat_f(g, c[i], lanes));
-  LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
-  p = mad(g, p, r2, LLVMBuildFAdd(B, r, splat_f(g, 1.0, lanes), "")); /* 1 + r + r²·p */
+  LLVMValueRef n, t;
+  LLVMValueRef p = exp_reduced(g, xc, lanes, &n, &t);
   LLVMValueRef y = sf ? scale_pow2_x86(g, p, n, lanes) : scale_pow2(g, p, n, lanes);
   y = LLVMBuildSelect(B, under, zero, y, "");
   if (sf) return y;
   LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
   return LLVMBuildSelect(B, nan, x, y, "");
+}
+
+/* exp of an argument at most 0 by construction (sigmoid's and softplus's exp(−|x|)),
+ * bit for bit what tgt_llvm_vexpf gives there, in about two thirds of its steps: no
+ * clamp above, and 2^n without scale_pow2's two halves — 2^(n+25) comes from t's low
+ * bits (t = 1.5·2^23 + n, so bits(t) + 152 holds n + 25 + 127 in its low nine bits,
+ * which the shift into the exponent keeps), p · 2^(n+25) is exact (a normal float for
+ * n ≥ −150) and the multiply by 2^−25 rounds it once, into the subnormals where it
+ * falls there, as scale_pow2's second half does. Exact for x ≤ 70 (n ≤ 102); a NaN
+ * flows through p to the result. The lanes below −104 compute exp(0) and are zeroed,
+ * as in tgt_llvm_vexpf. With VSCALEFPS (AVX-512) tgt_llvm_vexpf is as short. */
+LLVMValueRef tgt_llvm_vexpf_nonpos(tgt_lcg *g, LLVMValueRef x, int lanes) {
+  if (scalef_name(g, lanes)) return tgt_llvm_vexpf(g, x, lanes);
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef it = LLVMVectorType(g->t_i32, (unsigned)lanes), ft = LLVMVectorType(g->t_float, (unsigned)lanes);
+  LLVMValueRef zero = splat_f(g, 0.0, lanes);
+  LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, splat_f(g, -104.0, lanes), "");
+  LLVMValueRef n, t, p = exp_reduced(g, LLVMBuildSelect(B, under, zero, x, ""), lanes, &n, &t);
+  LLVMValueRef e = LLVMBuildAdd(B, LLVMBuildBitCast(B, t, it, ""), splat_i(g, 152, lanes), "");
+  LLVMValueRef s = LLVMBuildBitCast(B, LLVMBuildShl(B, e, splat_i(g, 23, lanes), ""), ft, "");
+  LLVMValueRef y = LLVMBuildFMul(B, LLVMBuildFMul(B, p, s, ""), splat_f(g, 0x1p-25, lanes), "");
+  return LLVMBuildSelect(B, under, zero, y, "");
 }
 
 LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes) {
