@@ -200,7 +200,9 @@ LLVMValueRef tgt_llvm_verff(tgt_lcg *g, LLVMValueRef x, int lanes) {
                               -6.319155097007751e-1, -1.1301766633987427, 3.050566010642797e-4};
   LLVMValueRef q = splat_f(g, qs[0], lanes);
   for (int i = 1; i < 9; i++) q = mad(g, q, zc, splat_f(g, qs[i], lanes));
-  LLVMValueRef big = LLVMBuildFSub(B, splat_f(g, 1.0, lanes), tgt_llvm_vexpf(g, q, lanes), "");
+  /* Q(|x|) approximates log erfc(|x|) < 0 on the clamped range (from about −1.6 down to
+   * −18.2): the exp of a non-positive argument, bit for bit the general one */
+  LLVMValueRef big = LLVMBuildFSub(B, splat_f(g, 1.0, lanes), tgt_llvm_vexpf_nonpos(g, q, lanes), "");
   big = call2(g, "llvm.copysign", big, x);
   return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, z, lo, ""), small, big, "");
 }
