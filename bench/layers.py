@@ -107,9 +107,7 @@ def ort_round(model, threads, runs, work):
     so.profile_file_prefix = os.path.join(work, "ort")
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     feeds = ort_feeds(sess)
-    for _ in range(3):
-        sess.run(None, feeds)
-    for _ in range(runs):
+    for _ in range(3 + runs):  # three warm-up runs, then the timed ones
         sess.run(None, feeds)
     prof = sess.end_profiling()
     with open(prof) as f:
@@ -236,7 +234,8 @@ def main():
                      "kiln": "+".join(k["kernels"]) if k else None, "winograd": bool(k and k["winograd"]),
                      "kiln_us": k["us"] if k else None, "flag": flag})
     paired = [r for r in rows if r["kiln_us"] is not None]
-    unpaired_k = [k for j, k in enumerate(k_layers) if j not in {jj for _, jj in pairs}]
+    paired_k = {j for _, j in pairs}
+    unpaired_k = [k for j, k in enumerate(k_layers) if j not in paired_k]
     cpu = bench_run.machine()["cpu"]
     t_ort = sum(l["us"] for l in ort_layers) + ort_other
     t_k = sum(l["us"] for l in k_layers) + k_other

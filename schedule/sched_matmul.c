@@ -195,7 +195,8 @@ static int sched_prefetch(sch_schedule *s, sch_stage *red, sch_iter *at, const l
     bflat = te_add(c, te_mul(c, bflat, te_int(c, f.t->shape[i])), bi);
   }
   panel = te_add(c, te_mul(c, bflat, te_int(c, np)), panel);
-  int64_t tp = (int64_t)cfg->nr_vecs * cfg->vec / nr > 1 ? (int64_t)cfg->nr_vecs * cfg->vec / nr : 1;
+  int64_t tp = (int64_t)cfg->nr_vecs * cfg->vec / nr; /* panels per tile: the next tile's start */
+  if (tp < 1) tp = 1;
   te_expr *next = te_mul(c, te_add(c, panel, te_int(c, tp)), te_int(c, K * nr));
   te_expr *u = te_add(c, te_mul(c, te_div(c, V(red->root_axes[r - 2]), te_int(c, cfg->mr)), te_int(c, K / ku)),
                       te_div(c, V(red->reduce_axes[0]), te_int(c, ku)));

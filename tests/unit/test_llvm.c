@@ -519,18 +519,28 @@ static int vmath_ok(int op, float x, double got) {
   return fabs(got - want) <= 2e-7;
 }
 
+/* The x86-64 levels the vector-math checks run on, and a level's options when this
+ * machine runs its code (1; else 0, a level it lacks skipped, a lookup that fails a
+ * failed check). */
+static const char *const vmath_levels[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512"};
+enum { N_VMATH_LEVELS = sizeof vmath_levels / sizeof vmath_levels[0] };
+
+static int vmath_level(const char *level, tgt_llvm_options *o, gir_err *err) {
+  char why[256];
+  if (!tgt_llvm_target_runs_here(level, why, sizeof why)) return 0;
+  return CHECK(tgt_llvm_named_target(level, o, err) == 0);
+}
+
 static void test_vmath_sweep(void) {
   enum { N = 4096 };
-  static const char *const levels[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512"};
+  const char *const *levels = vmath_levels;
   static const int lanes[] = {16, 8, 4}, ops[] = {TE_EXP, TE_ERF, TE_LOG};
   enum { NOPS = sizeof ops / sizeof ops[0] };
   int ran = 0;
-  for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
-    char why[256];
-    if (!tgt_llvm_target_runs_here(levels[li], why, sizeof why)) continue;
+  for (size_t li = 0; li < N_VMATH_LEVELS; li++) {
     tgt_llvm_options o;
     gir_err err = {{0}};
-    if (!CHECK(tgt_llvm_named_target(levels[li], &o, &err) == 0)) continue;
+    if (!vmath_level(levels[li], &o, &err)) continue;
     kit *k = kit_new();
     for (int oi = 0; oi < NOPS; oi++)
       for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++) {
@@ -587,15 +597,13 @@ static void test_vmath_sweep(void) {
  * specials — at 16, 8 and 4 lanes on every x86-64 level this machine runs. */
 static void test_vexp_nonpos(void) {
   enum { N = 8192 };
-  static const char *const levels[] = {"host", "x86_64", "x86_64-avx2", "x86_64-avx512"};
+  const char *const *levels = vmath_levels;
   static const int lanes[] = {16, 8, 4};
   int ran = 0;
-  for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
-    char why[256];
-    if (!tgt_llvm_target_runs_here(levels[li], why, sizeof why)) continue;
+  for (size_t li = 0; li < N_VMATH_LEVELS; li++) {
     tgt_llvm_options o;
     gir_err err = {{0}};
-    if (!CHECK(tgt_llvm_named_target(levels[li], &o, &err) == 0)) continue;
+    if (!vmath_level(levels[li], &o, &err)) continue;
     kit *k = kit_new();
     tir_builder *b = &k->b;
     for (size_t w = 0; w < sizeof lanes / sizeof lanes[0]; w++)
