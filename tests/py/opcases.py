@@ -1200,7 +1200,12 @@ def conv_cases():
             ("1d/k5", (1, 32, 50), (48, 32, 5), {"pads": [2, 2]}),
             ("1d/stft-like", (1, 1, 1600), (33, 1, 64), {"strides": [40]}),
             ("1d/dil3/stride2", (1, 16, 40), (16, 16, 3), {"pads": [3, 1], "dilations": [3], "strides": [2]}),
-            ("1d/depthwise", (1, 16, 30), (16, 1, 5), {"group": 16, "pads": [2, 2]})]):
+            ("1d/depthwise", (1, 16, 30), (16, 1, 5), {"group": 16, "pads": [2, 2]}),
+            # a strided 1x1 over 512+ input channels: the input subsampled by a slice of
+            # its blocks first, the conv at stride 1 (layout/nchwc.c's subsampled_1x1);
+            # odd maps, and unequal strides
+            ("1x1-subsampled/stride2", (1, 512, 9, 11), (512, 512, 1, 1), {"strides": [2, 2]}),
+            ("1x1-subsampled/stride2x3", (1, 512, 7, 8), (640, 512, 1, 1), {"strides": [2, 3]})]):
         cs.append(one("conv/Conv/%s/const-weights/%s/f32/%s*%s" % ("1d" if len(xs) == 3 else "2d", tag.replace("1d/", ""),
                                                                      sh(xs), sh(ws)), "conv", "Conv",
                       ["x", "w", "b"], [("x", rnd(xs))],
