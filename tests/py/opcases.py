@@ -1205,7 +1205,11 @@ def conv_cases():
             # its blocks first, the conv at stride 1 (layout/nchwc.c's subsampled_1x1);
             # odd maps, and unequal strides
             ("1x1-subsampled/stride2", (1, 512, 9, 11), (512, 512, 1, 1), {"strides": [2, 2]}),
-            ("1x1-subsampled/stride2x3", (1, 512, 7, 8), (640, 512, 1, 1), {"strides": [2, 3]})]):
+            ("1x1-subsampled/stride2x3", (1, 512, 7, 8), (640, 512, 1, 1), {"strides": [2, 3]}),
+            # a 3x3 onto 7x7 in flat tiles (AVX2), an output block's weights past L1:
+            # whole images (schedule/sched_conv.c)
+            ("image-tile/3x3-stride2-7x7-flat", (1, 64, 13, 13), (128, 64, 3, 3), {"pads": [1, 1, 1, 1],
+                                                                                    "strides": [2, 2]})]):
         cs.append(one("conv/Conv/%s/const-weights/%s/f32/%s*%s" % ("1d" if len(xs) == 3 else "2d", tag.replace("1d/", ""),
                                                                      sh(xs), sh(ws)), "conv", "Conv",
                       ["x", "w", "b"], [("x", rnd(xs))],
