@@ -13,8 +13,9 @@ ragged. Checked here, each conv compiled with px_flat off and on:
   residual add) or none (the reduction is the model's output): outputs against ONNX
   Runtime, |diff| <= 1e-4 + 1e-4 |want| (float32 sums of up to 576 products in another
   order).
-- That the default takes the flat tiles on ResNet's 7x7 stage (512 -> 512, 3x3): its
-  loop IR is the one `--knobs conv:px_flat=1` gives, and not the one px_flat=0 gives.
+- That the default takes the flat tiles on ResNet's 7x7 stage (512 -> 512, 3x3), in whole
+  images (an output block's weights pass L1): its loop IR is the one `--knobs` with
+  px_flat=1 and image_tile=1 gives, and not the one px_flat=0 gives.
 - Whole images per output block in flat tiles (image_tile with px_flat: the input-channel
   blocks outside tiles of 6 pixels, each tile's partial sums kept in memory between
   blocks, the last tile ragged) on every shape above, against ONNX Runtime the same way;
@@ -161,16 +162,17 @@ def main():
                     err = float((np.abs(got - want) - 1e-4 * np.abs(want)).max()) if got.shape == want.shape else 1e9
                     checks.check(err <= 1e-4, "%s: off ONNX Runtime by %.3g" % (what, float(np.abs(got - want).max())
                                                                               if got.shape == want.shape else -1))
-        # the default picks the flat tiles on a 7x7 map of 512 channels
+        # the default picks the flat tiles on a 7x7 map of 512 channels, whole images of them
         label, path, _ = conv_model(rng, d, "r7", 1, 512, 512, 7, 7, 3, 1, True)
         irs = {}
-        for knobs in (None, FLAT_ON, FLAT_OFF):
+        for knobs in (None, IMAGE_FLAT, FLAT_OFF):
             r = util.run_kiln(args.kiln, ["compile", path, "-o", os.path.join(d, "r7.kiln"), "--target",
                                           "x86_64-avx2", "--dump-after", "lower"] + DIRECT +
                               (["--knobs", knobs] if knobs else []), timeout=120)
             irs[knobs] = r.out if r.rc == 0 else None
-        checks.check(all(irs.values()) and irs[None] == irs[FLAT_ON] and irs[None] != irs[FLAT_OFF],
-                     "%s on x86_64-avx2: the default's loop IR is not the flat tiles' (px_flat=1)" % label)
+        checks.check(all(irs.values()) and irs[None] == irs[IMAGE_FLAT] and irs[None] != irs[FLAT_OFF],
+                     "%s on x86_64-avx2: the default's loop IR is not whole images in flat tiles' "
+                     "(px_flat=1, image_tile=1)" % label)
         # whole images in flat tiles: the default for a 1x1 conv whose input block, weights
         # and partial sums fit L1 (1024 -> 256 at 14x14), not for one whose input block does
         # not (a stride-2 1x1 conv from 28x28: 50 KiB)
