@@ -238,7 +238,8 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * input channels on, and flat tiles stream all of them from L2 once per tile, 9 times
    * per block for a 7x7 map. On the AMD EPYC (Zen 3), two threads: ResNet-50's 3x3
    * stride-2 conv 512 -> 512 to 7x7 2.04 -> 1.84 ms; ResNet-18's 256 -> 512 to 7x7 1.01
-   * -> 1.00 (and 3x3 stride 1 at 7x7, C12, measured no faster, above) */
+   * -> 1.00; 3x3 stride 1 over 512 at 7x7 (C12 direct, --winograd off) 1.96 -> 1.84 (3.84
+   * -> 3.30 on one thread) */
   if (red->n_reduce == 4 && kpix > 1 && c.px_flat && !c.image_tile && !c.pad_tile && !c.pixel_outer &&
       img_px <= 64 && o->shape[2] > 1 && o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads &&
       n && n->n_in > 1 && gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024)
