@@ -222,7 +222,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * their tiles; so do convs over fewer than 256 input channels or in blocks of fewer
    * than 8 (MobileNetV2's 96 -> 576 at 14x14 1.14x, ShuffleNetV2's 116 -> 128 in blocks
    * of 4 1.25x: a tile's partial sums loaded and stored for every few FMAs). 3x3 convs at
-   * 7x7 (C12, and 256 -> 512 stride 2 from 14x14) measured no faster this way either */
+   * 7x7 take whole images by the rule below */
   if (red->n_reduce == 4 && kpix == 1 && !c.image_tile && !c.pad_tile && o->dtype == GIR_F32 && c.vec > 1 &&
       c.oc_vecs >= 2 && t->vec_regs <= 16 && ow > max_px && o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads &&
       image_tiles_fit(n, o, c.px_flat)) {
