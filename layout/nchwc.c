@@ -193,17 +193,17 @@ static int64_t pick_block(int64_t c, int64_t max) {
  * strided pixels of an input block fall on every other cache line (every other set of
  * L1), so a tile's weights, input and partial sums miss where the compact input's do
  * not, and the whole-image tiles that keep a 1x1 conv's weights in L1 thrash it. On
- * the AMD EPYC (Zen 3), one core, ResNet-50's three projections: 512 -> 1024 from
- * 28x28 3.67 -> 3.02 ms, 1024 -> 2048 from 14x14 3.70 -> 3.12, 256 -> 512 from 56x56
- * 3.69 -> 2.56 (the conv kernels); in the model on two threads, slices included,
- * 1.56 -> 1.48, 2.02 -> 1.62 and 1.90 -> 1.64 ms. The slice reads the input once and
- * writes a quarter of it, which the conv's gain must pay for: single convs after a conv
- * on two threads, slice included, gained from 512 input channels (512 -> 1024 from
- * 28x28 0.80x, from 14x14 0.85x; 1024 -> 2048 from 14x14 0.83x) and lost below (64 ->
- * 128 from 56x56 1.10x, 256 -> 512 from 14x14 or 28x28 1.05-1.11x, 256 -> 256 1.10x),
- * where an output block's weights (C x 16 floats on AVX2) stay within L1 and a tile
- * reads them from there, strided input or not. So: at least 512 input channels in whole
- * vector blocks, and at least as many outputs. */
+ * the AMD EPYC (Zen 3), one core, ResNet-50's projections (the conv kernels): 512 ->
+ * 1024 from 28x28 3.67 -> 3.02 ms, 1024 -> 2048 from 14x14 3.70 -> 3.12; in the model
+ * on two threads, slices included, 2.02 -> 1.62 and 1.90 -> 1.64 ms. The slice reads the
+ * input once and writes a quarter of it, which the conv's gain must pay for: single
+ * convs after a conv on two threads, slice included, gained from 512 input channels
+ * (512 -> 1024 from 28x28 0.80x, from 14x14 0.85x; 1024 -> 2048 from 14x14 0.83x) and
+ * mostly lost below (64 -> 128 from 56x56 1.10x, 256 -> 512 from 14x14 or 28x28
+ * 1.05-1.11x, 256 -> 256 1.10x; 256 -> 512 from 56x56 0.96x), where an output block's
+ * weights (C x 16 floats on AVX2) stay within L1 and a tile reads them from there,
+ * strided input or not. So: at least 512 input channels in whole vector blocks, and at
+ * least as many outputs. */
 static int subsampled_1x1(const lay *L, const gir_node *n, int64_t C, int64_t M, int64_t ib, int64_t group) {
   const gir_value *x = n->in[0], *w = n->in[1];
   if (x->shape.rank != 4 || x->dtype != GIR_F32 || group != 1 || w->shape.dims[2] != 1 || w->shape.dims[3] != 1 ||
