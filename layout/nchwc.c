@@ -110,6 +110,17 @@ static int spatial_slice(const gir_node *p, int r) {
          sz[1] == p->in[0]->shape.dims[1];
 }
 
+/* A slice of v, a 5-D blocked value, run where origin's op ran. */
+static gir_value *slice5(lay *L, gir_value *v, const int64_t *starts, const int64_t *steps, const int64_t *sizes,
+                         const gir_node *origin) {
+  gir_node *n = new_node(L, GIR_OP_slice, &v, 1, NULL);
+  n->origin = origin->origin;
+  gir_attr_set_ints(L->g, n, "starts", starts, 5);
+  gir_attr_set_ints(L->g, n, "steps", steps, 5);
+  gir_attr_set_ints(L->g, n, "sizes", sizes, 5);
+  return finish(L, n);
+}
+
 /* slice p's window on v, a 5-D blocked value (the block axis whole; a 1-D
  * slice's window on W, H = 1 whole). */
 static gir_value *blocked_slice(lay *L, const gir_node *p, gir_value *v) {
@@ -119,11 +130,7 @@ static gir_value *blocked_slice(lay *L, const gir_node *p, gir_value *v) {
   int w = n1 == 3 ? 2 : 3; /* W's position in the slice */
   int64_t s5[5] = {st[0], 0, w == 3 ? st[2] : 0, st[w], 0}, p5[5] = {sp[0], 1, w == 3 ? sp[2] : 1, sp[w], 1},
           z5[5] = {sz[0], v->shape.dims[1], w == 3 ? sz[2] : 1, sz[w], v->shape.dims[4]};
-  gir_node *n = new_node(L, GIR_OP_slice, &v, 1, p);
-  gir_attr_set_ints(L->g, n, "starts", s5, 5);
-  gir_attr_set_ints(L->g, n, "steps", p5, 5);
-  gir_attr_set_ints(L->g, n, "sizes", z5, 5);
-  return finish(L, n);
+  return slice5(L, v, s5, p5, z5, p);
 }
 
 /* x in layout src (0: plain NCHW, b: NCHW[b]c) as layout dst, looking through
@@ -204,30 +211,28 @@ static int64_t pick_block(int64_t c, int64_t max) {
  * weights (C x 16 floats on AVX2) stay within L1 and a tile reads them from there,
  * strided input or not. So: at least 512 input channels in whole vector blocks, and at
  * least as many outputs. */
-static int subsampled_1x1(const lay *L, const gir_node *n, int64_t C, int64_t M, int64_t ib, int64_t group) {
+/* Its strides (H, W) when conv n is such a conv, else NULL. */
+static const int64_t *subsampled_1x1(const lay *L, const gir_node *n, int64_t C, int64_t M, int64_t ib,
+                                     int64_t group) {
   const gir_value *x = n->in[0], *w = n->in[1];
   if (x->shape.rank != 4 || x->dtype != GIR_F32 || group != 1 || w->shape.dims[2] != 1 || w->shape.dims[3] != 1 ||
       ib < L->block || C % ib || C < 512 || M < C)
-    return 0;
+    return NULL;
   int32_t ns, np;
   const int64_t *st = gir_attr_ints(n, "strides", &ns), *pd = gir_attr_ints(n, "pads", &np);
-  if (!st || ns != 2 || (st[0] == 1 && st[1] == 1)) return 0;
+  if (!st || ns != 2 || (st[0] == 1 && st[1] == 1)) return NULL;
   for (int i = 0; pd && i < np; i++)
-    if (pd[i]) return 0;
-  return 1;
+    if (pd[i]) return NULL;
+  return st;
 }
 
-/* v (blocked, [N, CB, H, W, b]) at conv n's strides: every pixel the 1x1 conv reads. */
-static gir_value *subsample(lay *L, gir_value *v, const gir_node *n) {
-  const int64_t *st = gir_attr_ints(n, "strides", &(int32_t){0}), *d = v->shape.dims;
+/* v (blocked, [N, CB, H, W, b]) at strides st: every pixel a 1x1 conv of those strides
+ * reads. */
+static gir_value *subsample(lay *L, gir_value *v, const int64_t *st, const gir_node *origin) {
+  const int64_t *d = v->shape.dims;
   int64_t s5[5] = {0}, p5[5] = {1, 1, st[0], st[1], 1},
           z5[5] = {d[0], d[1], (d[2] - 1) / st[0] + 1, (d[3] - 1) / st[1] + 1, d[4]};
-  gir_node *sn = new_node(L, GIR_OP_slice, &v, 1, NULL);
-  sn->origin = n->origin;
-  gir_attr_set_ints(L->g, sn, "starts", s5, 5);
-  gir_attr_set_ints(L->g, sn, "steps", p5, 5);
-  gir_attr_set_ints(L->g, sn, "sizes", z5, 5);
-  return finish(L, sn);
+  return slice5(L, v, s5, p5, z5, origin);
 }
 
 static int rewrite_conv(lay *L, gir_node *n) {
@@ -332,8 +337,8 @@ static int rewrite_conv(lay *L, gir_node *n) {
   gir_value *ins[3];
   ins[0] = relayout(L, x, 0, ib, C, n);
   if (!ins[0]) return -1;
-  int sub = subsampled_1x1(L, n, C, M, ib, group);
-  if (sub && !(ins[0] = subsample(L, ins[0], n))) return -1;
+  const int64_t *sub = subsampled_1x1(L, n, C, M, ib, group);
+  if (sub && !(ins[0] = subsample(L, ins[0], sub, n))) return -1;
   ins[1] = wv;
   ins[2] = NULL;
   if (bias) { /* [M] and [M/ob, ob] share the row-major order; the padding is zero */

@@ -67,12 +67,18 @@ static int64_t flat_work(int64_t px, int64_t w, int64_t v) {
  * channels in blocks of at least 8, one step of the input-block loop (the block pair's
  * weights, the input block's padded image, the output block's partial sums) within 32
  * KiB of L1, and with flat tiles only where an output block's weights pass L1. */
+/* Whether one output block's weights of conv n (output o, [N, M/ob, ...]) pass 32 KiB of
+ * L1. */
+static int block_weights_pass_l1(const gir_node *n, const te_tensor *o) {
+  return gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024;
+}
+
 static int image_tiles_fit(const gir_node *n, const te_tensor *o, int flat) {
   if (!n || n->op != GIR_OP_conv_nchwc || conv_stride(n, 0) != 1 || conv_stride(n, 1) != 1 || n->n_in < 2 ||
       n->in[1]->shape.rank != 6 || n->in[0]->shape.rank != 5)
     return 0;
   const int64_t *w = n->in[1]->shape.dims, *x = n->in[0]->shape.dims; /* [MO, CB, KH, KW, icb, ob] */
-  if (w[4] < 8 || w[1] * w[4] < 256 || (flat && gir_value_nbytes(n->in[1]) / o->shape[1] <= 32 * 1024)) return 0;
+  if (w[4] < 8 || w[1] * w[4] < 256 || (flat && !block_weights_pass_l1(n, o))) return 0;
   int32_t np;
   const int64_t *pd = gir_attr_ints(n, "pads", &np);
   int64_t ih = x[2] + (pd && np == 4 ? pd[0] + pd[2] : 0), iw = x[3] + (pd && np == 4 ? pd[1] + pd[3] : 0);
@@ -242,7 +248,7 @@ lower_conv_cfg lower_conv_default(const sch_stage *red, const lower_target *t) {
    * -> 3.30 on one thread) */
   if (red->n_reduce == 4 && kpix > 1 && c.px_flat && !c.image_tile && !c.pad_tile && !c.pixel_outer &&
       img_px <= 64 && o->shape[2] > 1 && o->shape[0] * o->shape[1] >= 4 * (int64_t)t->threads &&
-      n && n->n_in > 1 && gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024)
+      n && n->n_in > 1 && block_weights_pass_l1(n, o))
     c.image_tile = 1;
   /* with pixels outside, every tile reuses all the weights from L2: no window to fetch
    * ahead for; with rows in the tile, the windows are not counted by rows */
