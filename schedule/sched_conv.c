@@ -538,7 +538,9 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   sch_iter *mi = epi->leaf[epi->n_leaf - 1];
   if (cfg->vec > 1) {
     sch_iter *mo, *mv;
-    if (sch_split(s, epi, mi, cfg->vec, &mo, &mv) < 0 || sch_annotate(s, epi, mv, TIR_VECTORIZED) < 0) return -1;
+    if (sch_split(s, epi, mi, lower_epilogue_lanes(epi, mi->extent, cfg->vec), &mo, &mv) < 0 ||
+        sch_annotate(s, epi, mv, TIR_VECTORIZED) < 0)
+      return -1;
   }
   if (sch_compute_at(s, red, epi, tile) < 0 || sched_pad(s, red, epi, tile, cfg) < 0) return -1;
   /* the register tile: reduction loops outside, pixels × channel vectors inside */

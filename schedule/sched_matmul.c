@@ -249,7 +249,8 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
     if (cfg->parallel && par->extent > 1 && sch_annotate(s, epi, par, TIR_PARALLEL) < 0) return -1;
     tile = ragged_n ? order[1] : par;
   }
-  if (sch_split(s, epi, ni, cfg->vec, &nio, &nii) < 0) return -1;
+  /* the epilogue in vectors of one vector's lanes, or two where its math is long */
+  if (sch_split(s, epi, ni, lower_epilogue_lanes(epi, nr, cfg->vec), &nio, &nii) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, epi, nii, TIR_VECTORIZED) < 0) return -1;
   if (sch_compute_at(s, red, epi, tile) < 0) return -1;
   if (bt) { /* the panel: K x nr floats copied in vectors at the panel loop */

@@ -299,6 +299,13 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
 /* The element-wise stage that is st's only reader, has its shape and is still
  * unscheduled at the root, or NULL. */
 sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
+/* The lanes of an epilogue's vectors along an axis of `width` elements: two vectors'
+ * worth (2·vec) where the epilogue evaluates exp, log, tanh or erf (a GELU, a swish, a
+ * sigmoid) and width holds them, else vec. Those functions are long dependency chains
+ * (erf: about 110 cycles of latency on AVX2 through its polynomial and an exp), and an
+ * out-of-order core overlaps only the few whose instructions fit its window; in vectors
+ * of twice the width the backend emits two independent chains side by side. */
+int32_t lower_epilogue_lanes(const sch_stage *epi, int64_t width, int32_t vec);
 /* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
 

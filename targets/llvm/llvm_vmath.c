@@ -86,16 +86,15 @@ static LLVMValueRef scale_pow2(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int l
   return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
 }
 
-/* Whether p · 2^n can be one VSCALEFPS (AVX-512: exact, subnormal results and
- * overflow to +inf included), and its intrinsic. It replaces scale_pow2's eight
- * integer and float steps, which sat on the critical path of every exp: a swish
- * epilogue (exp, a division, two multiplies per element) is bound by that path's
- * latency, not by its instruction count. */
-static const char *scalef_name(const tgt_lcg *g, int lanes) {
-  return lanes == 16 && g->scalef512  ? "llvm.x86.avx512.mask.scalef.ps.512"
-         : lanes == 8 && g->scalef256 ? "llvm.x86.avx512.mask.scalef.ps.256"
-         : lanes == 4 && g->scalef256 ? "llvm.x86.avx512.mask.scalef.ps.128"
-                                      : NULL;
+/* Whether p · 2^n can be VSCALEFPS (AVX-512: exact, subnormal results and overflow
+ * to +inf included): the lanes of the form that does it (the vector itself, or pieces
+ * of it: an epilogue computed in two vectors' worth of lanes, templates.c), else 0.
+ * It replaces scale_pow2's eight integer and float steps, which sat on the critical
+ * path of every exp: a swish epilogue (exp, a division, two multiplies per element) is
+ * bound by that path's latency, not by its instruction count. */
+static int scalef_lanes(const tgt_lcg *g, int lanes) {
+  int w = g->scalef512 && lanes % 16 == 0 ? 16 : g->scalef256 && lanes % 8 == 0 ? 8 : g->scalef256 && lanes == 4 ? 4 : 0;
+  return w && lanes <= MAX_LANES && ((lanes / w) & (lanes / w - 1)) == 0 ? w : 0; /* whole pieces, a power of two */
 }
 
 /* min(a, b) that keeps a NaN in a (a > b ? b : a, what MINPS computes), and max */
@@ -107,13 +106,36 @@ static LLVMValueRef max_keep_nan(tgt_lcg *g, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, a, b, ""), b, a, "");
 }
 
+/* lanes [at, at + w) of v */
+static LLVMValueRef piece(tgt_lcg *g, LLVMValueRef v, int at, int w) {
+  LLVMValueRef ix[MAX_LANES];
+  for (int i = 0; i < w; i++) ix[i] = LLVMConstInt(g->t_i32, (unsigned)(at + i), 0);
+  return LLVMBuildShuffleVector(g->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(ix, (unsigned)w), "");
+}
+
 static LLVMValueRef scale_pow2_x86(tgt_lcg *g, LLVMValueRef p, LLVMValueRef n, int lanes) {
-  const char *name = scalef_name(g, lanes);
+  int w = scalef_lanes(g, lanes);
+  const char *name = w == 16 ? "llvm.x86.avx512.mask.scalef.ps.512"
+                     : w == 8 ? "llvm.x86.avx512.mask.scalef.ps.256"
+                              : "llvm.x86.avx512.mask.scalef.ps.128";
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
-  LLVMTypeRef mt = lanes == 16 ? g->t_i16 : g->t_i8;
-  LLVMValueRef args[5] = {p, n, LLVMGetUndef(LLVMTypeOf(p)), LLVMConstAllOnes(mt), LLVMConstInt(g->t_i32, 4, 0)};
-  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, lanes == 16 ? 5 : 4, "");
+  LLVMTypeRef mt = w == 16 ? g->t_i16 : g->t_i8;
+  /* one VSCALEFPS per piece of w lanes, the pieces joined again pairwise */
+  LLVMValueRef parts[MAX_LANES];
+  int np = lanes / w;
+  for (int k = 0; k < np; k++) {
+    LLVMValueRef pk = np > 1 ? piece(g, p, k * w, w) : p, nk = np > 1 ? piece(g, n, k * w, w) : n;
+    LLVMValueRef args[5] = {pk, nk, LLVMGetUndef(LLVMTypeOf(pk)), LLVMConstAllOnes(mt), LLVMConstInt(g->t_i32, 4, 0)};
+    parts[k] = LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, w == 16 ? 5 : 4, "");
+  }
+  for (int pw = w; np > 1; pw *= 2, np /= 2)
+    for (int k = 0; k < np / 2; k++) {
+      LLVMValueRef ix[MAX_LANES];
+      for (int i = 0; i < 2 * pw; i++) ix[i] = LLVMConstInt(g->t_i32, (unsigned)i, 0);
+      parts[k] = LLVMBuildShuffleVector(g->b, parts[2 * k], parts[2 * k + 1], LLVMConstVector(ix, (unsigned)(2 * pw)), "");
+    }
+  return parts[0];
 }
 
 /* exp's argument reduction and polynomial: n = x·log2 e rounded to the nearest integer
@@ -139,7 +161,7 @@ static LLVMValueRef exp_reduced(tgt_lcg *g, LLVMValueRef xc, int lanes, LLVMValu
 
 LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
   LLVMBuilderRef B = g->b;
-  int sf = scalef_name(g, lanes) != NULL;
+  int sf = scalef_lanes(g, lanes) != 0;
   /* Below -104 the result is 0, chosen by a select at the end, and those lanes
    * compute exp(0) meanwhile: computing p·2^-150 there gave 0 too, but through a
    * subnormal intermediate, which costs a microcode assist per vector on x86 — a
@@ -171,7 +193,7 @@ LLVMValueRef tgt_llvm_vexpf(tgt_lcg *g, LLVMValueRef x, int lanes) {
  * flows through p to the result. The lanes below −104 compute exp(0) and are zeroed,
  * as in tgt_llvm_vexpf. With VSCALEFPS (AVX-512) tgt_llvm_vexpf is as short. */
 LLVMValueRef tgt_llvm_vexpf_nonpos(tgt_lcg *g, LLVMValueRef x, int lanes) {
-  if (scalef_name(g, lanes)) return tgt_llvm_vexpf(g, x, lanes);
+  if (scalef_lanes(g, lanes)) return tgt_llvm_vexpf(g, x, lanes);
   LLVMBuilderRef B = g->b;
   LLVMTypeRef it = LLVMVectorType(g->t_i32, (unsigned)lanes), ft = LLVMVectorType(g->t_float, (unsigned)lanes);
   LLVMValueRef zero = splat_f(g, 0.0, lanes);
