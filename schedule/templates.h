@@ -304,7 +304,8 @@ sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
  * sigmoid) and width holds them, else vec. Those functions are long dependency chains
  * (erf: about 110 cycles of latency on AVX2 through its polynomial and an exp), and an
  * out-of-order core overlaps only the few whose instructions fit its window; in vectors
- * of twice the width the backend emits two independent chains side by side. */
+ * of twice the width the backend emits two independent chains side by side. The row
+ * template takes it for softmax's exp row (sched_rows.c). */
 int32_t lower_epilogue_lanes(const sch_stage *epi, int64_t width, int32_t vec);
 /* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
