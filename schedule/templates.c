@@ -30,30 +30,30 @@ sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st) {
   return r;
 }
 
-/* 1 if e evaluates exp, log, tanh or erf, looking through the compute stages it
+/* How many exp, log, tanh and erf e evaluates, looking through the compute stages it
  * loads from that do not reduce (budget: the expression nodes left to look at). */
 static int long_math(const te_expr *e, int *budget) {
   if (!e || --*budget < 0) return 0;
   switch (e->kind) {
-  case TE_UNARY:
-    if (e->u.un.op == TE_EXP || e->u.un.op == TE_LOG || e->u.un.op == TE_TANH || e->u.un.op == TE_ERF) return 1;
-    return long_math(e->u.un.a, budget);
-  case TE_BINARY: return long_math(e->u.bin.a, budget) || long_math(e->u.bin.b, budget);
-  case TE_SELECT:
-    return long_math(e->u.sel.c, budget) || long_math(e->u.sel.a, budget) || long_math(e->u.sel.b, budget);
+  case TE_UNARY: {
+    te_unop op = e->u.un.op;
+    return (op == TE_EXP || op == TE_LOG || op == TE_TANH || op == TE_ERF) + long_math(e->u.un.a, budget);
+  }
+  case TE_BINARY: return long_math(e->u.bin.a, budget) + long_math(e->u.bin.b, budget);
+  case TE_SELECT: return long_math(e->u.sel.c, budget) + long_math(e->u.sel.a, budget) + long_math(e->u.sel.b, budget);
   case TE_CAST:
   case TE_BITCAST: return long_math(e->u.cast.a, budget);
   case TE_LOAD: {
     const te_tensor *t = e->u.load.t;
-    return t->kind == TE_COMPUTE && t->body && t->body->kind != TE_REDUCE && long_math(t->body, budget);
+    return t->kind == TE_COMPUTE && t->body && t->body->kind != TE_REDUCE ? long_math(t->body, budget) : 0;
   }
   default: return 0;
   }
 }
 
 int32_t lower_epilogue_lanes(const sch_stage *epi, int64_t width, int32_t vec) {
-  int budget = 4096;
-  return vec > 1 && width % (2 * (int64_t)vec) == 0 && long_math(epi->t->body, &budget) ? 2 * vec : vec;
+  int budget = 4096, n = vec > 1 && width % (2 * (int64_t)vec) == 0 ? long_math(epi->t->body, &budget) : 0;
+  return n >= 1 && n <= 3 ? 2 * vec : vec;
 }
 
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last) {
