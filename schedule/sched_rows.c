@@ -24,14 +24,20 @@ static int row_kind(const sch_stage *st) {
 /* Splits the innermost root axis of st by vec (halved down to 4 until it divides
  * the axis) and vectorizes it. A row no such vector divides (197) is split by the
  * full vector all the same when it holds two: loop partition gives the ragged last
- * vector its own copy, a shorter vector, and the others no test. */
-static int vector_inner(sch_schedule *s, sch_stage *st, int32_t vec, sch_iter **outer, sch_iter **inner) {
+ * vector its own copy, a shorter vector, and the others no test. wide (vec, or two
+ * registers' lanes for long math) is taken first wherever the row holds two of it:
+ * there a ragged last vector costs less than chains one register wide. */
+static int vector_inner(sch_schedule *s, sch_stage *st, int32_t vec, int32_t wide, sch_iter **outer,
+                        sch_iter **inner) {
   sch_iter *last = st->root_axes[st->n_root - 1];
   *outer = *inner = last;
   int32_t full = vec;
-  while (vec > 4 && last->extent % vec) vec /= 2;
-  if (last->extent % vec && full >= 4 && last->extent >= 2 * full) vec = full;
-  else if (vec < 4 || last->extent % vec) return 0;
+  if (wide > vec && last->extent >= 2 * wide) vec = wide;
+  else {
+    while (vec > 4 && last->extent % vec) vec /= 2;
+    if (last->extent % vec && full >= 4 && last->extent >= 2 * full) vec = full;
+    else if (vec < 4 || last->extent % vec) return 0;
+  }
   if (sch_split(s, st, last, vec, outer, inner) < 0 || sch_annotate(s, st, *inner, TIR_VECTORIZED) < 0) return -1;
   return 1;
 }
@@ -105,7 +111,7 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     if (!(row = lower_fuse_through(s, E, E->leaf[r - 1]))) return -1;
     numel = row->extent;
   } else {
-    if (vector_inner(s, E, t->vec_f32, &io, &ii) < 0) return -1;
+    if (vector_inner(s, E, t->vec_f32, t->vec_f32, &io, &ii) < 0) return -1;
     if (!(row = lower_fuse_through(s, E, E->leaf[r - 2]))) return -1;
     numel = row->extent * E->t->shape[r - 1];
   }
@@ -119,7 +125,8 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     if (k == 2) continue; /* the lanes' combination: a few scalar steps */
     sch_iter *lo, *li;
     /* a kept stage (softmax's exp) in vectors of two registers where its math is long */
-    int v = vector_inner(s, p, k == 3 ? lower_epilogue_lanes(p, 2 * (int64_t)t->vec_f32, t->vec_f32) : t->vec_f32, &lo, &li);
+    int32_t wide = k == 3 ? lower_epilogue_lanes(p, 2 * (int64_t)t->vec_f32, t->vec_f32) : t->vec_f32;
+    int v = vector_inner(s, p, t->vec_f32, wide, &lo, &li);
     if (v < 0) return -1;
     if (k == 1 && v && p->n_reduce) { /* reduce loop outside the lanes: every step is one vector op */
       sch_iter *order[3] = {p->reduce_axes[0], lo, li};
