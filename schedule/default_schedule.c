@@ -60,7 +60,7 @@ int lower_default_schedule(sch_schedule *s, const lower_target *t) {
     sch_iter *last = st->leaf[at], *lo, *li;
     if (has_attached || t->vec_f32 < 2 || last->reduce || last->extent < t->vec_f32) continue;
     /* two registers' lanes where the stage's math is long (exp, log, tanh, erf) */
-    int32_t w = dt == GIR_F32 ? lower_epilogue_lanes(st, last->extent, t->vec_f32) : t->vec_f32;
+    int32_t w = dt == GIR_F32 ? lower_math_lanes(st, last->extent, t->vec_f32) : t->vec_f32;
     if (sch_split(s, st, last, w, &lo, &li) < 0 || sch_annotate(s, st, li, TIR_VECTORIZED) < 0) return -1;
     if (at + 2 < st->n_leaf) { /* li, then the unit loops: the unit loops, then li */
       sch_iter *order[GIR_MAX_RANK + 2];

@@ -538,7 +538,7 @@ int lower_sched_conv(sch_schedule *s, sch_stage *red, sch_stage *epi, const lowe
   sch_iter *mi = epi->leaf[epi->n_leaf - 1];
   if (cfg->vec > 1) {
     sch_iter *mo, *mv;
-    if (sch_split(s, epi, mi, lower_epilogue_lanes(epi, mi->extent, cfg->vec), &mo, &mv) < 0 ||
+    if (sch_split(s, epi, mi, lower_math_lanes(epi, mi->extent, cfg->vec), &mo, &mv) < 0 ||
         sch_annotate(s, epi, mv, TIR_VECTORIZED) < 0)
       return -1;
   }

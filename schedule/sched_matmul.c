@@ -250,7 +250,7 @@ int lower_sched_matmul(sch_schedule *s, sch_stage *red, sch_stage *epi, const lo
     tile = ragged_n ? order[1] : par;
   }
   /* the epilogue in vectors of one vector's lanes, or two where its math is long */
-  if (sch_split(s, epi, ni, lower_epilogue_lanes(epi, nr, cfg->vec), &nio, &nii) < 0) return -1;
+  if (sch_split(s, epi, ni, lower_math_lanes(epi, nr, cfg->vec), &nio, &nii) < 0) return -1;
   if (cfg->vec > 1 && sch_annotate(s, epi, nii, TIR_VECTORIZED) < 0) return -1;
   if (sch_compute_at(s, red, epi, tile) < 0) return -1;
   if (bt) { /* the panel: K x nr floats copied in vectors at the panel loop */

@@ -51,8 +51,8 @@ static int long_math(const te_expr *e, int *budget) {
   }
 }
 
-int32_t lower_epilogue_lanes(const sch_stage *epi, int64_t width, int32_t vec) {
-  int budget = 4096, n = vec > 1 && width % (2 * (int64_t)vec) == 0 ? long_math(epi->t->body, &budget) : 0;
+int32_t lower_math_lanes(const sch_stage *st, int64_t width, int32_t vec) {
+  int budget = 4096, n = vec > 1 && width % (2 * (int64_t)vec) == 0 ? long_math(st->t->body, &budget) : 0;
   return n >= 1 && n <= 3 ? 2 * vec : vec;
 }
 

@@ -299,17 +299,18 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
 /* The element-wise stage that is st's only reader, has its shape and is still
  * unscheduled at the root, or NULL. */
 sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
-/* The lanes of an epilogue's vectors along an axis of `width` elements: two vectors'
- * worth (2·vec) where the epilogue evaluates one to three of exp, log, tanh and erf (a
- * GELU, a swish, a sigmoid, a mish) and width holds them, else vec. Those functions are
- * long dependency chains (erf: about 110 cycles of latency on AVX2 through its
- * polynomial and an exp), and an out-of-order core overlaps only the few whose
- * instructions fit its window; in vectors of twice the width the backend emits two
- * independent chains side by side. An LSTM cell's five (three sigmoids, two tanh) are
- * independent chains already, and twice the lanes only added spills (the CRNN's step
- * kernels 1.19x slower on AVX2). The row template takes it for softmax's exp row
- * (sched_rows.c), the default schedule for element-wise stages (default_schedule.c). */
-int32_t lower_epilogue_lanes(const sch_stage *epi, int64_t width, int32_t vec);
+/* The lanes of the vectors of stage st (an epilogue, softmax's exp row, an element-wise
+ * stage) along an axis of `width` elements: two vectors' worth (2·vec) where st evaluates
+ * one to three of exp, log, tanh and erf (a GELU, a swish, a sigmoid, a mish) and width
+ * holds them, else vec. Those functions are long dependency chains (erf: about 110
+ * cycles of latency on AVX2 through its polynomial and an exp), and an out-of-order core
+ * overlaps only the few whose instructions fit its window; in vectors of twice the width
+ * the backend emits two independent chains side by side. An LSTM cell's five (three
+ * sigmoids, two tanh) are independent chains already, and twice the lanes only added
+ * spills (the CRNN's step kernels 1.19x slower on AVX2). The matmul and conv templates
+ * take it for their epilogues, the row template for softmax's exp row (sched_rows.c),
+ * the default schedule for element-wise stages (default_schedule.c). */
+int32_t lower_math_lanes(const sch_stage *st, int64_t width, int32_t vec);
 /* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
 

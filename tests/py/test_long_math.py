@@ -2,7 +2,7 @@
 
 Where a matmul or conv epilogue, softmax's exp row or an element-wise kernel evaluates one
 to three of those functions, the schedule vectorizes it over twice the lanes of a register
-(schedule/templates.c, lower_epilogue_lanes), so that the backend emits two independent
+(schedule/templates.c, lower_math_lanes), so that the backend emits two independent
 dependency chains side by side; an expression with more of them (an LSTM cell's three
 sigmoids and two tanh) keeps one register's lanes. On AVX-512 the exp's VSCALEFPS then runs
 on pieces of the wider vector (targets/llvm/llvm_vmath.c). Checked here:
