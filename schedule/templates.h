@@ -308,8 +308,9 @@ sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
  * the backend emits two independent chains side by side. An LSTM cell's five (three
  * sigmoids, two tanh) are independent chains already, and twice the lanes only added
  * spills (the CRNN's step kernels 1.19x slower on AVX2). The matmul and conv templates
- * take it for their epilogues, the row template for softmax's exp row (sched_rows.c),
- * the default schedule for element-wise stages (default_schedule.c). */
+ * take it for their epilogues, the Winograd output transform for the conv's epilogue
+ * (sched_winograd.c), the row template for softmax's exp row (sched_rows.c), the default
+ * schedule for element-wise stages (default_schedule.c). */
 int32_t lower_math_lanes(const sch_stage *st, int64_t width, int32_t vec);
 /* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);

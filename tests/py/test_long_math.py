@@ -6,12 +6,12 @@ to three of those functions, the schedule vectorizes it over twice the lanes of 
 dependency chains side by side; an expression with more of them (an LSTM cell's three
 sigmoids and two tanh) keeps one register's lanes. On AVX-512 the exp's VSCALEFPS then runs
 on pieces of the wider vector (targets/llvm/llvm_vmath.c). Checked here:
-- Values: a matmul with a bias and the erf form of GELU, a 1x1 conv with a swish, a
-  softmax over rows of 200 (12 full vectors of 16 and a ragged one), element-wise erf, tanh
+- Values: a matmul with a bias and the erf form of GELU, a 1x1 conv with a swish, a 3x3
+  conv with a swish (Winograd on AVX2: the swish in the output transform), a softmax over rows of 200 (12 full vectors of 16 and a ragged one), element-wise erf, tanh
   and log, and an LSTM-cell-like expression of five functions, on every x86-64 level this
   machine runs, against float64 numpy references: |diff| <= 2e-5 + 2e-5 |want|.
 - The loop IR on x86_64-avx2 (compiled, not run, so on any host): the statements that call
-  erf, exp, tanh or log in the first five models are vectors of 16 lanes, the five-function
+  erf, exp, tanh or log in the first six models are vectors of 16 lanes, the five-function
   expression's of 8.
 - On x86_64-avx512 (compiled, not run): the GELU epilogue is 32 lanes (a ragged tile of 16
   beside) and its exp's scaling 16-lane VSCALEFPS calls on the pieces in the LLVM IR.
@@ -79,6 +79,17 @@ def cases(d, rng):
     save(nodes, [("x", [1, 32, 10, 10])], [1, 48, 10, 10], {"w": w}, path)
     c = np.einsum("oi,ihw->ohw", w[:, :, 0, 0].astype(np.float64), x[0].astype(np.float64))[None]
     out.append(("conv 1x1 + swish", path, {"x": x}, c * sigmoid(c), 16))
+    # 3x3 conv + swish, which AVX2 runs as Winograd: the swish in the output transform
+    x = rng.standard_normal((1, 32, 20, 20)).astype(np.float32)
+    w = (rng.standard_normal((32, 32, 3, 3)) * 0.05).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Mul", ["c", "s"], ["y"])]
+    path = os.path.join(d, "wino_swish.onnx")
+    save(nodes, [("x", [1, 32, 20, 20])], [1, 32, 20, 20], {"w": w}, path)
+    xp = np.pad(x[0].astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+    c = sum(np.einsum("oi,ihw->ohw", w[:, :, i, j].astype(np.float64), xp[:, i:i + 20, j:j + 20])
+            for i in range(3) for j in range(3))[None]
+    out.append(("conv 3x3 (Winograd) + swish", path, {"x": x}, c * sigmoid(c), 16))
     # softmax over rows of 200
     x = (rng.standard_normal((4, 37, 200)) * 3).astype(np.float32)
     path = os.path.join(d, "softmax.onnx")
