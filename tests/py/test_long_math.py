@@ -143,17 +143,11 @@ def main():
     rng = np.random.default_rng(5)
     with tempfile.TemporaryDirectory(prefix="kiln_longmath_") as d:
         cs = cases(d, rng)
-        for target, extra in util.runnable_targets(args.kiln, checks, TARGETS):
-            for k, (label, path, feeds, want, _) in enumerate(cs):
-                ys = util.compile_and_run(args.kiln, checks, "%s [%s]" % (label, target), path, feeds, d,
-                                          "k%d" % k, extra)
-                if ys is None:
-                    continue
-                got = ys["y"]
-                err = np.abs(got.astype(np.float64) - want) - 2e-5 * np.abs(want)
-                checks.check(got.shape == want.shape and float(err.max()) <= 2e-5,
-                             "%s [%s]: off the float64 reference by %.3g" %
-                             (label, target, float(np.abs(got - want).max())))
+        for target, (label, _, _, want, _), ys in util.run_on_targets(args.kiln, checks, TARGETS, cs, d):
+            got = ys["y"]
+            err = np.abs(got.astype(np.float64) - want) - 2e-5 * np.abs(want)
+            checks.check(got.shape == want.shape and float(err.max()) <= 2e-5,
+                         "%s [%s]: off the float64 reference by %.3g" % (label, target, float(np.abs(got - want).max())))
         # the vector widths on AVX2: 16 lanes (two registers) for one to three functions,
         # 8 for the cell's five; the ragged tail of the softmax row may add a shorter one
         for label, path, _, _, lanes in cs:

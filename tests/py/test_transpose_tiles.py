@@ -106,21 +106,16 @@ def main():
     with tempfile.TemporaryDirectory(prefix="kiln_ttiles_") as d:
         cases = [transpose_case(rng, t, d) for t in range(30)] + [conv_case(rng, t, d) for t in range(16)]
         cases += [conv_case(rng, t, d, padded=True) for t in range(12)]
-        for target, extra in util.runnable_targets(args.kiln, checks, TARGETS):
-            for k, (label, path, feeds, want, exact) in enumerate(cases):
-                ys = util.compile_and_run(args.kiln, checks, "%s [%s]" % (label, target), path, feeds, d,
-                                          "k%d" % k, extra)
-                if ys is None:
-                    continue
-                got = ys["y"]
-                if exact:
-                    ok = got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want)
-                    what = "not identical to numpy"
-                else:
-                    err = np.abs(got.astype(np.float64) - want) - 1e-4 * np.abs(want)
-                    ok = got.shape == want.shape and float(err.max()) <= 1e-4
-                    what = "off the float64 reference by %.3g" % float(np.abs(got - want).max())
-                checks.check(ok, "%s [%s]: %s" % (label, target, what))
+        for target, (label, _, _, want, exact), ys in util.run_on_targets(args.kiln, checks, TARGETS, cases, d):
+            got = ys["y"]
+            if exact:
+                ok = got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want)
+                what = "not identical to numpy"
+            else:
+                err = np.abs(got.astype(np.float64) - want) - 1e-4 * np.abs(want)
+                ok = got.shape == want.shape and float(err.max()) <= 1e-4
+                what = "off the float64 reference by %.3g" % float(np.abs(got - want).max())
+            checks.check(ok, "%s [%s]: %s" % (label, target, what))
         # the tiles take the shuffle path: no gather left in the transpose's LLVM IR
         g = helper.make_graph([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 56, 56])],

@@ -111,6 +111,17 @@ def compile_and_run(kiln, checks, label, model, feeds, d, tag, compile_args=()):
     return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}
 
 
+def run_on_targets(kiln, checks, targets, cases, d):
+    """Each case (label, model path, feeds, ...) compiled and run on every target of targets
+    this host runs (runnable_targets): yields (target, case, {output name: array}) for those
+    that ran; a failed compile or run is a failed check already."""
+    for target, extra in runnable_targets(kiln, checks, targets):
+        for k, case in enumerate(cases):
+            ys = compile_and_run(kiln, checks, "%s [%s]" % (case[0], target), case[1], case[2], d, "k%d" % k, extra)
+            if ys is not None:
+                yield target, case, ys
+
+
 def parse_shape(text):
     """"1x3x224x224" → (1, 3, 224, 224); "scalar" → ()."""
     if text == "scalar":
