@@ -62,17 +62,17 @@ static int64_t flat_work(int64_t px, int64_t w, int64_t v) {
   return px / w * (tile_work(w, v) + v) + (px % w ? tile_work(px % w, v) + v : 0);
 }
 
-/* The shape half of the whole-image rule for a dense float 1x1 conv (o its output
- * [N, M/ob, OH, OW, ob], flat: rows already in flat tiles): stride 1, at least 256 input
- * channels in blocks of at least 8, one step of the input-block loop (the block pair's
- * weights, the input block's padded image, the output block's partial sums) within 32
- * KiB of L1, and with flat tiles only where an output block's weights pass L1. */
 /* Whether one output block's weights of conv n (output o, [N, M/ob, ...]) pass 32 KiB of
  * L1. */
 static int block_weights_pass_l1(const gir_node *n, const te_tensor *o) {
   return gir_value_nbytes(n->in[1]) / o->shape[1] > 32 * 1024;
 }
 
+/* The shape half of the whole-image rule for a dense float 1x1 conv (o its output
+ * [N, M/ob, OH, OW, ob], flat: rows already in flat tiles): stride 1, at least 256 input
+ * channels in blocks of at least 8, one step of the input-block loop (the block pair's
+ * weights, the input block's padded image, the output block's partial sums) within 32
+ * KiB of L1, and with flat tiles only where an output block's weights pass L1. */
 static int image_tiles_fit(const gir_node *n, const te_tensor *o, int flat) {
   if (!n || n->op != GIR_OP_conv_nchwc || conv_stride(n, 0) != 1 || conv_stride(n, 1) != 1 || n->n_in < 2 ||
       n->in[1]->shape.rank != 6 || n->in[0]->shape.rank != 5)

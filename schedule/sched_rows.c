@@ -125,7 +125,7 @@ int lower_sched_rows(sch_schedule *s, const lower_target *t) {
     if (k == 2) continue; /* the lanes' combination: a few scalar steps */
     sch_iter *lo, *li;
     /* a kept stage (softmax's exp) in vectors of two registers where its math is long */
-    int32_t wide = k == 3 ? lower_math_lanes(p, 2 * (int64_t)t->vec_f32, t->vec_f32) : t->vec_f32;
+    int32_t wide = k == 3 && lower_long_math(p) ? 2 * t->vec_f32 : t->vec_f32;
     int v = vector_inner(s, p, t->vec_f32, wide, &lo, &li);
     if (v < 0) return -1;
     if (k == 1 && v && p->n_reduce) { /* reduce loop outside the lanes: every step is one vector op */

@@ -64,8 +64,8 @@ static int sched_in(sch_schedule *s, sch_stage *st, const lower_target *t) {
 
 static int sched_out(sch_schedule *s, sch_stage *st, int64_t m, const lower_target *t) {
   sch_iter **r = st->root_axes; /* n, o/ob, h, w, o%ob */
-  int64_t ob = r[4]->extent, v = lanes_for(ob, t);
-  if (v > 1) v = lower_math_lanes(st, ob, (int32_t)v); /* the conv's epilogue, a swish: two registers */
+  /* the conv's epilogue in two registers' lanes where its math is long (a swish) */
+  int64_t ob = r[4]->extent, v = lower_math_lanes(st, ob, (int32_t)lanes_for(ob, t));
   sch_iter *ho, *hi, *wo, *wi, *mo = NULL, *mi;
   if (sch_split(s, st, r[2], m, &ho, &hi) < 0 || sch_split(s, st, r[3], m, &wo, &wi) < 0) return -1;
   if (v < ob) {

@@ -51,9 +51,13 @@ static int long_math(const te_expr *e, int *budget) {
   }
 }
 
+int lower_long_math(const sch_stage *st) {
+  int budget = 4096, n = long_math(st->t->body, &budget);
+  return n >= 1 && n <= 3;
+}
+
 int32_t lower_math_lanes(const sch_stage *st, int64_t width, int32_t vec) {
-  int budget = 4096, n = vec > 1 && width % (2 * (int64_t)vec) == 0 ? long_math(st->t->body, &budget) : 0;
-  return n >= 1 && n <= 3 ? 2 * vec : vec;
+  return vec > 1 && width % (2 * (int64_t)vec) == 0 && lower_long_math(st) ? 2 * vec : vec;
 }
 
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last) {

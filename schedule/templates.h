@@ -299,10 +299,9 @@ int lower_sched_transpose(sch_schedule *s, sch_stage *st, const lower_target *t)
 /* The element-wise stage that is st's only reader, has its shape and is still
  * unscheduled at the root, or NULL. */
 sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
-/* The lanes of the vectors of stage st (an epilogue, softmax's exp row, an element-wise
- * stage) along an axis of `width` elements: two vectors' worth (2·vec) where st evaluates
- * one to three of exp, log, tanh and erf (a GELU, a swish, a sigmoid, a mish) and width
- * holds them, else vec. Those functions are long dependency chains (erf: about 110
+/* 1 where stage st evaluates one to three of exp, log, tanh and erf (a GELU, a swish, a
+ * sigmoid, a mish): it computes them in vectors of two registers' lanes. Those
+ * functions are long dependency chains (erf: about 110
  * cycles of latency on AVX2 through its polynomial and an exp), and an out-of-order core
  * overlaps only the few whose instructions fit its window; in vectors of twice the width
  * the backend emits two independent chains side by side. An LSTM cell's five (three
@@ -311,6 +310,9 @@ sch_stage *lower_epilogue_of(sch_schedule *s, sch_stage *st);
  * take it for their epilogues, the Winograd output transform for the conv's epilogue
  * (sched_winograd.c), the row template for softmax's exp row (sched_rows.c), the default
  * schedule for element-wise stages (default_schedule.c). */
+int lower_long_math(const sch_stage *st);
+/* The lanes of st's vectors along an axis of `width` elements: 2·vec where
+ * lower_long_math(st) and width holds whole vectors of them, else vec. */
 int32_t lower_math_lanes(const sch_stage *st, int64_t width, int32_t vec);
 /* Fuses st's leading loops up to and including `last` into one; returns it (NULL on error). */
 sch_iter *lower_fuse_through(sch_schedule *s, sch_stage *st, sch_iter *last);
